@@ -1,0 +1,8 @@
+//go:build !unix
+
+package discovery
+
+import "os/exec"
+
+// setProcessGroup is a no-op where process groups are not available.
+func setProcessGroup(cmd *exec.Cmd) {}

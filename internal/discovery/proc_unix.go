@@ -1,0 +1,19 @@
+//go:build unix
+
+package discovery
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+// setProcessGroup runs cmd in its own process group and makes cancellation kill the whole group.
+func setProcessGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		if cmd.Process == nil {
+			return nil
+		}
+		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+}
