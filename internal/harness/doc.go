@@ -1,0 +1,30 @@
+// Package harness runs a runtime preparation provider inside the project's own
+// Python interpreter and talks to it over the harness protocol described in
+// docs/protocol.md.
+//
+// One [Process] is one harness child: one simulated platform replica. The
+// package embeds the stdlib-only Python side (the astrabox SDK and the runner,
+// see [SDKDir]), starts it in its own process group with the protocol on
+// descriptors 3 and 4, drains the provider's stdout and stderr at all times
+// into bounded per-call captures, enforces deadlines (cancel, grace, stack
+// dump, kill), polls the resident memory of the whole process tree, and cleans
+// up every process it started, including descendants that left the group with
+// setsid.
+//
+// # Limits
+//
+// [DefaultLimits] documents the default values of [Limits]. The address-space
+// and open-files limits are applied by the harness itself with setrlimit; the
+// resident-memory limit is enforced from Go by polling /proc every 50 ms and
+// killing the process group when the sum over the harness and its descendants
+// exceeds it.
+//
+// # Errors
+//
+// A call either gets a [Reply] (the harness answered, with a value or with the
+// provider's exception) or fails with a [*ProcessError] whose [ErrorKind] says
+// why the harness did not answer: [KindExited], [KindSignaled], [KindHung],
+// [KindMemoryLimit], [KindProtocol], [KindClosed] or [KindStart]. After any
+// such error the process is dead and every later call fails at once with
+// [KindClosed].
+package harness

@@ -1,0 +1,337 @@
+package harness
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// ProtocolVersion is the harness protocol version this package speaks.
+const ProtocolVersion = 1
+
+// Hello is the first message of the harness: who it is.
+type Hello struct {
+	Kind           string `json:"kind"`
+	Protocol       int    `json:"protocol"`
+	Cookie         string `json:"cookie"`
+	PID            int    `json:"pid"`
+	Python         []int  `json:"python"`
+	Implementation string `json:"implementation"`
+	Executable     string `json:"executable"`
+}
+
+// PythonVersion returns the interpreter version as "3.11.7".
+func (h Hello) PythonVersion() string {
+	s := ""
+	for i, n := range h.Python {
+		if i > 0 {
+			s += "."
+		}
+		s += fmt.Sprint(n)
+	}
+	return s
+}
+
+// envelope is the part of every message that tells its kind.
+type envelope struct {
+	Kind string `json:"kind"`
+}
+
+// replyMsg is the wire form of a reply.
+type replyMsg struct {
+	Kind         string          `json:"kind"`
+	ID           int64           `json:"id"`
+	OK           bool            `json:"ok"`
+	Value        json.RawMessage `json:"value"`
+	Error        *PyError        `json:"error"`
+	DurationNS   int64           `json:"duration_ns"`
+	Observations Observations    `json:"observations"`
+}
+
+type backgroundMsg struct {
+	Kind         string       `json:"kind"`
+	Observations Observations `json:"observations"`
+}
+
+type callMsg struct {
+	Kind     string  `json:"kind"`
+	ID       int64   `json:"id"`
+	Method   string  `json:"method"`
+	Args     any     `json:"args"`
+	TimeoutS float64 `json:"timeout_s,omitempty"`
+}
+
+type cancelMsg struct {
+	Kind string `json:"kind"`
+	ID   int64  `json:"id"`
+}
+
+type shutdownMsg struct {
+	Kind string `json:"kind"`
+}
+
+// PyError is a Python exception raised by the provider (or by loading it).
+type PyError struct {
+	Type       string      `json:"type"`
+	Message    string      `json:"message"`
+	Repr       string      `json:"repr"`
+	Traceback  string      `json:"traceback"`
+	Cancelled  bool        `json:"cancelled"`
+	Frames     []Frame     `json:"frames"`
+	UserAction *UserAction `json:"user_action"`
+}
+
+// Error returns "Type: message".
+func (e *PyError) Error() string { return e.Type + ": " + e.Message }
+
+// Frame is one stack frame in the provider's own code.
+type Frame struct {
+	File     string `json:"file"`
+	Line     int    `json:"line"`
+	Function string `json:"function"`
+}
+
+// UserAction is the payload of PreparationUserActionRequired or of a
+// SessionUserActionState.user_action.
+type UserAction struct {
+	Message string  `json:"message"`
+	URL     *string `json:"url,omitempty"`
+	Status  string  `json:"status"`
+}
+
+// Observations are facts the harness recorded while the provider ran.
+type Observations struct {
+	Logs      []LogRecord     `json:"logs"`
+	Warnings  []WarningRecord `json:"warnings"`
+	Audit     []AuditEvent    `json:"audit"`
+	Leftovers Leftovers       `json:"leftovers"`
+	Dropped   int64           `json:"dropped"`
+}
+
+// Empty reports whether nothing was observed.
+func (o Observations) Empty() bool {
+	return len(o.Logs) == 0 && len(o.Warnings) == 0 && len(o.Audit) == 0 && o.Leftovers.Empty() && o.Dropped == 0
+}
+
+// Merge appends the observations of b to o.
+func (o *Observations) Merge(b Observations) {
+	o.Logs = append(o.Logs, b.Logs...)
+	o.Warnings = append(o.Warnings, b.Warnings...)
+	o.Audit = append(o.Audit, b.Audit...)
+	o.Leftovers.Threads = append(o.Leftovers.Threads, b.Leftovers.Threads...)
+	o.Leftovers.Tasks = append(o.Leftovers.Tasks, b.Leftovers.Tasks...)
+	o.Leftovers.Timers = append(o.Leftovers.Timers, b.Leftovers.Timers...)
+	o.Leftovers.Children = append(o.Leftovers.Children, b.Leftovers.Children...)
+	o.Dropped += b.Dropped
+}
+
+// LogRecord is one logging record created by the provider.
+type LogRecord struct {
+	Logger      string  `json:"logger"`
+	Level       string  `json:"level"`
+	LevelNo     int     `json:"levelno"`
+	Message     string  `json:"message"`
+	ExcText     *string `json:"exc_text"`
+	File        string  `json:"file"`
+	Line        int     `json:"line"`
+	Function    string  `json:"function"`
+	Thread      string  `json:"thread"`
+	Call        *int64  `json:"call"`
+	AfterReturn bool    `json:"after_return"`
+}
+
+// WarningRecord is one warning shown while the provider ran.
+type WarningRecord struct {
+	Category    string `json:"category"`
+	Message     string `json:"message"`
+	File        string `json:"file"`
+	Line        int    `json:"line"`
+	Call        *int64 `json:"call"`
+	AfterReturn bool   `json:"after_return"`
+}
+
+// AuditEvent is one PEP 578 audit event the provider caused.
+type AuditEvent struct {
+	Event       string `json:"event"`
+	Summary     string `json:"summary"`
+	File        string `json:"file"`
+	Line        int    `json:"line"`
+	Function    string `json:"function"`
+	Call        *int64 `json:"call"`
+	AfterReturn bool   `json:"after_return"`
+}
+
+// Leftovers is work a callback left running after it returned.
+type Leftovers struct {
+	Threads  []LeftoverThread `json:"threads"`
+	Tasks    []LeftoverTask   `json:"tasks"`
+	Timers   []LeftoverTimer  `json:"timers"`
+	Children []LeftoverChild  `json:"children"`
+}
+
+// Empty reports whether nothing was left over.
+func (l Leftovers) Empty() bool {
+	return len(l.Threads) == 0 && len(l.Tasks) == 0 && len(l.Timers) == 0 && len(l.Children) == 0
+}
+
+// LeftoverThread is a thread started by a callback and still alive.
+type LeftoverThread struct {
+	Name   string `json:"name"`
+	Daemon bool   `json:"daemon"`
+	Target string `json:"target"`
+	File   string `json:"file"`
+	Line   int    `json:"line"`
+}
+
+// LeftoverTask is an asyncio task started by a callback and still pending.
+type LeftoverTask struct {
+	Name string `json:"name"`
+	Coro string `json:"coro"`
+	File string `json:"file"`
+	Line int    `json:"line"`
+}
+
+// LeftoverTimer is a pending loop.call_later/call_at handle.
+type LeftoverTimer struct {
+	Callback string  `json:"callback"`
+	WhenS    float64 `json:"when_s"`
+}
+
+// LeftoverChild is a child process of the harness still alive.
+type LeftoverChild struct {
+	PID     int    `json:"pid"`
+	Cmdline string `json:"cmdline"`
+}
+
+// LoadArgs are the arguments of the load method.
+type LoadArgs struct {
+	// Target is "pkg.module:Attr.attr".
+	Target string `json:"target"`
+	// Paths are absolute code roots prepended to sys.path.
+	Paths []string `json:"paths"`
+	// ProjectRoot is the absolute project directory.
+	ProjectRoot string `json:"project_root"`
+	// ForceDebugLogging sets the root logger to DEBUG at load.
+	ForceDebugLogging bool `json:"force_debug_logging"`
+}
+
+// LoadInfo is the value of a successful load.
+type LoadInfo struct {
+	ModuleFile      string                `json:"module_file"`
+	Qualname        string                `json:"qualname"`
+	File            string                `json:"file"`
+	Line            int                   `json:"line"`
+	IsClass         bool                  `json:"is_class"`
+	IsSubclass      bool                  `json:"is_subclass"`
+	Instantiated    bool                  `json:"instantiated"`
+	Name            *string               `json:"name"`
+	NameIsClassattr bool                  `json:"name_is_classattr"`
+	NameError       *string               `json:"name_error"`
+	ProviderRoots   []string              `json:"provider_roots"`
+	Methods         map[string]MethodInfo `json:"methods"`
+}
+
+// MethodInfo describes one of the seven callbacks on the loaded provider.
+type MethodInfo struct {
+	Overridden bool   `json:"overridden"`
+	Async      bool   `json:"async"`
+	File       string `json:"file"`
+	Line       int    `json:"line"`
+}
+
+// Sandbox operations (SandboxRequest.Op).
+const (
+	OpReadFile  = "read_file"
+	OpWriteFile = "write_file"
+	OpExists    = "exists"
+	OpListDir   = "list_dir"
+	OpRemove    = "remove"
+)
+
+// SandboxRequest is a SandboxHandle method call made by the provider during
+// call Call.
+type SandboxRequest struct {
+	Kind      string `json:"kind"`
+	ID        int64  `json:"id"`
+	Call      int64  `json:"call"`
+	SandboxID string `json:"sandbox_id"`
+	Op        string `json:"op"`
+	Path      string `json:"path"`
+	// Content is the decoded content_b64 of write_file.
+	Content []byte `json:"content_b64,omitempty"`
+	Mode    *int   `json:"mode,omitempty"`
+}
+
+// SandboxResponse answers a SandboxRequest. Value is {"content_b64": ...}
+// for read_file (use ReadFileValue), a bool for exists, a list of names for
+// list_dir, nil otherwise. Error, when set, makes the handle raise.
+type SandboxResponse struct {
+	OK    bool          `json:"ok"`
+	Value any           `json:"value"`
+	Error *SandboxError `json:"error"`
+}
+
+// ReadFileValue builds the read_file value for a SandboxResponse.
+func ReadFileValue(content []byte) any {
+	return map[string][]byte{"content_b64": content}
+}
+
+// SandboxError is raised in the provider as the builtin exception Type:
+// FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError
+// or OSError.
+type SandboxError struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+type sandboxReplyMsg struct {
+	Kind  string        `json:"kind"`
+	ID    int64         `json:"id"`
+	OK    bool          `json:"ok"`
+	Value any           `json:"value"`
+	Error *SandboxError `json:"error"`
+}
+
+// Result is the decoded reply value of a callback (see Reply.Result). Type is
+// one of "RuntimePreparationPlan", "RuntimeMaterials",
+// "SessionUserActionState", "bool", "none", "coroutine" or "other"; only the
+// fields of that type are set.
+type Result struct {
+	Type    string `json:"type"`
+	Repr    string `json:"repr"`
+	WasSync bool   `json:"was_sync"`
+
+	// RuntimePreparationPlan
+	SessionBound     bool            `json:"session_bound"`
+	Declaration      json.RawMessage `json:"declaration"`
+	DeclarationError *string         `json:"declaration_error"`
+
+	// RuntimeMaterials
+	Files       []MaterialFile    `json:"files"`
+	Environment map[string]string `json:"environment"`
+	// TurnValiditySeconds is null, a number, or one of the strings "inf",
+	// "-inf", "nan".
+	TurnValiditySeconds json.RawMessage `json:"turn_validity_seconds"`
+
+	// SessionUserActionState
+	Ready      bool            `json:"ready"`
+	UserAction json.RawMessage `json:"user_action"`
+	Actions    []ActionCommand `json:"actions"`
+
+	// bool
+	Value bool `json:"value"`
+
+	// other
+	PythonType string `json:"python_type"`
+}
+
+// MaterialFile is one RuntimeFile of RuntimeMaterials.
+type MaterialFile struct {
+	Name    string `json:"name"`
+	Content []byte `json:"content_b64"`
+}
+
+// ActionCommand is one SessionUserActionCommand.
+type ActionCommand struct {
+	ID    string `json:"id"`
+	Label string `json:"label"`
+}
