@@ -1,0 +1,208 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/astrabox-dev/astrabox/internal/term"
+)
+
+// Renderer writes a report in one output format.
+type Renderer interface {
+	Render(w io.Writer, r *Report) error
+}
+
+// Formats returns the names of the output formats For accepts, in the order the docs list them.
+func Formats() []string {
+	return []string{"text", "json", "junit", "sarif", "github"}
+}
+
+// For returns the renderer of the named format. Styles and width only matter to the text format; width is the
+// number of columns to wrap to (DefaultWidth when not positive). An unknown format is an error that lists the
+// valid ones.
+func For(format string, s term.Styles, width int) (Renderer, error) {
+	switch format {
+	case "text":
+		return &Text{Styles: s, Width: width}, nil
+	case "json":
+		return &JSON{}, nil
+	case "junit":
+		return &JUnit{}, nil
+	case "sarif":
+		return &SARIF{}, nil
+	case "github":
+		return &GitHub{}, nil
+	}
+	return nil, fmt.Errorf("unknown output format %q: use one of %s", format, strings.Join(Formats(), ", "))
+}
+
+// HasFailures reports whether the run breaks the contract: at least one check failed or was flaky (a flaky
+// check saw the breach in some runs, which is a breach). Warnings and skipped checks do not count. The command
+// line exits with 1 exactly when this is true.
+func (r *Report) HasFailures() bool {
+	for _, res := range r.Results {
+		if res.Status == StatusFailed || res.Status == StatusFlaky {
+			return true
+		}
+	}
+	return false
+}
+
+// rank orders statuses from worst (highest) to best: failed > flaky > warning > passed > skipped. Unknown
+// statuses rank below skipped.
+func rank(s Status) int {
+	switch s {
+	case StatusFailed:
+		return 5
+	case StatusFlaky:
+		return 4
+	case StatusWarning:
+		return 3
+	case StatusPassed:
+		return 2
+	case StatusSkipped:
+		return 1
+	}
+	return 0
+}
+
+// validStatus reports whether s is one of the documented statuses.
+func validStatus(s Status) bool { return rank(s) > 0 }
+
+// primaryLocation is where a result points: its own location, else the first evidence that has one.
+func primaryLocation(res *Result) *Location {
+	if res.Location != nil && res.Location.Path != "" {
+		return res.Location
+	}
+	for i := range res.Evidence {
+		if l := res.Evidence[i].Location; l != nil && l.Path != "" {
+			return l
+		}
+	}
+	return nil
+}
+
+// relPath returns p as a slash-separated path relative to root, and whether that was possible. A relative p
+// is taken as relative to root already; an absolute p outside root, or a relative p that climbs out of it,
+// cannot be made relative.
+func relPath(root, p string) (string, bool) {
+	if p == "" {
+		return "", false
+	}
+	if filepath.IsAbs(p) || strings.HasPrefix(p, "/") {
+		if root == "" {
+			return "", false
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return "", false
+		}
+		p = rel
+	}
+	p = path.Clean(filepath.ToSlash(p))
+	if p == ".." || strings.HasPrefix(p, "../") || p == "." {
+		return "", false
+	}
+	return p, true
+}
+
+// manifest is the project file a result without a usable location points at: the provider's declaration file
+// when the report names one (pyproject.toml or setup.cfg), else pyproject.toml.
+func manifest(p Provider) string {
+	if base := filepath.Base(filepath.ToSlash(p.Source)); base == "setup.cfg" || base == "setup.py" {
+		return base
+	}
+	return "pyproject.toml"
+}
+
+// sanitize makes provider-supplied text safe to print: control characters other than newline become visible
+// escapes (so an escape sequence in a log line cannot colour or move the terminal), tabs become spaces and
+// carriage returns are dropped.
+func sanitize(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n':
+			b.WriteRune(r)
+		case r == '\t':
+			b.WriteString("    ")
+		case r == '\r':
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+			fmt.Fprintf(&b, "\\x%02x", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// locationString formats a location as path:line (just path when the line is unknown).
+func locationString(l *Location) string {
+	if l == nil {
+		return ""
+	}
+	if l.Line > 0 {
+		return fmt.Sprintf("%s:%d", l.Path, l.Line)
+	}
+	return l.Path
+}
+
+// evidenceContext is the one-line context of a piece of evidence: location, replica and callback.
+func evidenceContext(e *Evidence) string {
+	var parts []string
+	if e.Location != nil && e.Location.Path != "" {
+		parts = append(parts, "at "+locationString(e.Location))
+	}
+	if e.Replica != "" {
+		parts = append(parts, "replica "+e.Replica)
+	}
+	if e.Callback != "" {
+		parts = append(parts, "callback "+e.Callback)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// plainDetails is the text body of a result for formats without layout (JUnit): message, clauses, evidence,
+// hint, one fact per line.
+func plainDetails(res *Result) string {
+	var b strings.Builder
+	if res.Message != "" {
+		b.WriteString(res.Message + "\n")
+	}
+	if len(res.Clauses) > 0 {
+		b.WriteString("clauses: " + strings.Join(res.Clauses, ", ") + "\n")
+	}
+	if l := primaryLocation(res); l != nil {
+		b.WriteString("location: " + locationString(l) + "\n")
+	}
+	for i := range res.Evidence {
+		e := &res.Evidence[i]
+		b.WriteString("evidence: " + e.Text + "\n")
+		if c := evidenceContext(e); c != "" {
+			b.WriteString("  " + c + "\n")
+		}
+		if e.Scenario != "" {
+			b.WriteString("  scenario " + e.Scenario + "\n")
+		}
+		for j, st := range e.Steps {
+			fmt.Fprintf(&b, "    %d. %s\n", j+1, st)
+		}
+	}
+	if res.Hint != "" {
+		b.WriteString("hint: " + res.Hint + "\n")
+	}
+	return b.String()
+}
+
+// summaryOf counts r's results afresh, so renderers never print a stale summary.
+func summaryOf(r *Report) Summary {
+	c := Report{Results: r.Results}
+	c.Summarize()
+	return c.Summary
+}

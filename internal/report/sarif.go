@@ -1,0 +1,380 @@
+package report
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"unicode"
+)
+
+// SARIF version and schema written by the SARIF renderer.
+const (
+	SARIFVersion = "2.1.0"
+	SARIFSchema  = "https://json.schemastore.org/sarif-2.1.0.json"
+	// InformationURI is the kit's home page, named in SARIF output.
+	InformationURI = "https://github.com/astrabox-dev/astrabox"
+	// FingerprintKey names the astrabox fingerprint in SARIF partialFingerprints.
+	FingerprintKey = "astraboxFingerprint/v1"
+	// SrcRoot is the uriBaseId of every location in SARIF output.
+	SrcRoot = "%SRCROOT%"
+)
+
+// SARIF renders the report as SARIF 2.1.0 for GitHub code scanning and other SARIF viewers. Every check of
+// the report becomes a rule; every failed, flaky or warning check becomes a result (passed and skipped checks
+// are not results). Locations are relative to Root with uriBaseId %SRCROOT%; a result without a location
+// inside Root points at the project's manifest (pyproject.toml, line 1), because code scanning drops results
+// without a location, and keeps its source location, if any, as a related location.
+type SARIF struct {
+	// Root is the directory locations are made relative to: for GitHub code scanning the repository root. Empty
+	// means the report's project directory.
+	Root string
+}
+
+type sarifLog struct {
+	Schema  string     `json:"$schema"`
+	Version string     `json:"version"`
+	Runs    []sarifRun `json:"runs"`
+}
+
+type sarifRun struct {
+	Tool               sarifTool                   `json:"tool"`
+	OriginalURIBaseIDs map[string]sarifArtifactLoc `json:"originalUriBaseIds,omitempty"`
+	Results            []sarifResult               `json:"results"`
+	Properties         map[string]any              `json:"properties,omitempty"`
+}
+
+type sarifTool struct {
+	Driver sarifDriver `json:"driver"`
+}
+
+type sarifDriver struct {
+	Name           string      `json:"name"`
+	Version        string      `json:"version,omitempty"`
+	InformationURI string      `json:"informationUri"`
+	Rules          []sarifRule `json:"rules"`
+}
+
+type sarifText struct {
+	Text string `json:"text"`
+}
+
+type sarifHelp struct {
+	Text     string `json:"text"`
+	Markdown string `json:"markdown,omitempty"`
+}
+
+type sarifRule struct {
+	ID                   string         `json:"id"`
+	Name                 string         `json:"name"`
+	ShortDescription     sarifText      `json:"shortDescription"`
+	FullDescription      sarifText      `json:"fullDescription"`
+	Help                 sarifHelp      `json:"help"`
+	DefaultConfiguration sarifConfig    `json:"defaultConfiguration"`
+	Properties           map[string]any `json:"properties,omitempty"`
+}
+
+type sarifConfig struct {
+	Level string `json:"level"`
+}
+
+type sarifResult struct {
+	RuleID              string            `json:"ruleId"`
+	RuleIndex           int               `json:"ruleIndex"`
+	Level               string            `json:"level"`
+	Message             sarifText         `json:"message"`
+	Locations           []sarifLocation   `json:"locations"`
+	RelatedLocations    []sarifLocation   `json:"relatedLocations,omitempty"`
+	PartialFingerprints map[string]string `json:"partialFingerprints"`
+	Properties          map[string]any    `json:"properties,omitempty"`
+}
+
+type sarifLocation struct {
+	ID               *int          `json:"id,omitempty"`
+	PhysicalLocation sarifPhysical `json:"physicalLocation"`
+	Message          *sarifText    `json:"message,omitempty"`
+}
+
+type sarifPhysical struct {
+	ArtifactLocation sarifArtifactLoc `json:"artifactLocation"`
+	Region           *sarifRegion     `json:"region,omitempty"`
+}
+
+type sarifArtifactLoc struct {
+	URI       string `json:"uri"`
+	URIBaseID string `json:"uriBaseId,omitempty"`
+}
+
+type sarifRegion struct {
+	StartLine int `json:"startLine"`
+}
+
+// Render writes r as a SARIF log with one run.
+func (s SARIF) Render(w io.Writer, r *Report) error {
+	if r == nil {
+		return fmt.Errorf("render sarif: no report")
+	}
+	root := s.Root
+	if root == "" {
+		root = r.Provider.Project
+	}
+	run := sarifRun{
+		Tool: sarifTool{Driver: sarifDriver{
+			Name:           "astrabox",
+			Version:        r.Tool.Version,
+			InformationURI: InformationURI,
+			Rules:          []sarifRule{},
+		}},
+		Results: []sarifResult{},
+		Properties: map[string]any{
+			"provider": r.Provider.Name,
+			"seed":     r.Seed,
+		},
+	}
+	if filepath.IsAbs(root) {
+		u := url.URL{Scheme: "file", Path: filepath.ToSlash(root)}
+		if !strings.HasSuffix(u.Path, "/") {
+			u.Path += "/"
+		}
+		run.OriginalURIBaseIDs = map[string]sarifArtifactLoc{SrcRoot: {URI: u.String()}}
+	}
+	ruleIndex := map[string]int{}
+	for i := range r.Results {
+		res := &r.Results[i]
+		if _, ok := ruleIndex[res.Check]; ok {
+			continue
+		}
+		ruleIndex[res.Check] = len(run.Tool.Driver.Rules)
+		run.Tool.Driver.Rules = append(run.Tool.Driver.Rules, sarifRuleOf(res))
+	}
+	for i := range r.Results {
+		res := &r.Results[i]
+		var level string
+		switch res.Status {
+		case StatusFailed, StatusFlaky:
+			level = sarifLevel(res.Severity)
+		case StatusWarning:
+			level = "warning"
+		default:
+			continue
+		}
+		msg := res.Title
+		if res.Message != "" {
+			msg = res.Message
+		}
+		if res.Status == StatusFlaky {
+			msg = "(flaky) " + msg
+		}
+		if res.Hint != "" {
+			msg += "\nHint: " + res.Hint
+		}
+		out := sarifResult{
+			RuleID:    res.Check,
+			RuleIndex: ruleIndex[res.Check],
+			Level:     level,
+			Message:   sarifText{msg},
+			Properties: map[string]any{
+				"status":  string(res.Status),
+				"clauses": nonNil(res.Clauses),
+			},
+		}
+		var path string
+		primary := primaryLocation(res)
+		if p, ok := relIfLoc(root, primary); ok {
+			path = p
+			out.Locations = []sarifLocation{physical(p, primary.Line)}
+		} else {
+			path = manifest(r.Provider)
+			out.Locations = []sarifLocation{physical(path, 1)}
+		}
+		seen := map[string]bool{}
+		for j := range res.Evidence {
+			e := &res.Evidence[j]
+			if e.Location == nil || e.Location.Path == "" {
+				continue
+			}
+			loc, ok := relatedPhysical(root, e.Location)
+			key := locationString(e.Location)
+			if !ok || seen[key] {
+				continue
+			}
+			seen[key] = true
+			id := len(out.RelatedLocations) + 1
+			loc.ID = &id
+			loc.Message = &sarifText{e.Text}
+			out.RelatedLocations = append(out.RelatedLocations, loc)
+		}
+		if primary != nil && !seen[locationString(primary)] {
+			if _, ok := relIfLoc(root, primary); !ok {
+				if loc, ok := relatedPhysical(root, primary); ok {
+					id := len(out.RelatedLocations) + 1
+					loc.ID = &id
+					loc.Message = &sarifText{"source location outside the project"}
+					out.RelatedLocations = append(out.RelatedLocations, loc)
+				}
+			}
+		}
+		out.PartialFingerprints = map[string]string{FingerprintKey: Fingerprint(res.Check, path, res.Message)}
+		run.Results = append(run.Results, out)
+	}
+	doc := sarifLog{Schema: SARIFSchema, Version: SARIFVersion, Runs: []sarifRun{run}}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(doc); err != nil {
+		return fmt.Errorf("render sarif: %w", err)
+	}
+	return nil
+}
+
+// sarifRuleOf describes the check of res as a SARIF rule.
+func sarifRuleOf(res *Result) sarifRule {
+	title := res.Title
+	if title == "" {
+		title = res.Check
+	}
+	full := res.Help
+	if full == "" {
+		full = title
+	}
+	text := full
+	var md strings.Builder
+	fmt.Fprintf(&md, "**%s**: %s\n\n%s\n", res.Check, title, full)
+	if len(res.Clauses) > 0 {
+		text += "\nClauses: " + strings.Join(res.Clauses, ", ")
+		md.WriteString("\nClauses: `" + strings.Join(res.Clauses, "`, `") + "`\n")
+	}
+	if res.Hint != "" {
+		text += "\nHint: " + res.Hint
+		md.WriteString("\nHint: " + res.Hint + "\n")
+	}
+	tags := append([]string{"astrabox"}, res.Clauses...)
+	return sarifRule{
+		ID:                   res.Check,
+		Name:                 ruleName(title),
+		ShortDescription:     sarifText{title},
+		FullDescription:      sarifText{full},
+		Help:                 sarifHelp{Text: text, Markdown: md.String()},
+		DefaultConfiguration: sarifConfig{Level: sarifLevel(res.Severity)},
+		Properties:           map[string]any{"tags": tags, "area": res.Area},
+	}
+}
+
+// sarifLevel maps a severity to a SARIF level; an unknown severity is an error.
+func sarifLevel(s Severity) string {
+	switch s {
+	case SeverityWarning:
+		return "warning"
+	case SeverityNote:
+		return "note"
+	}
+	return "error"
+}
+
+// ruleName turns a title into an identifier-like rule name: "Plan is synchronous" -> "PlanIsSynchronous".
+func ruleName(title string) string {
+	var b strings.Builder
+	up := true
+	for _, r := range title {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+			up = true
+			continue
+		}
+		if up {
+			r = unicode.ToUpper(r)
+			up = false
+		}
+		b.WriteRune(r)
+	}
+	if b.Len() == 0 {
+		return "Check"
+	}
+	return b.String()
+}
+
+// relIfLoc makes l's path relative to root, when l is set and inside root.
+func relIfLoc(root string, l *Location) (string, bool) {
+	if l == nil {
+		return "", false
+	}
+	return relPath(root, l.Path)
+}
+
+// physical is a location relative to %SRCROOT%, on line when line is positive.
+func physical(rel string, line int) sarifLocation {
+	loc := sarifLocation{PhysicalLocation: sarifPhysical{ArtifactLocation: sarifArtifactLoc{URI: escapePath(rel), URIBaseID: SrcRoot}}}
+	if line > 0 {
+		loc.PhysicalLocation.Region = &sarifRegion{StartLine: line}
+	}
+	return loc
+}
+
+// relatedPhysical is l relative to root when possible, else as an absolute file URI.
+func relatedPhysical(root string, l *Location) (sarifLocation, bool) {
+	if p, ok := relPath(root, l.Path); ok {
+		return physical(p, l.Line), true
+	}
+	if !filepath.IsAbs(l.Path) {
+		return sarifLocation{}, false
+	}
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(l.Path)}
+	loc := sarifLocation{PhysicalLocation: sarifPhysical{ArtifactLocation: sarifArtifactLoc{URI: u.String()}}}
+	if l.Line > 0 {
+		loc.PhysicalLocation.Region = &sarifRegion{StartLine: l.Line}
+	}
+	return loc, true
+}
+
+// escapePath percent-encodes each segment of a slash-separated relative path.
+func escapePath(p string) string {
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return strings.Join(segs, "/")
+}
+
+var (
+	hexRun   = regexp.MustCompile(`[0-9A-Fa-f]{6,}`)
+	digitRun = regexp.MustCompile(`[0-9]+`)
+	spaceRun = regexp.MustCompile(`\s+`)
+)
+
+// Skeleton reduces a message to what stays the same between runs with other seeds: hexadecimal runs of six
+// or more characters that contain a digit (generated IDs, hashes) become "#", other digit runs become "0",
+// whitespace collapses.
+func Skeleton(msg string) string {
+	s := hexRun.ReplaceAllStringFunc(msg, func(m string) string {
+		if strings.ContainsAny(m, "0123456789") {
+			return "#"
+		}
+		return m
+	})
+	s = digitRun.ReplaceAllString(s, "0")
+	return strings.TrimSpace(spaceRun.ReplaceAllString(s, " "))
+}
+
+// Fingerprint is the stable identity of a finding across runs: a SHA-256 over the check ID, the path it
+// points at and the skeleton of its message, hex encoded (first 32 digits).
+func Fingerprint(check, path, message string) string {
+	h := sha256.New()
+	h.Write([]byte(check))
+	h.Write([]byte{0})
+	h.Write([]byte(path))
+	h.Write([]byte{0})
+	h.Write([]byte(Skeleton(message)))
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// nonNil returns xs, or an empty list for nil.
+func nonNil(xs []string) []string {
+	if xs == nil {
+		return []string{}
+	}
+	return xs
+}
