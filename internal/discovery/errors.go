@@ -26,6 +26,8 @@ type Error struct {
 	Message string
 	Hint    string
 	Err     error
+
+	hideCause bool // Message already says what Err says
 }
 
 // Error formats the error as "file:line:col: message", with the hint on the next line.
@@ -42,7 +44,7 @@ func (e *Error) Error() string {
 		b.WriteString(": ")
 	}
 	b.WriteString(e.Message)
-	if e.Err != nil && !strings.Contains(e.Message, e.Err.Error()) {
+	if e.Err != nil && !e.hideCause && !strings.Contains(e.Message, e.Err.Error()) {
 		b.WriteString(": ")
 		b.WriteString(e.Err.Error())
 	}

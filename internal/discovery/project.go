@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -419,18 +420,12 @@ func codeRoots(dir string, doc map[string]any, cfg *iniFile) ([]string, string) 
 	var reasons []string
 	add := func(reason string, rel string) {
 		r := filepath.Clean(filepath.Join(dir, filepath.FromSlash(rel)))
-		for _, x := range roots {
-			if x == r {
-				return
-			}
+		if !slices.Contains(roots, r) {
+			roots = append(roots, r)
 		}
-		roots = append(roots, r)
-		for _, x := range reasons {
-			if x == reason {
-				return
-			}
+		if !slices.Contains(reasons, reason) {
+			reasons = append(reasons, reason)
 		}
-		reasons = append(reasons, reason)
 	}
 	packageDir := func(reason, pkg, path string) {
 		pkg, path = strings.TrimSpace(pkg), strings.TrimSpace(path)
@@ -542,7 +537,7 @@ func decodeTOML(path, src string) (map[string]any, error) {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
 			return nil, &Error{File: path, Line: pe.Position.Line, Column: pe.Position.Col,
-				Message: "invalid TOML: " + pe.Message, Err: err,
+				Message: "invalid TOML: " + pe.Message, Err: err, hideCause: true,
 				Hint: "fix the syntax at that position (TOML needs quoted strings, balanced brackets and each key " +
 					"defined once)"}
 		}

@@ -1,0 +1,2 @@
+class Provider:
+    class Inner: pass
