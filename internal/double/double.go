@@ -1,0 +1,177 @@
+// Package double is the deployment double: a loopback HTTP service that stands in for a deployment's
+// credential service, identity and consent service and record store during a simulation.
+//
+// It implements the API of spec/deployment-double.md. One Double holds one shared state; each replica gets
+// its own listener (see [Double.URL]) so that every request is attributed to the replica that made it and to
+// the callback that replica had in flight (see [Double.SetInFlight]). Every request is recorded in arrival
+// order (see [Double.Requests]), and faults (delay, hold, unavailable, drop after apply) can be injected per
+// scenario step (see [Double.AddFault]).
+package double
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Options configures a Double. The zero value is ready to use.
+type Options struct {
+	// Clock gives the arrival time recorded for each request. Default: time.Now. It is called without any
+	// lock of the double held, so it may take the caller's own locks.
+	Clock func() time.Time
+	// CredentialTTL is the lifetime announced in `expires_in` for issued credentials. Default: one hour.
+	// It is rounded down to whole seconds; anything under one second becomes one second.
+	CredentialTTL time.Duration
+	// MaxBody is the largest request body accepted, in bytes; larger bodies answer 413. Default: 1 MiB.
+	MaxBody int64
+}
+
+// Double is a running deployment double. All methods are safe for concurrent use.
+type Double struct {
+	clock   func() time.Time
+	ttl     int64
+	maxBody int64
+
+	// arrivalMu serialises the clock reading and the sequence number of arrivals so that Seq order and
+	// Arrival order agree. It is never held while mu is wanted by a caller of the clock.
+	arrivalMu sync.Mutex
+
+	mu        sync.Mutex
+	closed    bool
+	done      chan struct{}
+	servers   map[string]*replicaServer
+	wg        sync.WaitGroup // handlers in progress and Serve loops
+	closeOnce sync.Once
+
+	// recording
+	seq        int64
+	applySeq   int64
+	requests   []*Request
+	inFlight   map[string]Call
+	hasFlight  map[string]bool
+	changed    chan struct{} // closed and replaced on every arrival and every change of the held set
+	holds      map[*holdWait]struct{}
+	faults     []*faultState
+	nextFault  FaultID
+	state      state
+	activeReqs int // handlers currently running; read by tests
+}
+
+type replicaServer struct {
+	url string
+	srv *http.Server
+}
+
+// Start creates a Double. Listeners are opened lazily, one per replica, by [Double.URL].
+func Start(o Options) (*Double, error) {
+	if o.CredentialTTL < 0 {
+		return nil, fmt.Errorf("start deployment double: credential TTL %v is negative", o.CredentialTTL)
+	}
+	if o.MaxBody < 0 {
+		return nil, fmt.Errorf("start deployment double: max body %d is negative", o.MaxBody)
+	}
+	d := &Double{
+		clock:     o.Clock,
+		ttl:       int64(o.CredentialTTL / time.Second),
+		maxBody:   o.MaxBody,
+		done:      make(chan struct{}),
+		servers:   map[string]*replicaServer{},
+		inFlight:  map[string]Call{},
+		hasFlight: map[string]bool{},
+		changed:   make(chan struct{}),
+		holds:     map[*holdWait]struct{}{},
+		state:     newState(),
+	}
+	if d.clock == nil {
+		d.clock = time.Now
+	}
+	if o.CredentialTTL == 0 {
+		d.ttl = 3600
+	} else if d.ttl < 1 {
+		d.ttl = 1
+	}
+	if d.maxBody == 0 {
+		d.maxBody = 1 << 20
+	}
+	return d, nil
+}
+
+// URL returns the base URL (for example http://127.0.0.1:40123) that replica must use. The replica's
+// listener is opened on a free loopback port the first time it is asked for; later calls return the same URL.
+func (d *Double) URL(replica string) (string, error) {
+	if replica == "" {
+		return "", errors.New("deployment double: replica name is empty")
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return "", errors.New("deployment double: already closed")
+	}
+	if rs, ok := d.servers[replica]; ok {
+		return rs.url, nil
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("deployment double: listen on loopback for replica %q: %w", replica, err)
+	}
+	srv := &http.Server{
+		Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { d.serve(replica, w, r) }),
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          log.New(io.Discard, "", 0),
+		BaseContext:       func(net.Listener) context.Context { return context.Background() },
+	}
+	rs := &replicaServer{url: "http://" + ln.Addr().String(), srv: srv}
+	d.servers[replica] = rs
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		_ = srv.Serve(ln) // returns http.ErrServerClosed after Close
+	}()
+	return rs.url, nil
+}
+
+// Close stops every listener, releases held requests (they answer 503 without being applied) and waits for
+// every handler to return. It is safe to call more than once; recorded state stays readable afterwards.
+func (d *Double) Close() error {
+	d.closeOnce.Do(func() {
+		d.mu.Lock()
+		d.closed = true
+		close(d.done)
+		servers := make([]*http.Server, 0, len(d.servers))
+		for _, rs := range d.servers {
+			servers = append(servers, rs.srv)
+		}
+		d.mu.Unlock()
+		for _, s := range servers {
+			_ = s.Close()
+		}
+		d.wg.Wait()
+	})
+	return nil
+}
+
+// enter registers a handler; it reports false once the double is closed.
+func (d *Double) enter() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return false
+	}
+	d.wg.Add(1)
+	d.activeReqs++
+	return true
+}
+
+func (d *Double) leave() {
+	d.mu.Lock()
+	d.activeReqs--
+	d.mu.Unlock()
+	d.wg.Done()
+}
