@@ -1,0 +1,300 @@
+package simulate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/astrabox-dev/astrabox/internal/double"
+	"github.com/astrabox-dev/astrabox/internal/harness"
+)
+
+// callSpec is one callback the platform is about to make.
+type callSpec struct {
+	method   string
+	args     map[string]any // as sent, but with "deadline" fields filled in at call time
+	ctx      CallContext
+	deadline float64 // seconds of wall time
+	fault    *Fault
+	holds    bool // the step holds double requests (host loss waits for one)
+	// onRun runs while the callback is in flight (the supersede fault).
+	onRun func()
+}
+
+// call runs a callback on a replica, enforcing its deadline and faults, and records it in the history.
+// It never fails: what went wrong is in the record's Outcome.
+func (p *platform) call(r *replica, cs callSpec) *CallRecord {
+	rec := &CallRecord{Replica: r.name, Method: cs.method, Ctx: cs.ctx, DeadlineS: cs.deadline, Args: recordArgs(cs.args)}
+	if p.o.Target == "" {
+		// EP-NONE: no provider, every point takes its default.
+		rec.Key = fmt.Sprintf("%s#-", r.name)
+		rec.Outcome = OutcomeReturned
+		rec.Result = defaultResult(cs.method)
+		p.event(&Event{Kind: EventCall, Replica: r.name, Call: rec, Message: cs.method + " (no provider: default)"})
+		return rec
+	}
+	if r.proc == nil || !r.proc.Alive() {
+		if err := p.startReplica(r); err != nil {
+			rec.Key = r.name + "#start"
+			rec.Outcome = OutcomeDied
+			rec.ProcessError = err.Error()
+			p.event(&Event{Kind: EventCall, Replica: r.name, Call: rec, Message: cs.method + " could not run: " + err.Error()})
+			return rec
+		}
+		r.calls = 0
+	}
+	r.calls++
+	rec.Key = fmt.Sprintf("%s#%d", r.name, r.calls)
+	timeout := time.Duration(cs.deadline * float64(time.Second))
+	if cs.fault != nil && (cs.fault.Kind == FaultTimeout || cs.fault.Kind == FaultCancel) {
+		after := cs.fault.After
+		if after <= 0 {
+			after = 0.05
+		}
+		timeout = time.Duration(after * float64(time.Second))
+	}
+	wallDeadline := float64(time.Now().Add(time.Duration(cs.deadline*float64(time.Second))).UnixNano()) / 1e9
+	sendArgs := withDeadline(cs.args, wallDeadline)
+	if url, err := p.dbl.URL(r.name); err == nil {
+		sendArgs = substituteArgs(sendArgs, url)
+	}
+	p.dbl.SetInFlight(r.name, double.Call{Callback: cs.method, CallID: rec.Key, Step: fmt.Sprintf("%d:%s", p.step, p.stepOp)})
+	p.mu.Lock()
+	p.current[r.name] = rec
+	p.mu.Unlock()
+
+	done := make(chan callResult, 1)
+	start := time.Now()
+	go func() {
+		rep, err := r.proc.Call(p.ctx, cs.method, sendArgs, timeout)
+		done <- callResult{rep, err}
+	}()
+	if cs.onRun != nil {
+		cs.onRun()
+	}
+	var res callResult
+	if cs.fault != nil && cs.fault.Kind == FaultHostLoss {
+		res = p.hostLossDuring(r, cs, done)
+		rec.Outcome = OutcomeHostLoss
+	} else {
+		res = <-done
+	}
+	rec.DurationNS = int64(time.Since(start))
+	p.dbl.ClearInFlight(r.name)
+	rec.ApplyMark = p.dbl.AppliedCount()
+	p.mu.Lock()
+	delete(p.current, r.name)
+	p.mu.Unlock()
+
+	if res.reply != nil {
+		rep := res.reply
+		rec.Observations = rep.Observations
+		rec.Stdout = rep.Stdout.String()
+		rec.Stderr = rep.Stderr.String()
+		rec.CancelSent = rep.CancelSent
+		if rep.OK {
+			var v harness.Result
+			if err := json.Unmarshal(rep.Value, &v); err == nil {
+				rec.Result = &v
+			}
+			rec.Outcome = OutcomeReturned
+			if rep.CancelSent {
+				rec.Outcome = OutcomeOverran
+			}
+		} else {
+			rec.Error = rep.Error
+			rec.Outcome = OutcomeRaised
+			if rep.CancelSent {
+				rec.Outcome = OutcomeOverran
+				if rep.Error != nil && rep.Error.Cancelled {
+					rec.Outcome = OutcomeCancelled
+				}
+			}
+		}
+	}
+	if res.err != nil && rec.Outcome != OutcomeHostLoss {
+		rec.Outcome = OutcomeDied
+		var pe *harness.ProcessError
+		if errors.As(res.err, &pe) {
+			rec.ProcessKind = string(pe.Kind)
+		}
+	}
+	if res.err != nil {
+		rec.ProcessError = res.err.Error()
+	}
+	p.event(&Event{Kind: EventCall, Replica: r.name, Call: rec, Message: describeCall(rec)})
+	if bg := r.proc.Background(); !bg.Empty() {
+		bgc := bg
+		p.event(&Event{Kind: EventBackground, Replica: r.name, Message: "observations from work left behind", Background: &bgc})
+	}
+	return rec
+}
+
+type callResult struct {
+	reply *harness.Reply
+	err   error
+}
+
+// hostLossDuring kills the replica while its callback runs: once the double holds one of its requests (when the
+// step holds any), or after the fault's delay.
+func (p *platform) hostLossDuring(r *replica, cs callSpec, done chan callResult) callResult {
+	wait := cs.fault.After
+	if wait <= 0 {
+		wait = 0.05
+	}
+	ctx, cancel := context.WithTimeout(p.ctx, time.Duration(cs.deadline*float64(time.Second)))
+	defer cancel()
+	if cs.holds {
+		held := make(chan error, 1)
+		go func() { held <- p.dbl.WaitHeld(ctx, 1) }()
+		select {
+		case res := <-done:
+			return res
+		case <-held:
+		}
+	} else {
+		select {
+		case res := <-done:
+			return res
+		case <-time.After(time.Duration(wait * float64(time.Second))):
+		}
+	}
+	r.proc.Kill()
+	p.event(&Event{Kind: EventPlatform, Replica: r.name, Message: "host loss: replica " + r.name + " killed while " + cs.method + " ran"})
+	return <-done
+}
+
+func describeCall(c *CallRecord) string {
+	switch c.Outcome {
+	case OutcomeReturned:
+		if c.Result != nil {
+			return fmt.Sprintf("%s returned %s", c.Method, c.Result.Type)
+		}
+		return c.Method + " returned"
+	case OutcomeRaised:
+		if c.Error != nil {
+			return fmt.Sprintf("%s raised %s", c.Method, c.Error.Type)
+		}
+		return c.Method + " raised"
+	case OutcomeCancelled:
+		return c.Method + " was cancelled at its deadline"
+	case OutcomeOverran:
+		return c.Method + " ignored cancellation at its deadline"
+	case OutcomeHostLoss:
+		return c.Method + " lost with its host"
+	default:
+		return c.Method + " did not settle: " + c.ProcessKind
+	}
+}
+
+func defaultResult(method string) *harness.Result {
+	switch method {
+	case "plan":
+		return &harness.Result{Type: "RuntimePreparationPlan", Declaration: json.RawMessage("{}")}
+	case "prepare_session", "prepare_turn":
+		return &harness.Result{Type: "RuntimeMaterials", TurnValiditySeconds: json.RawMessage("null")}
+	case "read_user_actions":
+		return &harness.Result{Type: "SessionUserActionState", Ready: true}
+	case "recover":
+		return &harness.Result{Type: "bool", Value: false}
+	default:
+		return &harness.Result{Type: "none"}
+	}
+}
+
+// withDeadline fills the "deadline" fields of contexts with the wall-clock deadline.
+func withDeadline(args map[string]any, deadline float64) map[string]any {
+	out := deepCopy(args).(map[string]any)
+	for _, k := range []string{"context", "operation"} {
+		if c, ok := out[k].(map[string]any); ok {
+			if _, has := c["deadline"]; has {
+				c["deadline"] = deadline
+			}
+			if op, ok := c["operation"].(map[string]any); ok {
+				if _, has := op["deadline"]; has {
+					op["deadline"] = deadline
+				}
+			}
+		}
+	}
+	return out
+}
+
+func substituteArgs(args map[string]any, url string) map[string]any {
+	return substitute(args, url).(map[string]any)
+}
+
+// recordArgs is the arguments as kept in the history: deadlines relative, configuration unsubstituted.
+func recordArgs(args map[string]any) map[string]any {
+	return deepCopy(args).(map[string]any)
+}
+
+// Sandbox serves the provider's SandboxHandle calls from the fake sandboxes (harness.SandboxServer).
+func (p *platform) Sandbox(_ context.Context, req harness.SandboxRequest) harness.SandboxResponse {
+	p.mu.Lock()
+	sb := p.sandboxes[req.SandboxID]
+	var callKey string
+	for _, c := range p.current {
+		if c != nil {
+			callKey = c.Key
+		}
+	}
+	p.mu.Unlock()
+	op := &SandboxOp{Call: callKey, SandboxID: req.SandboxID, Op: req.Op, Path: req.Path}
+	resp := harness.SandboxResponse{OK: true}
+	fail := func(err error) {
+		var se *SandboxError
+		if errors.As(err, &se) {
+			resp = harness.SandboxResponse{Error: &harness.SandboxError{Type: se.Type, Message: se.Error()}}
+		} else {
+			resp = harness.SandboxResponse{Error: &harness.SandboxError{Type: "OSError", Message: err.Error()}}
+		}
+		op.Error = resp.Error.Type
+	}
+	if sb == nil {
+		fail(&SandboxError{Type: "OSError", Path: req.Path, Msg: "sandbox " + req.SandboxID + " no longer exists"})
+	} else {
+		switch req.Op {
+		case harness.OpReadFile:
+			if b, err := sb.Read(req.Path); err != nil {
+				fail(err)
+			} else {
+				resp.Value = harness.ReadFileValue(b)
+				op.Size = len(b)
+			}
+		case harness.OpWriteFile:
+			mode := 0o600
+			if req.Mode != nil {
+				mode = *req.Mode
+			}
+			op.Mode = mode
+			op.Size = len(req.Content)
+			op.content = append([]byte(nil), req.Content...)
+			if err := sb.Write(req.Path, req.Content, uint32(mode)); err != nil {
+				fail(err)
+			}
+		case harness.OpExists:
+			resp.Value = sb.Exists(req.Path)
+		case harness.OpListDir:
+			if names, err := sb.List(req.Path); err != nil {
+				fail(err)
+			} else {
+				resp.Value = names
+			}
+		case harness.OpRemove:
+			if err := sb.Remove(req.Path); err != nil {
+				fail(err)
+			}
+		default:
+			fail(fmt.Errorf("unknown sandbox operation %q", req.Op))
+		}
+	}
+	msg := fmt.Sprintf("sandbox %s %s %s", req.SandboxID, req.Op, req.Path)
+	if op.Error != "" {
+		msg += " -> " + op.Error
+	}
+	p.event(&Event{Kind: EventSandbox, Sandbox: op, Message: msg})
+	return resp
+}

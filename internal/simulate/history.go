@@ -1,0 +1,236 @@
+package simulate
+
+import (
+	"encoding/json"
+
+	"github.com/astrabox-dev/astrabox/internal/harness"
+)
+
+// History is everything that happened while a scenario ran: each platform step, each callback with its
+// replica, arguments, result and observations, each sandbox operation and file delivery, and each request the
+// deployment double received. Checks decide over histories. The in-memory history holds secrets in clear;
+// whoever prints it must mask them (see Secrets).
+type History struct {
+	Scenario string   `json:"scenario"`
+	Seed     int64    `json:"seed"`
+	Provider string   `json:"provider"`
+	Replicas int      `json:"replicas"`
+	Engine   string   `json:"engine"`
+	Events   []*Event `json:"events"`
+	// Secrets are the values planted as secrets during the run (workload identity tokens, credentials the
+	// double issued, secret configuration fields), with where each came from.
+	Secrets []Secret `json:"-"`
+	// Requests are the deployment double's recorded requests, in arrival order.
+	Requests []Request `json:"requests"`
+	// Inventory is what waiting (unclaimed) inventory held at the end of the run.
+	Inventory []InventoryBox `json:"inventory"`
+	// Aborted says why the run stopped early, if it did (the provider could not be loaded, say).
+	Aborted string `json:"aborted,omitempty"`
+}
+
+// Secret is a value planted as a secret and its origin ("workload identity token of session s1", ...).
+type Secret struct {
+	Value  string
+	Origin string
+}
+
+// Event kinds.
+const (
+	EventStep       = "step"
+	EventCall       = "call"
+	EventPlatform   = "platform"
+	EventDelivery   = "delivery"
+	EventEngine     = "engine"
+	EventSandbox    = "sandbox"
+	EventOutcome    = "outcome"
+	EventBackground = "background"
+)
+
+// Event is one entry of a history.
+type Event struct {
+	Seq     int     `json:"seq"`
+	Step    int     `json:"step"`
+	Op      string  `json:"op,omitempty"`
+	At      float64 `json:"at"`
+	Kind    string  `json:"kind"`
+	Replica string  `json:"replica,omitempty"`
+	Message string  `json:"message"`
+	// Code is the platform's error code when a step was refused (TURN_PREPARATION_FAILED, ...).
+	Code       string                `json:"code,omitempty"`
+	Call       *CallRecord           `json:"call,omitempty"`
+	Sandbox    *SandboxOp            `json:"sandbox,omitempty"`
+	Delivery   *Delivery             `json:"delivery,omitempty"`
+	Engine     *EngineStart          `json:"engine,omitempty"`
+	Background *harness.Observations `json:"background,omitempty"`
+	Data       map[string]any        `json:"data,omitempty"`
+}
+
+// Call outcomes.
+const (
+	OutcomeReturned  = "returned"
+	OutcomeRaised    = "raised"
+	OutcomeCancelled = "cancelled" // the platform cancelled it (deadline or cancel fault) and it ended cancelled
+	OutcomeOverran   = "overran"   // the platform cancelled it but it returned or raised something else
+	OutcomeHostLoss  = "host_loss" // the replica was killed while it ran
+	OutcomeDied      = "died"      // the process exited, crashed, hung or ran out of memory
+)
+
+// CallRecord is one callback invocation.
+type CallRecord struct {
+	Key     string         `json:"key"` // "r1#7": replica and harness call id
+	Replica string         `json:"replica"`
+	Method  string         `json:"method"`
+	Args    map[string]any `json:"args"`
+	Ctx     CallContext    `json:"ctx"`
+	Outcome string         `json:"outcome"`
+	// Result is set when the callback returned.
+	Result *harness.Result `json:"result,omitempty"`
+	// Error is set when it raised (cancellation included).
+	Error *harness.PyError `json:"error,omitempty"`
+	// ProcessError describes how the process failed, for OutcomeDied and OutcomeHostLoss.
+	ProcessError string               `json:"process_error,omitempty"`
+	ProcessKind  string               `json:"process_kind,omitempty"`
+	Observations harness.Observations `json:"observations"`
+	Stdout       string               `json:"stdout,omitempty"`
+	Stderr       string               `json:"stderr,omitempty"`
+	DeadlineS    float64              `json:"deadline_s"`
+	CancelSent   bool                 `json:"cancel_sent"`
+	// ApplyMark is the double's count of applied writes when the callback settled: a write attributed to
+	// this call with a larger ApplyOrder landed after the callback returned.
+	ApplyMark int64 `json:"apply_mark"`
+	// Duration is wall time; excluded from the canonical history.
+	DurationNS int64 `json:"-"`
+}
+
+// CallContext names what a callback was about.
+type CallContext struct {
+	Agent     string `json:"agent,omitempty"`
+	Session   string `json:"session,omitempty"`
+	Principal string `json:"principal,omitempty"`
+	Attempt   string `json:"attempt,omitempty"`
+	Operation string `json:"operation,omitempty"`
+	Trigger   string `json:"trigger,omitempty"`
+	Refresh   bool   `json:"refresh,omitempty"`
+	SandboxID string `json:"sandbox_id,omitempty"`
+	Version   int    `json:"version,omitempty"`
+	Box       string `json:"box,omitempty"`
+	// Prior says whether the Session's user-action state was read before this turn (UA-AUTHORITY).
+	PriorStateRead bool `json:"prior_state_read,omitempty"`
+}
+
+// SandboxOp is one SandboxHandle call the provider made.
+type SandboxOp struct {
+	Call      string `json:"call"`
+	SandboxID string `json:"sandbox_id"`
+	Op        string `json:"op"`
+	Path      string `json:"path"`
+	Mode      int    `json:"mode,omitempty"`
+	Size      int    `json:"size,omitempty"`
+	Error     string `json:"error,omitempty"`
+	content   []byte
+}
+
+// Content is the bytes written by a write_file operation.
+func (s *SandboxOp) Content() []byte { return s.content }
+
+// Delivery is one RuntimeFile the platform wrote into a sandbox.
+type Delivery struct {
+	SandboxID string `json:"sandbox_id"`
+	Session   string `json:"session"`
+	Name      string `json:"name"`
+	Path      string `json:"path"`
+	Mode      string `json:"mode"`
+	Owner     string `json:"owner"`
+	Size      int    `json:"size"`
+	From      string `json:"from"` // call key
+}
+
+// EngineStart is an engine activation.
+type EngineStart struct {
+	Adapter     string   `json:"adapter"`
+	Session     string   `json:"session,omitempty"`
+	SandboxID   string   `json:"sandbox_id"`
+	Fresh       bool     `json:"fresh"` // activated now rather than an already-initialized vendor runtime
+	EnvNames    []string `json:"env_names"`
+	Probe       []string `json:"probe,omitempty"`
+	ProbeEnv    []string `json:"probe_env,omitempty"`
+	Initialized bool     `json:"initialized"`
+}
+
+// Request is a deployment double request as kept in a history.
+type Request struct {
+	Seq        int64           `json:"seq"`
+	Replica    string          `json:"replica"`
+	Call       string          `json:"call,omitempty"` // call key, empty for background
+	Callback   string          `json:"callback,omitempty"`
+	Method     string          `json:"method"`
+	Path       string          `json:"path"`
+	Operation  string          `json:"operation,omitempty"`
+	Status     int             `json:"status"`
+	Applied    bool            `json:"applied"`
+	ApplyOrder int64           `json:"apply_order,omitempty"`
+	Fenced     bool            `json:"fenced,omitempty"`
+	Held       bool            `json:"held,omitempty"`
+	Delayed    bool            `json:"delayed,omitempty"`
+	Dropped    bool            `json:"dropped,omitempty"`
+	Forbidden  bool            `json:"forbidden,omitempty"`
+	Body       json.RawMessage `json:"body,omitempty"`
+	body       []byte
+}
+
+// RawBody is the request body as received.
+func (r *Request) RawBody() []byte { return r.body }
+
+// InventoryBox is a prepared box waiting in inventory (or discarded), with its receipt.
+type InventoryBox struct {
+	ID                string   `json:"id"`
+	Agent             string   `json:"agent"`
+	SandboxID         string   `json:"sandbox_id"`
+	Generation        string   `json:"generation"`
+	EngineInitialized bool     `json:"engine_initialized"`
+	State             string   `json:"state"` // waiting, claimed, discarded, invalidated, unresolved
+	Files             []string `json:"files"`
+}
+
+// Calls returns the call records of the history, in order.
+func (h *History) Calls() []*CallRecord {
+	var out []*CallRecord
+	for _, e := range h.Events {
+		if e.Call != nil {
+			out = append(out, e.Call)
+		}
+	}
+	return out
+}
+
+// CallsOf returns the call records of one callback method.
+func (h *History) CallsOf(method string) []*CallRecord {
+	var out []*CallRecord
+	for _, c := range h.Calls() {
+		if c.Method == method {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// RequestsOf returns the double requests attributed to a call.
+func (h *History) RequestsOf(callKey string) []Request {
+	var out []Request
+	for _, r := range h.Requests {
+		if r.Call == callKey {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// EventOf returns the event that holds a call.
+func (h *History) EventOf(c *CallRecord) *Event {
+	for _, e := range h.Events {
+		if e.Call == c {
+			return e
+		}
+	}
+	return nil
+}

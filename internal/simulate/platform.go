@@ -1,0 +1,446 @@
+package simulate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/astrabox-dev/astrabox/internal/double"
+	"github.com/astrabox-dev/astrabox/internal/harness"
+)
+
+// Options configure a simulation run.
+type Options struct {
+	// Python is the interpreter that runs the provider.
+	Python string
+	// ProjectDir is the provider project's directory (the harness's working directory).
+	ProjectDir string
+	// Target is the entry point's object reference ("pkg.module:Class"); empty means no provider is
+	// declared, and the platform prepares Agents and Sessions without callbacks (EP-NONE).
+	Target string
+	// Paths are code roots to put on sys.path (src layout, package-dir, [tool.astrabox] python-path).
+	Paths []string
+	// Config is the base Agent configuration; "${ASTRABOX_DOUBLE_URL}" in string values is substituted.
+	Config map[string]any
+	// Secrets are planted secret values in Config, with their origin.
+	Secrets []Secret
+	// Limits bound each replica process.
+	Limits harness.Limits
+	// ForceDebugLogging sets the provider's root logger to DEBUG so that debug records are scanned too.
+	ForceDebugLogging bool
+	// Verbose, when set, receives one line per platform action as it happens.
+	Verbose io.Writer
+	// Epoch is the host clock's start; zero means a fixed date, so that histories are reproducible.
+	Epoch time.Time
+}
+
+// ErrProviderLoad is returned (wrapped) when the provider cannot be loaded at all.
+var ErrProviderLoad = errors.New("provider could not be loaded")
+
+type replica struct {
+	name  string
+	proc  *harness.Process
+	calls int
+}
+
+type agentState struct {
+	spec         AgentSpec
+	version      int
+	refreshRev   int
+	prepID       string
+	config       map[string]any
+	generation   string
+	sessionBound bool
+	declaration  json.RawMessage
+}
+
+type box struct {
+	id         string
+	agent      string
+	sandbox    *Sandbox
+	generation string
+	engineInit bool
+	state      string
+	version    int
+}
+
+type operation struct {
+	label    string
+	id       string
+	agent    string
+	box      *box
+	deadline time.Duration // host clock (elapsed)
+	state    string        // running, done, unresolved, recovered, expired
+	replica  string
+}
+
+type session struct {
+	id         string
+	agent      string
+	owner      string
+	sandbox    *Sandbox
+	state      string
+	delivered  map[string]bool
+	quarantine bool
+	stateRead  bool
+	blocked    bool // the console blocks sending
+	keptInputs []string
+	generation string
+}
+
+type platform struct {
+	ctx   context.Context
+	sc    *Scenario
+	o     Options
+	clock *Clock
+	rng   *rand.Rand
+	dbl   *double.Double
+	hist  *History
+
+	mu        sync.Mutex // guards hist.Events and sandboxes (the harness calls back from its goroutines)
+	replicas  []*replica
+	info      *harness.LoadInfo
+	agents    map[string]*agentState
+	sandboxes map[string]*Sandbox
+	boxes     []*box
+	sessions  map[string]*session
+	ops       []*operation
+	attempts  map[string]bool
+
+	step    int
+	stepOp  string
+	nextBox int
+	nextSB  int
+	current map[string]*CallRecord // replica -> call in flight
+}
+
+// DefaultEpoch is the fixed start of the host clock for reproducible histories.
+var DefaultEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Run plays a scenario against the provider and returns its history. The error is for the kit's own
+// failures (the double or a replica could not start, the provider could not be loaded); everything the
+// provider does wrong is in the history.
+func Run(ctx context.Context, sc *Scenario, o Options) (*History, error) {
+	if o.Epoch.IsZero() {
+		o.Epoch = DefaultEpoch
+	}
+	p := &platform{
+		ctx: ctx, sc: sc, o: o,
+		clock:     NewClock(o.Epoch),
+		rng:       rand.New(rand.NewSource(sc.Seed)),
+		agents:    map[string]*agentState{},
+		sandboxes: map[string]*Sandbox{},
+		sessions:  map[string]*session{},
+		attempts:  map[string]bool{},
+		current:   map[string]*CallRecord{},
+		hist:      &History{Scenario: sc.Name, Seed: sc.Seed, Replicas: sc.Replicas, Engine: sc.Engine, Secrets: append([]Secret(nil), o.Secrets...)},
+	}
+	d, err := double.Start(double.Options{Clock: p.clock.Now, Seed: sc.Seed})
+	if err != nil {
+		return nil, fmt.Errorf("start the deployment double: %w", err)
+	}
+	p.dbl = d
+	defer p.close()
+	for name, pr := range sc.Principals {
+		url := ""
+		if pr.Consent == "pending" {
+			url = "https://identity.example/consent/" + name
+		}
+		d.SetConsent(name, pr.Consent, url)
+		if pr.ConsentOnCheck != "" {
+			d.SetConsentOnCheck(name, pr.ConsentOnCheck)
+		}
+	}
+	for i := 0; i < sc.Replicas; i++ {
+		p.replicas = append(p.replicas, &replica{name: fmt.Sprintf("r%d", i+1)})
+	}
+	if o.Target != "" {
+		if err := p.startReplicas(); err != nil {
+			return nil, err
+		}
+		if p.info.Name != nil {
+			p.hist.Provider = *p.info.Name
+		}
+	}
+	for _, a := range sc.Agents {
+		p.agents[a.ID] = &agentState{spec: a, version: a.Version, prepID: p.newID("prep"), config: p.agentConfig(a.ID, a.Version)}
+	}
+	for i := range sc.Steps {
+		if err := ctx.Err(); err != nil {
+			p.hist.Aborted = "interrupted: " + err.Error()
+			break
+		}
+		p.step = i + 1
+		p.stepOp = sc.Steps[i].Op
+		p.runStep(&sc.Steps[i])
+	}
+	p.step = len(sc.Steps) + 1
+	p.stepOp = "end"
+	p.finish()
+	return p.hist, nil
+}
+
+func (p *platform) startReplicas() error {
+	errs := make([]error, len(p.replicas))
+	var wg sync.WaitGroup
+	for i, r := range p.replicas {
+		wg.Add(1)
+		go func(i int, r *replica) {
+			defer wg.Done()
+			errs[i] = p.startReplica(r)
+		}(i, r)
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *platform) startReplica(r *replica) error {
+	url, err := p.dbl.URL(r.name)
+	if err != nil {
+		return fmt.Errorf("open the double for replica %s: %w", r.name, err)
+	}
+	proc, err := harness.Start(p.ctx, harness.Options{
+		Python: p.o.Python, ProjectDir: p.o.ProjectDir, Replica: r.name,
+		Env:    []string{"ASTRABOX_DOUBLE_URL=" + url},
+		Limits: p.o.Limits, Sandbox: p,
+	})
+	if err != nil {
+		return fmt.Errorf("start replica %s: %w", r.name, err)
+	}
+	reply, err := proc.Load(p.ctx, harness.LoadArgs{Target: p.o.Target, Paths: p.o.Paths, ProjectRoot: p.o.ProjectDir, ForceDebugLogging: p.o.ForceDebugLogging})
+	if err != nil {
+		proc.Close()
+		return fmt.Errorf("%w: replica %s: %w", ErrProviderLoad, r.name, err)
+	}
+	if !reply.OK {
+		proc.Close()
+		msg := "load failed"
+		if reply.Error != nil {
+			msg = reply.Error.Type + ": " + reply.Error.Message
+		}
+		return fmt.Errorf("%w: %s", ErrProviderLoad, msg)
+	}
+	var info harness.LoadInfo
+	if err := json.Unmarshal(reply.Value, &info); err != nil {
+		proc.Close()
+		return fmt.Errorf("%w: bad load reply: %w", ErrProviderLoad, err)
+	}
+	if !info.IsSubclass || !info.Instantiated {
+		proc.Close()
+		return fmt.Errorf("%w: %s is not an instantiable subclass of astrabox.seams.RuntimePreparationProvider", ErrProviderLoad, p.o.Target)
+	}
+	p.mu.Lock()
+	if p.info == nil {
+		p.info = &info
+	}
+	r.proc = proc
+	p.mu.Unlock()
+	p.hist.Events = append(p.hist.Events, &Event{Seq: len(p.hist.Events) + 1, Step: p.step, Op: "start", Kind: EventPlatform, Replica: r.name, Message: "replica " + r.name + " started and loaded " + p.o.Target})
+	return nil
+}
+
+func (p *platform) close() {
+	var wg sync.WaitGroup
+	for _, r := range p.replicas {
+		if r.proc != nil {
+			wg.Add(1)
+			go func(pr *harness.Process) { defer wg.Done(); pr.Close() }(r.proc)
+		}
+	}
+	wg.Wait()
+	p.dbl.Close()
+}
+
+// finish collects the double's requests and the inventory into the history.
+func (p *platform) finish() {
+	p.dbl.ReleaseAll()
+	p.waitRequestsDone(2 * time.Second)
+	for _, r := range p.replicas {
+		if r.proc != nil {
+			if bg := r.proc.Background(); !bg.Empty() {
+				p.event(&Event{Kind: EventBackground, Replica: r.name, Message: "observations after the last callback", Background: &bg})
+			}
+		}
+	}
+	for _, rq := range p.dbl.Requests() {
+		hr := Request{Seq: rq.Seq, Replica: rq.Replica, Method: rq.Method, Path: rq.Path, Operation: rq.Operation,
+			Status: rq.Status, Applied: rq.Applied, ApplyOrder: rq.ApplyOrder, Fenced: rq.Fenced, Held: rq.Held,
+			Delayed: rq.Delayed, Dropped: rq.Dropped, Forbidden: rq.Forbidden, body: rq.Body}
+		if rq.Call != nil {
+			hr.Call = rq.Call.CallID
+			hr.Callback = rq.Call.Callback
+		}
+		if json.Valid(rq.Body) && len(rq.Body) > 0 {
+			hr.Body = json.RawMessage(rq.Body)
+		}
+		p.hist.Requests = append(p.hist.Requests, hr)
+	}
+	for _, t := range p.dbl.IssuedTokens() {
+		p.hist.Secrets = append(p.hist.Secrets, Secret{Value: t, Origin: "credential issued by the deployment double"})
+	}
+	for _, b := range p.boxes {
+		ib := InventoryBox{ID: b.id, Agent: b.agent, SandboxID: b.sandbox.ID, Generation: b.generation, EngineInitialized: b.engineInit, State: b.state}
+		ib.Files = b.sandbox.Paths()
+		p.hist.Inventory = append(p.hist.Inventory, ib)
+	}
+}
+
+func (p *platform) waitRequestsDone(max time.Duration) {
+	deadline := time.Now().Add(max)
+	for time.Now().Before(deadline) {
+		pending := false
+		for _, rq := range p.dbl.Requests() {
+			if !rq.Done {
+				pending = true
+				break
+			}
+		}
+		if !pending {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// newID returns a deterministic identifier for this run.
+func (p *platform) newID(prefix string) string {
+	return fmt.Sprintf("%s-%08x", prefix, p.rng.Uint32())
+}
+
+func (p *platform) token(prefix string) string {
+	b := make([]byte, 18)
+	for i := range b {
+		b[i] = byte(p.rng.Intn(256))
+	}
+	return prefix + hex.EncodeToString(b)
+}
+
+func (p *platform) event(e *Event) *Event {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e.Seq = len(p.hist.Events) + 1
+	e.Step = p.step
+	if e.Op == "" {
+		e.Op = p.stepOp
+	}
+	e.At = p.clock.Elapsed().Seconds()
+	p.hist.Events = append(p.hist.Events, e)
+	if p.o.Verbose != nil {
+		fmt.Fprintf(p.o.Verbose, "step %d %s %s %s\n", e.Step, e.Op, e.Replica, e.Message)
+	}
+	return e
+}
+
+func (p *platform) refuse(replica, code, format string, args ...any) {
+	p.event(&Event{Kind: EventOutcome, Replica: replica, Code: code, Message: fmt.Sprintf(format, args...)})
+}
+
+func (p *platform) replicaFor(st *Step) *replica {
+	if st.Replica != "" {
+		return p.replicas[replicaIndex(st.Replica, len(p.replicas))]
+	}
+	return p.replicas[0]
+}
+
+// agentConfig is the detached resolved Agent configuration of one version: the base configuration with the
+// version folded into the authored instructions. It never names a Session (PLAN-DETACHED).
+func (p *platform) agentConfig(agentID string, version int) map[string]any {
+	cfg := deepCopy(p.o.Config).(map[string]any)
+	for k, v := range p.sc.Config {
+		cfg[k] = deepCopy(v)
+	}
+	if a, ok := cfg["agent"].(map[string]any); ok && version > 1 {
+		if s, ok := a["instructions"].(string); ok {
+			a["instructions"] = fmt.Sprintf("%s (revision %d)", s, version)
+		}
+	}
+	return cfg
+}
+
+func deepCopy(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(t))
+		for k, x := range t {
+			m[k] = deepCopy(x)
+		}
+		return m
+	case []any:
+		s := make([]any, len(t))
+		for i, x := range t {
+			s[i] = deepCopy(x)
+		}
+		return s
+	case nil:
+		return map[string]any{}
+	default:
+		return t
+	}
+}
+
+// substitute replaces ${ASTRABOX_DOUBLE_URL} in every string of a configuration.
+func substitute(v any, url string) any {
+	switch t := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(t))
+		for k, x := range t {
+			m[k] = substitute(x, url)
+		}
+		return m
+	case []any:
+		s := make([]any, len(t))
+		for i, x := range t {
+			s[i] = substitute(x, url)
+		}
+		return s
+	case string:
+		return strings.ReplaceAll(t, "${ASTRABOX_DOUBLE_URL}", url)
+	default:
+		return t
+	}
+}
+
+// generation derives the runtime generation from the resolved recipe, the provider name and the plan's
+// declaration (BOUND-GENERATION).
+func (p *platform) generation(a *agentState) string {
+	recipe, _ := json.Marshal(a.config)
+	h := sha256.New()
+	fmt.Fprintf(h, "recipe=%s\nversion=%d\nprovider=%s\nbound=%v\ndeclaration=", recipe, a.version, p.hist.Provider, a.sessionBound)
+	h.Write(canonicalJSON(a.declaration))
+	return "gen-" + hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+func canonicalJSON(raw json.RawMessage) []byte {
+	if len(raw) == 0 {
+		return []byte("{}")
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return raw
+	}
+	b, _ := json.Marshal(v) // map keys are sorted by encoding/json
+	return b
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

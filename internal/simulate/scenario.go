@@ -1,0 +1,459 @@
+package simulate
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Scenario is one lifecycle sequence the platform plays against a provider: who exists (principals, Agents),
+// how the platform is shaped (replicas, engine adapter, sandbox backend) and the steps in order. Scenarios are
+// data: they are written as YAML (docs/scenarios.md), generated, shrunk and replayed.
+type Scenario struct {
+	Name        string               `yaml:"name" json:"name"`
+	Description string               `yaml:"description,omitempty" json:"description,omitempty"`
+	Seed        int64                `yaml:"seed,omitempty" json:"seed"`
+	Replicas    int                  `yaml:"replicas,omitempty" json:"replicas"`
+	Engine      string               `yaml:"engine,omitempty" json:"engine"`
+	Backend     *Backend             `yaml:"backend,omitempty" json:"backend,omitempty"`
+	Config      map[string]any       `yaml:"config,omitempty" json:"config,omitempty"`
+	Principals  map[string]Principal `yaml:"principals,omitempty" json:"principals,omitempty"`
+	Agents      []AgentSpec          `yaml:"agents,omitempty" json:"agents,omitempty"`
+	Deadlines   *Deadlines           `yaml:"deadlines,omitempty" json:"deadlines,omitempty"`
+	Steps       []Step               `yaml:"steps" json:"steps"`
+
+	// File is where the scenario was read from, if anywhere.
+	File string `yaml:"-" json:"-"`
+}
+
+// Backend declares the sandbox backend's capabilities (TURN-BACKEND).
+type Backend struct {
+	ProfileExclusive bool `yaml:"profile_exclusive" json:"profile_exclusive"`
+	OwnsSandbox      bool `yaml:"owns_sandbox" json:"owns_sandbox"`
+}
+
+// Principal is a user of the deployment and the consent state the double reports for them.
+type Principal struct {
+	Consent string `yaml:"consent,omitempty" json:"consent,omitempty"` // granted (default) or pending
+	// ConsentOnCheck is the state a consent check moves the principal to (the user completed consent
+	// elsewhere); empty means unchanged.
+	ConsentOnCheck string `yaml:"consent_on_check,omitempty" json:"consent_on_check,omitempty"`
+}
+
+// AgentSpec declares an Agent of the scenario.
+type AgentSpec struct {
+	ID      string `yaml:"id" json:"id"`
+	Creator string `yaml:"creator,omitempty" json:"creator,omitempty"`
+	Version int    `yaml:"version,omitempty" json:"version,omitempty"`
+}
+
+// Deadlines are the wall-clock budgets, in seconds, the platform gives each callback.
+type Deadlines struct {
+	Synchronize float64 `yaml:"synchronize,omitempty" json:"synchronize,omitempty"`
+	Recover     float64 `yaml:"recover,omitempty" json:"recover,omitempty"`
+	Session     float64 `yaml:"session,omitempty" json:"session,omitempty"`
+	Turn        float64 `yaml:"turn,omitempty" json:"turn,omitempty"`
+	UserAction  float64 `yaml:"user_action,omitempty" json:"user_action,omitempty"`
+	Plan        float64 `yaml:"plan,omitempty" json:"plan,omitempty"`
+	// OperationLease is how long (host-clock seconds) an unresolved synchronize operation may be recovered.
+	OperationLease float64 `yaml:"operation_lease,omitempty" json:"operation_lease,omitempty"`
+}
+
+// Step is one thing the platform does. Op selects the step; the other fields are its arguments.
+type Step struct {
+	Op        string  `yaml:"op" json:"op"`
+	Replica   string  `yaml:"replica,omitempty" json:"replica,omitempty"`
+	Agent     string  `yaml:"agent,omitempty" json:"agent,omitempty"`
+	Session   string  `yaml:"session,omitempty" json:"session,omitempty"`
+	Principal string  `yaml:"principal,omitempty" json:"principal,omitempty"`
+	Attempt   string  `yaml:"attempt,omitempty" json:"attempt,omitempty"`
+	Operation string  `yaml:"operation,omitempty" json:"operation,omitempty"`
+	Action    string  `yaml:"action,omitempty" json:"action,omitempty"`
+	Boxes     int     `yaml:"boxes,omitempty" json:"boxes,omitempty"`
+	Seconds   float64 `yaml:"seconds,omitempty" json:"seconds,omitempty"`
+	LiveFor   float64 `yaml:"live_for,omitempty" json:"live_for,omitempty"`
+	Images    int     `yaml:"images,omitempty" json:"images,omitempty"`
+	Scope     string  `yaml:"scope,omitempty" json:"scope,omitempty"`
+	// Via says how a turn is sent: "api" (default: straight to the host) or "console" (the console blocks
+	// sending while a prerequisite is unknown or pending).
+	Via    string        `yaml:"via,omitempty" json:"via,omitempty"`
+	Fault  *Fault        `yaml:"fault,omitempty" json:"fault,omitempty"`
+	Double []DoubleFault `yaml:"double,omitempty" json:"double,omitempty"`
+
+	// Line is the step's line in its YAML file.
+	Line int `yaml:"-" json:"-"`
+	// keys are the fields the YAML mapping had, for validation.
+	keys map[string]bool
+}
+
+// Fault is something that goes wrong with the callback a step makes.
+type Fault struct {
+	// Kind is timeout (the deadline is cut to After seconds), cancel (the platform cancels the callback
+	// After seconds in), or host_loss (the replica process is killed: when a double request is held, or After
+	// seconds in).
+	Kind  string  `yaml:"kind" json:"kind"`
+	After float64 `yaml:"after,omitempty" json:"after,omitempty"`
+}
+
+// DoubleFault is a fault the deployment double applies to matching requests during a step.
+type DoubleFault struct {
+	Kind   string  `yaml:"kind" json:"kind"` // delay, hold, unavailable, drop
+	Method string  `yaml:"method,omitempty" json:"method,omitempty"`
+	Path   string  `yaml:"path,omitempty" json:"path,omitempty"`
+	Delay  float64 `yaml:"delay,omitempty" json:"delay,omitempty"`
+	Times  int     `yaml:"times,omitempty" json:"times,omitempty"`
+	// Label names a held request so that a later release step can release it.
+	Label string `yaml:"label,omitempty" json:"label,omitempty"`
+}
+
+// The steps a scenario may use.
+const (
+	OpPrewarm           = "prewarm"
+	OpClaim             = "claim"
+	OpColdStart         = "cold_start"
+	OpReattach          = "reattach"
+	OpReplaceSandbox    = "replace_sandbox"
+	OpTurn              = "turn"
+	OpRetry             = "retry"
+	OpAdvance           = "advance"
+	OpReadUserActions   = "read_user_actions"
+	OpPerformUserAction = "perform_user_action"
+	OpRecover           = "recover"
+	OpRelease           = "release"
+	OpHostLoss          = "host_loss"
+	OpConfigChange      = "config_change"
+	OpRefreshInputs     = "refresh_inputs"
+)
+
+// stepFields says which fields each step requires and allows.
+var stepFields = map[string]struct{ required, allowed []string }{
+	OpPrewarm:           {[]string{"agent"}, []string{"replica", "boxes", "fault", "double"}},
+	OpClaim:             {[]string{"session", "agent", "principal"}, []string{"replica", "fault", "double"}},
+	OpColdStart:         {[]string{"session", "agent", "principal"}, []string{"replica", "fault", "double"}},
+	OpReattach:          {[]string{"session"}, []string{"replica", "fault", "double"}},
+	OpReplaceSandbox:    {[]string{"session"}, []string{"replica", "fault", "double"}},
+	OpTurn:              {[]string{"session", "attempt"}, []string{"replica", "live_for", "images", "via", "fault", "double"}},
+	OpRetry:             {[]string{"session", "attempt"}, []string{"replica", "live_for", "via", "fault", "double"}},
+	OpAdvance:           {[]string{"seconds"}, nil},
+	OpReadUserActions:   {[]string{"session"}, []string{"replica", "scope", "fault", "double"}},
+	OpPerformUserAction: {[]string{"session", "action"}, []string{"replica", "scope", "fault", "double"}},
+	OpRecover:           {[]string{"operation"}, []string{"replica", "fault", "double"}},
+	OpRelease:           {nil, []string{"operation"}},
+	OpHostLoss:          {[]string{"replica"}, nil},
+	OpConfigChange:      {[]string{"agent"}, nil},
+	OpRefreshInputs:     {[]string{"session"}, []string{"replica"}},
+}
+
+// Ops returns the names of every step, sorted.
+func Ops() []string {
+	out := make([]string, 0, len(stepFields))
+	for op := range stepFields {
+		out = append(out, op)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ScenarioError is a problem in a scenario file, with its place.
+type ScenarioError struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *ScenarioError) Error() string {
+	if e.File == "" {
+		return fmt.Sprintf("scenario line %d: %s", e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+}
+
+// LoadScenario reads and validates a scenario file.
+func LoadScenario(path string) (*Scenario, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read scenario: %w", err)
+	}
+	return ParseScenario(path, data)
+}
+
+var yamlLine = regexp.MustCompile(`line (\d+)`)
+
+// ParseScenario decodes and validates a scenario; errors name the file and line.
+func ParseScenario(file string, data []byte) (*Scenario, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, yamlError(file, err)
+	}
+	if len(root.Content) == 0 {
+		return nil, &ScenarioError{File: file, Line: 1, Msg: "the file is empty; a scenario needs at least `name` and `steps`"}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var s Scenario
+	if err := dec.Decode(&s); err != nil {
+		return nil, yamlError(file, err)
+	}
+	s.File = file
+	// Attach line numbers to steps.
+	doc := root.Content[0]
+	if doc.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(doc.Content); i += 2 {
+			if doc.Content[i].Value == "steps" && doc.Content[i+1].Kind == yaml.SequenceNode {
+				for j, n := range doc.Content[i+1].Content {
+					if j < len(s.Steps) {
+						s.Steps[j].Line = n.Line
+						s.Steps[j].presentFields(n)
+					}
+				}
+			}
+		}
+	}
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+func yamlError(file string, err error) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	line := 1
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		fmt.Sscanf(m[1], "%d", &line)
+	}
+	msg = strings.ReplaceAll(msg, "unmarshal errors:\n  ", "")
+	msg = yamlLine.ReplaceAllString(msg, "")
+	msg = strings.TrimLeft(strings.TrimSpace(msg), ": ")
+	msg = strings.ReplaceAll(msg, "in type simulate.Step", "in a step (see docs/scenarios.md)")
+	msg = strings.ReplaceAll(msg, "in type simulate.Scenario", "at the top level (see docs/scenarios.md)")
+	return &ScenarioError{File: file, Line: line, Msg: msg}
+}
+
+func (st *Step) presentFields(n *yaml.Node) {
+	if n.Kind != yaml.MappingNode {
+		return
+	}
+	keys := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		keys[n.Content[i].Value] = true
+	}
+	st.keys = keys
+}
+
+// Validate checks that the scenario is one the platform could play, filling in defaults.
+func (s *Scenario) Validate() error {
+	errAt := func(line int, format string, args ...any) error {
+		return &ScenarioError{File: s.File, Line: line, Msg: fmt.Sprintf(format, args...)}
+	}
+	if s.Name == "" {
+		return errAt(1, "missing `name`")
+	}
+	if s.Replicas == 0 {
+		s.Replicas = 2
+	}
+	if s.Replicas < 1 || s.Replicas > 16 {
+		return errAt(1, "`replicas` must be between 1 and 16, got %d", s.Replicas)
+	}
+	if s.Engine == "" {
+		s.Engine = EngineClaudeCode
+	}
+	if _, ok := adapters[s.Engine]; !ok {
+		return errAt(1, "unknown engine %q; use one of %s", s.Engine, strings.Join(AdapterNames(), ", "))
+	}
+	if s.Backend == nil {
+		s.Backend = &Backend{ProfileExclusive: true, OwnsSandbox: true}
+	}
+	if s.Principals == nil {
+		s.Principals = map[string]Principal{}
+	}
+	for name, p := range s.Principals {
+		if p.Consent == "" {
+			p.Consent = "granted"
+		}
+		if p.Consent != "granted" && p.Consent != "pending" {
+			return errAt(1, "principal %q: consent must be granted or pending, got %q", name, p.Consent)
+		}
+		s.Principals[name] = p
+	}
+	if len(s.Agents) == 0 {
+		s.Agents = []AgentSpec{{ID: "agent-1"}}
+	}
+	agents := map[string]bool{}
+	for i := range s.Agents {
+		a := &s.Agents[i]
+		if a.ID == "" {
+			return errAt(1, "agent %d has no `id`", i+1)
+		}
+		if a.Creator == "" {
+			a.Creator = "alice"
+		}
+		if a.Version == 0 {
+			a.Version = 1
+		}
+		agents[a.ID] = true
+	}
+	if s.Deadlines == nil {
+		s.Deadlines = &Deadlines{}
+	}
+	s.Deadlines.fill()
+	if len(s.Steps) == 0 {
+		return errAt(1, "no `steps`; add at least one step such as `- op: cold_start`")
+	}
+	sessions := map[string]bool{}
+	for i := range s.Steps {
+		st := &s.Steps[i]
+		line := st.Line
+		if line == 0 {
+			line = 1
+		}
+		spec, ok := stepFields[st.Op]
+		if !ok {
+			return errAt(line, "step %d: unknown op %q; use one of %s", i+1, st.Op, strings.Join(Ops(), ", "))
+		}
+		if st.keys != nil {
+			allowed := map[string]bool{"op": true}
+			for _, f := range append(append([]string{}, spec.required...), spec.allowed...) {
+				allowed[f] = true
+			}
+			for k := range st.keys {
+				if !allowed[k] {
+					return errAt(line, "step %d (%s): field %q does not apply to this step", i+1, st.Op, k)
+				}
+			}
+		}
+		for _, f := range spec.required {
+			if !st.has(f) {
+				return errAt(line, "step %d (%s): missing `%s`", i+1, st.Op, f)
+			}
+		}
+		if st.Replica != "" && replicaIndex(st.Replica, s.Replicas) < 0 {
+			return errAt(line, "step %d (%s): replica %q does not exist; this scenario has r1 to r%d", i+1, st.Op, st.Replica, s.Replicas)
+		}
+		if st.Agent != "" && !agents[st.Agent] {
+			return errAt(line, "step %d (%s): unknown agent %q; declare it under `agents`", i+1, st.Op, st.Agent)
+		}
+		if st.Principal != "" {
+			if _, ok := s.Principals[st.Principal]; !ok {
+				s.Principals[st.Principal] = Principal{Consent: "granted"}
+			}
+		}
+		switch st.Op {
+		case OpClaim, OpColdStart:
+			sessions[st.Session] = true
+		case OpReattach, OpReplaceSandbox, OpTurn, OpRetry, OpReadUserActions, OpPerformUserAction, OpRefreshInputs:
+			if !sessions[st.Session] {
+				return errAt(line, "step %d (%s): session %q is not started by an earlier claim or cold_start step", i+1, st.Op, st.Session)
+			}
+		case OpAdvance:
+			if st.Seconds <= 0 {
+				return errAt(line, "step %d (advance): seconds must be positive", i+1)
+			}
+		case OpPrewarm:
+			if st.Boxes == 0 && !st.has("boxes") {
+				st.Boxes = 1
+			}
+			if st.Boxes < 0 || st.Boxes > 16 {
+				return errAt(line, "step %d (prewarm): boxes must be between 0 and 16", i+1)
+			}
+		}
+		if st.Via != "" && st.Via != "api" && st.Via != "console" {
+			return errAt(line, "step %d (%s): via must be api or console", i+1, st.Op)
+		}
+		if st.Scope != "" && st.Scope != "read" && st.Scope != "write" && st.Scope != "none" {
+			return errAt(line, "step %d (%s): scope must be read, write or none", i+1, st.Op)
+		}
+		if st.Fault != nil {
+			switch st.Fault.Kind {
+			case FaultTimeout, FaultCancel, FaultHostLoss, FaultSupersede:
+			default:
+				return errAt(line, "step %d (%s): fault kind %q; use timeout, cancel, host_loss or supersede", i+1, st.Op, st.Fault.Kind)
+			}
+		}
+		for _, d := range st.Double {
+			switch d.Kind {
+			case "delay", "hold", "unavailable", "drop":
+			default:
+				return errAt(line, "step %d (%s): double fault kind %q; use delay, hold, unavailable or drop", i+1, st.Op, d.Kind)
+			}
+		}
+	}
+	return nil
+}
+
+// The callback faults a step may carry.
+const (
+	FaultTimeout  = "timeout"
+	FaultCancel   = "cancel"
+	FaultHostLoss = "host_loss"
+	// FaultSupersede: another replica updates the Agent (a new refresh revision) while the callback runs.
+	FaultSupersede = "supersede"
+)
+
+func (st *Step) has(field string) bool {
+	if st.keys != nil {
+		return st.keys[field]
+	}
+	switch field {
+	case "agent":
+		return st.Agent != ""
+	case "session":
+		return st.Session != ""
+	case "principal":
+		return st.Principal != ""
+	case "attempt":
+		return st.Attempt != ""
+	case "operation":
+		return st.Operation != ""
+	case "action":
+		return st.Action != ""
+	case "replica":
+		return st.Replica != ""
+	case "seconds":
+		return st.Seconds != 0
+	case "boxes":
+		return st.Boxes != 0
+	}
+	return false
+}
+
+func (d *Deadlines) fill() {
+	def := func(v *float64, x float64) {
+		if *v <= 0 {
+			*v = x
+		}
+	}
+	def(&d.Plan, 5)
+	def(&d.Synchronize, 10)
+	def(&d.Recover, 10)
+	def(&d.Session, 10)
+	def(&d.Turn, 5)
+	def(&d.UserAction, 5)
+	def(&d.OperationLease, 600)
+}
+
+func replicaIndex(name string, n int) int {
+	var i int
+	if _, err := fmt.Sscanf(name, "r%d", &i); err != nil || fmt.Sprintf("r%d", i) != name || i < 1 || i > n {
+		return -1
+	}
+	return i - 1
+}
+
+// YAML writes the scenario back as YAML (used for saved failures and replays).
+func (s *Scenario) YAML() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(s); err != nil {
+		return nil, fmt.Errorf("encode scenario: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("encode scenario: %w", err)
+	}
+	return buf.Bytes(), nil
+}
