@@ -403,8 +403,20 @@ func (p *printer) summary(r *Report) {
 	p.line(p.s.Heading.Render("Summary"))
 	cols := []string{"Checks", "Pass", "Fail", "Flaky", "Warn", "Skip"}
 	const colW = 7
+	// The area column takes what the six numeric columns leave; below 16 columns the table becomes a list.
 	nameW := p.width - 2 - colW*len(cols)
+	narrow := nameW < 16
 	row := func(name string, nums []string, st lipgloss.Style) {
+		if narrow {
+			// Too narrow for a table: one wrapped line per area.
+			var parts []string
+			for i, n := range nums {
+				parts = append(parts, cols[i]+" "+n)
+			}
+			p.b.WriteString("  ")
+			p.para(2, 4, span{text: name + ":", style: st}, span{text: strings.Join(parts, ", "), style: st})
+			return
+		}
 		name = truncate(name, nameW)
 		var b strings.Builder
 		b.WriteString("  " + name + strings.Repeat(" ", nameW-runewidth.StringWidth(name)))
@@ -413,7 +425,9 @@ func (p *printer) summary(r *Report) {
 		}
 		p.line(st.Render(b.String()))
 	}
-	row("Area", cols, p.s.Dim)
+	if !narrow {
+		row("Area", cols, p.s.Dim)
+	}
 	total := Summary{}
 	for _, g := range groups {
 		var s Summary
