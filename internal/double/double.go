@@ -6,6 +6,9 @@
 // the callback that replica had in flight (see [Double.SetInFlight]). Every request is recorded in arrival
 // order (see [Double.Requests]), and faults (delay, hold, unavailable, drop after apply) can be injected per
 // scenario step (see [Double.AddFault]).
+//
+// A held request stays held even if its client gives up; once released it is applied like any late write.
+// Fences are checked when a write is applied, not when it arrives.
 package double
 
 import (
@@ -19,6 +22,9 @@ import (
 	"sync"
 	"time"
 )
+
+// EnvURL is the environment variable that tells a replica process its base URL of the double.
+const EnvURL = "ASTRABOX_DOUBLE_URL"
 
 // Options configures a Double. The zero value is ready to use.
 type Options struct {

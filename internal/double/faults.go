@@ -52,7 +52,7 @@ type FaultID int
 
 // Fault describes requests to act on and what to do to them. Empty matcher fields match anything.
 type Fault struct {
-	// Method matches the request method exactly (for example "PUT").
+	// Method matches the request method, ignoring case (for example "PUT").
 	Method string
 	// PathPrefix matches requests whose path starts with it (for example "/v1/records/").
 	PathPrefix string
@@ -95,13 +95,14 @@ func (fs *faultState) matches(r *Request) bool {
 	if fs.removed || f.Validate() != nil || (f.Times > 0 && fs.used >= f.Times) {
 		return false
 	}
-	return (f.Method == "" || f.Method == r.Method) &&
+	return (f.Method == "" || strings.EqualFold(f.Method, r.Method)) &&
 		strings.HasPrefix(r.Path, f.PathPrefix) &&
 		(f.Replica == "" || f.Replica == r.Replica) &&
 		(f.Operation == "" || f.Operation == r.Operation)
 }
 
-// AddFault adds a fault that acts on requests arriving from now on and returns its ID. A fault that fails
+// AddFault adds a fault that acts on requests arriving from now on (faults are matched when a request
+// arrives, before its body is read or its route checked) and returns its ID. A fault that fails
 // [Fault.Validate] is kept but never matches; check Validate first.
 //
 // When several faults match one request, each is counted against its Times and they act in this order:

@@ -167,7 +167,7 @@ func TestUnavailableFault(t *testing.T) {
 	d := newDouble(t, Options{})
 	u1 := baseURL(t, d, "r1") + "/v1/records/k"
 	u2 := baseURL(t, d, "r2") + "/v1/records/k"
-	d.AddFault(Fault{Kind: Unavailable, Replica: "r1", Method: "PUT", Operation: "op", Times: 1})
+	d.AddFault(Fault{Kind: Unavailable, Replica: "r1", Method: "put", Operation: "op", Times: 1}) // method case is ignored
 
 	// Requests that do not match every field pass.
 	must(t, 200, "PUT", u2, `{"value": "r2"}`, OperationHeader, "op")
