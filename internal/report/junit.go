@@ -88,6 +88,9 @@ func (JUnit) Render(w io.Writer, r *Report) error {
 		c := junitCase{Classname: area, Name: strings.TrimSpace(res.Check + " " + res.Title), Time: "0"}
 		if l := primaryLocation(res); l != nil {
 			c.File, c.Line = l.Path, l.Line
+			if rel, ok := relPath(r.Provider.Project, l.Path); ok {
+				c.File = rel
+			}
 		}
 		suite.Tests++
 		switch res.Status {

@@ -486,6 +486,9 @@ func TestSARIFRoot(t *testing.T) {
 	if !strings.Contains(b.String(), `"uri": "acme/src/acme_provider/provider.py"`) {
 		t.Errorf("Root not used for relative paths")
 	}
+	if !strings.Contains(b.String(), `"uri": "acme/pyproject.toml"`) {
+		t.Errorf("the manifest fallback is not relative to Root")
+	}
 	r.Results[2].Location.Path = "/home/dev/acme/src/my provider.py"
 	b.Reset()
 	if err := (SARIF{}).Render(&b, r); err != nil {

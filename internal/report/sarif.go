@@ -189,7 +189,7 @@ func (s SARIF) Render(w io.Writer, r *Report) error {
 			path = p
 			out.Locations = []sarifLocation{physical(p, primary.Line)}
 		} else {
-			path = manifest(r.Provider)
+			path = manifestPath(root, r.Provider)
 			out.Locations = []sarifLocation{physical(path, 1)}
 		}
 		seen := map[string]bool{}
@@ -377,4 +377,16 @@ func nonNil(xs []string) []string {
 		return []string{}
 	}
 	return xs
+}
+
+// manifestPath is the project's manifest relative to root: the project may be a subdirectory of the
+// repository that root names.
+func manifestPath(root string, p Provider) string {
+	name := manifest(p)
+	if p.Project != "" {
+		if rel, ok := relPath(root, filepath.Join(p.Project, name)); ok {
+			return rel
+		}
+	}
+	return name
 }
