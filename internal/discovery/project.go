@@ -75,7 +75,9 @@ func (d Declaration) Where() string {
 	if d.Line > 0 {
 		s += fmt.Sprintf(":%d", d.Line)
 	}
-	s += " " + string(d.Origin)
+	if _, table, ok := strings.Cut(string(d.Origin), " "); ok {
+		s += " " + table
+	}
 	if d.AlsoInstalled != "" {
 		s += "; also " + d.AlsoInstalled
 	}
