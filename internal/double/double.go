@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	mrand "math/rand"
 	"net"
 	"net/http"
 	"sync"
@@ -36,6 +37,9 @@ type Options struct {
 	CredentialTTL time.Duration
 	// MaxBody is the largest request body accepted, in bytes; larger bodies answer 413. Default: 1 MiB.
 	MaxBody int64
+	// Seed, when non-zero, makes issued credential tokens a deterministic sequence for that seed, so that a
+	// replayed scenario gives the same history. Zero draws tokens from crypto/rand.
+	Seed int64
 }
 
 // Double is a running deployment double. All methods are safe for concurrent use.
@@ -67,6 +71,7 @@ type Double struct {
 	nextFault  FaultID
 	state      state
 	activeReqs int // handlers currently running; read by tests
+	tokenRand  *mrand.Rand
 }
 
 type replicaServer struct {
@@ -93,6 +98,9 @@ func Start(o Options) (*Double, error) {
 		changed:   make(chan struct{}),
 		holds:     map[*holdWait]struct{}{},
 		state:     newState(),
+	}
+	if o.Seed != 0 {
+		d.tokenRand = mrand.New(mrand.NewSource(o.Seed))
 	}
 	if d.clock == nil {
 		d.clock = time.Now

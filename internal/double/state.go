@@ -3,6 +3,7 @@ package double
 import (
 	"crypto/rand"
 	"encoding/json"
+	mrand "math/rand"
 	"slices"
 )
 
@@ -146,9 +147,30 @@ func (d *Double) consentLocked(principal string) consent {
 func (d *Double) newTokenLocked() string {
 	for {
 		t := TokenPrefix + rand.Text()
+		if d.tokenRand != nil {
+			t = TokenPrefix + seededText(d.tokenRand)
+		}
 		if !d.state.tokenSet[t] {
 			d.state.tokenSet[t] = true
 			return t
 		}
 	}
+}
+
+// seededText returns 26 base32 characters drawn from r, like rand.Text but reproducible.
+func seededText(r *mrand.Rand) string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+	b := make([]byte, 26)
+	for i := range b {
+		b[i] = alphabet[r.Intn(len(alphabet))]
+	}
+	return string(b)
+}
+
+// AppliedCount is the number of writes applied so far. A write whose ApplyOrder is larger than the count
+// read at some moment was applied after that moment.
+func (d *Double) AppliedCount() int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.applySeq
 }
