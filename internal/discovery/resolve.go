@@ -2,6 +2,8 @@ package discovery
 
 import (
 	"fmt"
+	"net/url"
+	"path/filepath"
 	"regexp"
 	"strings"
 )
@@ -27,7 +29,8 @@ var nameSeps = regexp.MustCompile(`[-_.]+`)
 // Resolve merges the project's declarations with those of installed distributions and picks the provider.
 //
 // A declaration of the project and the same declaration installed from the same distribution (an editable
-// or regular install of this project: same PEP 503 name, same entry-point name and reference) count once.
+// or regular install of this project: same PEP 503 name, or a direct_url.json pointing at the project
+// directory, and the same entry-point name and reference) count once.
 // Installed declarations of the project's own distribution that differ from its current files are stale
 // metadata and are reported as a warning, not counted, when the project declares its provider statically.
 // Any other plurality is a conflict (*ConflictError, EP-CONFLICT: the platform refuses to start). pick (the
@@ -50,7 +53,7 @@ func Resolve(p *Project, installed []Declaration, pick string) (Resolution, erro
 			continue // the same distribution found twice on sys.path
 		}
 		seen[key] = true
-		sameProject := own != "" && NormalizeName(in.Distribution) == own
+		sameProject := own != "" && NormalizeName(in.Distribution) == own || p != nil && installedFrom(in, p.Dir)
 		if sameProject {
 			merged := false
 			for i := range all[:len(projectDecls)] {
@@ -102,6 +105,16 @@ func Resolve(p *Project, installed []Declaration, pick string) (Resolution, erro
 		return res, &Error{Message: fmt.Sprintf("--provider %q matches %d declarations: %s", pick, len(matches), describeNames(matches)),
 			Hint: "disambiguate with --provider NAME@DISTRIBUTION"}
 	}
+}
+
+// installedFrom reports whether an installed declaration's direct_url.json points at dir (a local install of
+// the project, e.g. pip install -e DIR).
+func installedFrom(d Declaration, dir string) bool {
+	u, err := url.Parse(d.SourceURL)
+	if err != nil || u.Scheme != "file" || u.Path == "" {
+		return false
+	}
+	return filepath.Clean(u.Path) == filepath.Clean(dir)
 }
 
 // sameRef compares a project declaration with an installed one by parsed reference, falling back to the text.

@@ -58,6 +58,20 @@ func TestResolveEditableInstallCountsOnce(t *testing.T) {
 	}
 }
 
+func TestResolveInstallFromProjectDirCountsOnce(t *testing.T) {
+	p := loadFixture(t, "pep621_groups")
+	in := installedDecl(t, "renamed-dist", "enterprise", "acme_prep.provider:PreparationProvider")
+	in.SourceURL = "file://" + strings.ReplaceAll(p.Dir, " ", "%20")
+	res, err := Resolve(p, []Declaration{in}, "")
+	if err != nil || len(res.All) != 1 || res.Chosen.AlsoInstalled == "" {
+		t.Fatalf("resolution = %+v, %v", res, err)
+	}
+	in.SourceURL = "file:///somewhere/else"
+	if _, err := Resolve(p, []Declaration{in}, ""); err == nil {
+		t.Error("an install from another directory under another name should conflict")
+	}
+}
+
 func TestResolveStaleOwnInstallIsAWarning(t *testing.T) {
 	p := loadFixture(t, "pep621_groups")
 	stale := installedDecl(t, "acme-prep", "old-name", "acme_prep.provider:PreparationProvider")
