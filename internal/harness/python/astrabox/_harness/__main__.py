@@ -1,0 +1,47 @@
+"""Entry script of the astrabox provider harness: ``python -B SDK/astrabox/_harness/__main__.py``.
+
+Before anything else is imported, ``sys.path`` is made to start with the SDK directory, and ``''``, the
+working directory and this script's own directory are dropped, so that neither the harness nor the
+provider shadows the other. The provider's code roots are added by ``load``.
+"""
+
+import os
+import sys
+
+
+def _fix_sys_path():
+    here = os.path.dirname(os.path.abspath(__file__))
+    sdk = os.path.dirname(os.path.dirname(here))
+    try:
+        cwd = os.path.realpath(os.getcwd())
+    except OSError:
+        cwd = None
+    drop = {os.path.realpath(here), os.path.realpath(sdk)}
+    if cwd is not None:
+        drop.add(cwd)
+    kept = [sdk]
+    for entry in sys.path:
+        if entry in ("", "."):
+            continue
+        try:
+            real = os.path.realpath(entry)
+        except (OSError, ValueError):
+            real = entry
+        if real in drop:
+            continue
+        kept.append(entry)
+    sys.path[:] = kept
+
+
+_fix_sys_path()
+
+if not os.environ.get("ASTRABOX_HARNESS_COOKIE"):
+    sys.stderr.write(
+        "This is the astrabox provider harness. It is started by the astrabox command, not by hand.\n"
+        "Run `astrabox conformance run` in your provider project instead.\n"
+    )
+    sys.exit(1)
+
+from astrabox._harness.runner import main  # noqa: E402 - after the sys.path fix on purpose
+
+main()

@@ -1,0 +1,347 @@
+"""Turning provider objects into protocol JSON without ever crashing on them.
+
+Every helper here survives a ``repr`` that raises, a ``str`` that recurses, self-referencing containers
+and non-finite floats: the harness reports odd provider output, it never dies of it.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import traceback
+import types
+from collections.abc import Mapping
+from typing import Any, Callable, Dict, List, Optional
+
+from astrabox import seams
+
+REPR_LIMIT = 4 * 1024
+MESSAGE_LIMIT = 8 * 1024
+TRACEBACK_LIMIT = 64 * 1024
+_MAX_DEPTH = 64
+
+
+def truncate(text: str, limit: int) -> str:
+    """Cut ``text`` to ``limit`` characters, saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + "... [%d characters truncated]" % (len(text) - limit)
+
+
+def truncate_middle(text: str, limit: int) -> str:
+    """Keep the head and the tail of ``text`` (tracebacks: the innermost frames are at the end)."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return text[:half] + "\n... [%d characters truncated] ...\n" % (len(text) - 2 * half) + text[-half:]
+
+
+def type_name(tp: Any) -> str:
+    """``module.QualName`` of a type; builtins without their module."""
+    try:
+        module = getattr(tp, "__module__", None)
+        qual = getattr(tp, "__qualname__", None) or getattr(tp, "__name__", None) or "?"
+        if not isinstance(qual, str):
+            qual = "?"
+        if module in (None, "builtins") or not isinstance(module, str):
+            return qual
+        return module + "." + qual
+    except BaseException:
+        return "?"
+
+
+def callable_name(fn: Any) -> str:
+    """A readable ``module.qualname`` for a function, method or other callable."""
+    try:
+        import functools
+
+        while isinstance(fn, functools.partial):
+            fn = fn.func
+        module = getattr(fn, "__module__", None)
+        qual = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+        if qual is None:
+            return type_name(type(fn))
+        if module and isinstance(module, str):
+            return "%s.%s" % (module, qual)
+        return str(qual)
+    except BaseException:
+        return "?"
+
+
+def safe_repr(obj: Any, limit: int = REPR_LIMIT) -> str:
+    """``repr(obj)`` truncated, or a placeholder saying that repr failed."""
+    try:
+        text = repr(obj)
+        if not isinstance(text, str):
+            raise TypeError("repr returned %s" % type(text).__name__)
+    except BaseException as exc:  # noqa: B036 - provider code may raise anything, even SystemExit
+        return "<%s object; repr() raised %s>" % (type_name(type(obj)), type_name(type(exc)))
+    return truncate(text, limit)
+
+
+def safe_str(obj: Any, limit: int = MESSAGE_LIMIT) -> str:
+    """``str(obj)`` truncated, or a placeholder saying that str failed."""
+    try:
+        text = str(obj)
+        if not isinstance(text, str):
+            raise TypeError("str returned %s" % type(text).__name__)
+    except BaseException as exc:  # noqa: B036
+        return "<str() raised %s>" % type_name(type(exc))
+    return truncate(text, limit)
+
+
+def float_value(value: float) -> Any:
+    """A float as JSON: non-finite values become the strings ``inf``, ``-inf`` and ``nan``."""
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return value
+
+
+def jsonsafe(obj: Any, depth: int = 0) -> Any:
+    """A lenient JSON form of ``obj``: unknown objects become their repr, nothing ever raises."""
+    try:
+        if obj is None or isinstance(obj, (bool, str)):
+            return truncate(obj, MESSAGE_LIMIT) if isinstance(obj, str) else obj
+        if isinstance(obj, int):
+            return int(obj)
+        if isinstance(obj, float):
+            return float_value(float(obj))
+        if depth >= _MAX_DEPTH:
+            return "<nested too deep>"
+        if isinstance(obj, Mapping):
+            out: Dict[str, Any] = {}
+            for key, value in list(obj.items())[:1000]:
+                out[key if isinstance(key, str) else safe_repr(key, 200)] = jsonsafe(value, depth + 1)
+            return out
+        if isinstance(obj, (list, tuple)):
+            return [jsonsafe(v, depth + 1) for v in list(obj)[:1000]]
+        return safe_repr(obj)
+    except BaseException:  # noqa: B036
+        return "<unrepresentable %s>" % type_name(type(obj))
+
+
+class DeclarationError(Exception):
+    """A declaration that is not strict JSON."""
+
+
+def strict_json(obj: Any, where: str = "declaration", depth: int = 0) -> Any:
+    """Convert ``obj`` to JSON exactly, or raise :class:`DeclarationError` saying where and why.
+
+    Mappings need str keys; lists and tuples become arrays; floats must be finite.
+    """
+    if obj is None or isinstance(obj, (bool, str)):
+        return obj
+    if isinstance(obj, int):
+        return int(obj)
+    if isinstance(obj, float):
+        if not math.isfinite(obj):
+            raise DeclarationError("%s is %r, which JSON cannot hold" % (where, obj))
+        return float(obj)
+    if depth >= _MAX_DEPTH:
+        raise DeclarationError("%s is nested more than %d levels deep (a cycle?)" % (where, _MAX_DEPTH))
+    if isinstance(obj, Mapping):
+        out: Dict[str, Any] = {}
+        for key, value in obj.items():
+            if not isinstance(key, str):
+                raise DeclarationError("%s has a %s key %s; keys must be str" % (where, type_name(type(key)), safe_repr(key, 80)))
+            out[key] = strict_json(value, "%s[%r]" % (where, key), depth + 1)
+        return out
+    if isinstance(obj, (list, tuple)):
+        return [strict_json(v, "%s[%d]" % (where, i), depth + 1) for i, v in enumerate(obj)]
+    raise DeclarationError("%s (of type %s) is not JSON-serialisable" % (where, type_name(type(obj))))
+
+
+def freeze(obj: Any) -> Any:
+    """Deep read-only copy of decoded JSON: dicts become ``MappingProxyType``, lists become tuples."""
+    if isinstance(obj, dict):
+        return types.MappingProxyType({k: freeze(v) for k, v in obj.items()})
+    if isinstance(obj, list):
+        return tuple(freeze(v) for v in obj)
+    return obj
+
+
+def b64(data: Any) -> str:
+    return base64.b64encode(bytes(data)).decode("ascii")
+
+
+def _materials(value: seams.RuntimeMaterials, problems: List[str]) -> Dict[str, Any]:
+    files_out: List[Dict[str, Any]] = []
+    files = getattr(value, "files", ())
+    if not isinstance(files, (tuple, list)):
+        problems.append("files is a %s, not a tuple" % type_name(type(files)))
+        files = ()
+    for i, item in enumerate(files):
+        if not isinstance(item, seams.RuntimeFile):
+            problems.append("files[%d] is a %s, not a RuntimeFile" % (i, type_name(type(item))))
+            files_out.append({"name": None, "content_b64": None})
+            continue
+        name = item.name
+        if not isinstance(name, str):
+            problems.append("files[%d].name is a %s, not a str" % (i, type_name(type(name))))
+            name = None
+        content = item.content
+        if isinstance(content, (bytes, bytearray, memoryview)):
+            content_b64: Optional[str] = b64(content)
+        else:
+            problems.append("files[%d].content is a %s, not bytes" % (i, type_name(type(content))))
+            content_b64 = None
+        files_out.append({"name": name, "content_b64": content_b64})
+    env = getattr(value, "environment", None)
+    env_out: Optional[Dict[str, str]] = {}
+    if isinstance(env, Mapping):
+        try:
+            for k, v in env.items():
+                if not isinstance(k, str):
+                    problems.append("environment has a %s key; names must be str" % type_name(type(k)))
+                    k = safe_str(k, 200)
+                if not isinstance(v, str):
+                    problems.append("environment[%r] is a %s, not a str" % (k, type_name(type(v))))
+                    v = safe_str(v)
+                env_out[k] = v
+        except BaseException:  # noqa: B036
+            problems.append("environment could not be read")
+    else:
+        problems.append("environment is a %s, not a mapping" % type_name(type(env)))
+        env_out = None
+    tvs = getattr(value, "turn_validity_seconds", None)
+    if tvs is None or (isinstance(tvs, (int, float)) and not isinstance(tvs, bool)):
+        tvs_out = None if tvs is None else float_value(float(tvs))
+    else:
+        problems.append("turn_validity_seconds is a %s, not a number" % type_name(type(tvs)))
+        tvs_out = None
+    return {"files": files_out, "environment": env_out, "turn_validity_seconds": tvs_out}
+
+
+def _user_action(obj: Any) -> Dict[str, Any]:
+    out = jsonsafe(obj)
+    if not isinstance(out, dict):
+        return {"value": out, "problems": ["user_action is a %s, not a mapping" % type_name(type(obj))]}
+    out["problems"] = seams.validate_user_action(
+        obj.get("message"), obj.get("url"), obj.get("status")
+    ) if isinstance(obj, Mapping) else []
+    return out
+
+
+def encode_value(value: Any, *, method: str) -> Dict[str, Any]:
+    """The reply ``value`` for what a callback returned (see protocol.md, "Reply value by result type").
+
+    Type anomalies the Go side should report (a str where bytes belong, ...) are listed in ``problems``.
+    """
+    problems: List[str] = []
+    out: Dict[str, Any]
+    if isinstance(value, bool):
+        out = {"type": "bool", "value": value}
+    elif value is None:
+        out = {"type": "none"}
+    elif isinstance(value, seams.RuntimePreparationPlan):
+        sb = value.session_bound
+        if not isinstance(sb, bool):
+            problems.append("session_bound is a %s, not a bool" % type_name(type(sb)))
+            try:
+                sb = bool(sb)
+            except BaseException:  # noqa: B036
+                sb = False
+        out = {"type": "RuntimePreparationPlan", "session_bound": sb}
+        decl = value.declaration
+        try:
+            if not isinstance(decl, Mapping):
+                raise DeclarationError("declaration is a %s, not a mapping" % type_name(type(decl)))
+            out["declaration"] = strict_json(decl)
+            out["declaration_error"] = None
+        except DeclarationError as exc:
+            out["declaration"] = None
+            out["declaration_error"] = truncate(str(exc), MESSAGE_LIMIT)
+        except BaseException as exc:  # noqa: B036 - a mapping whose items() raises
+            out["declaration"] = None
+            out["declaration_error"] = "reading the declaration raised %s" % type_name(type(exc))
+    elif isinstance(value, seams.RuntimeMaterials):
+        out = {"type": "RuntimeMaterials"}
+        out.update(_materials(value, problems))
+    elif isinstance(value, seams.SessionUserActionState):
+        ready = value.ready
+        if not isinstance(ready, bool):
+            problems.append("ready is a %s, not a bool" % type_name(type(ready)))
+        ua = value.user_action
+        actions_out: List[Dict[str, Any]] = []
+        actions = value.actions
+        if not isinstance(actions, (tuple, list)):
+            problems.append("actions is a %s, not a tuple" % type_name(type(actions)))
+            actions = ()
+        for i, a in enumerate(actions):
+            if isinstance(a, seams.SessionUserActionCommand):
+                actions_out.append({"id": jsonsafe(a.id), "label": jsonsafe(a.label)})
+            else:
+                problems.append("actions[%d] is a %s, not a SessionUserActionCommand" % (i, type_name(type(a))))
+        out = {
+            "type": "SessionUserActionState",
+            "ready": jsonsafe(ready),
+            "user_action": None if ua is None else _user_action(ua),
+            "actions": actions_out,
+        }
+    else:
+        out = {"type": "other", "python_type": type_name(type(value))}
+    out["repr"] = safe_repr(value)
+    if problems:
+        out["problems"] = problems
+    return out
+
+
+def encode_error(
+    exc: BaseException,
+    *,
+    is_provider_file: Callable[[str], bool],
+    cancelled: bool = False,
+) -> Dict[str, Any]:
+    """The reply ``error`` for an exception raised by (or cancelling) a callback."""
+    frames: List[Dict[str, Any]] = []
+    tb = getattr(exc, "__traceback__", None)
+    try:
+        while tb is not None:
+            code = tb.tb_frame.f_code
+            if is_provider_file(code.co_filename):
+                frames.append({"file": code.co_filename, "line": tb.tb_lineno, "function": code.co_name})
+            tb = tb.tb_next
+        if isinstance(exc, SyntaxError) and isinstance(getattr(exc, "filename", None), str):
+            if is_provider_file(exc.filename):
+                frames.append({"file": exc.filename, "line": exc.lineno or 0, "function": "<module>"})
+    except BaseException:  # noqa: B036
+        pass
+    try:
+        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    except BaseException as fmt_exc:  # noqa: B036
+        text = "<formatting the traceback raised %s>" % type_name(type(fmt_exc))
+    out: Dict[str, Any] = {
+        "type": type_name(type(exc)),
+        "message": safe_str(exc),
+        "repr": safe_repr(exc),
+        "traceback": truncate_middle(text, TRACEBACK_LIMIT),
+        "cancelled": cancelled,
+        "frames": frames[-200:],
+        "user_action": None,
+    }
+    if isinstance(exc, seams.PreparationUserActionRequired):
+        message = getattr(exc, "message", None)
+        url = getattr(exc, "url", None)
+        status = getattr(exc, "status", None)
+        out["user_action"] = {
+            "message": jsonsafe(message),
+            "url": jsonsafe(url),
+            "status": jsonsafe(status),
+            "problems": seams.validate_user_action(message, url, status),
+        }
+    return out
+
+
+def harness_error(type_: str, message: str) -> Dict[str, Any]:
+    """An ``error`` produced by the harness itself (bad arguments, call before load, ...)."""
+    return {
+        "type": type_,
+        "message": message,
+        "repr": "%s(%r)" % (type_, message),
+        "traceback": "",
+        "cancelled": False,
+        "frames": [],
+        "user_action": None,
+    }
