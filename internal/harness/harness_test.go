@@ -1,0 +1,186 @@
+package harness
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// These tests run the real embedded harness with python3 from PATH.
+
+func fixtureDir(t *testing.T, parts ...string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join(append([]string{"testdata"}, parts...)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// startLoaded starts the harness in project dir and loads target from dir/src.
+func startLoaded(t *testing.T, dir, target string, o Options) (*Process, *LoadInfo) {
+	t.Helper()
+	o.ProjectDir = dir
+	if o.Limits == (Limits{}) {
+		o.Limits = testLimits()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := Start(ctx, o)
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	t.Cleanup(func() { p.Kill() })
+	r, err := p.Load(ctx, LoadArgs{Target: target, Paths: []string{filepath.Join(dir, "src")}, ProjectRoot: dir, ForceDebugLogging: true})
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	li, err := r.LoadInfo()
+	if err != nil {
+		t.Fatalf("load %s: %v\n%s", target, err, r.Stderr.String())
+	}
+	return p, li
+}
+
+func sessionArgs(dir string) map[string]any {
+	return map[string]any{"context": map[string]any{
+		"session_id": "s-1", "agent_id": "a-1", "principal_id": "u-1",
+		"config": map[string]any{"region": "eu"}, "runtime_generation": "g-1", "sandbox_id": "sb-1",
+		"workload_identity": map[string]any{"subject": "wl", "token": "wl-token"},
+		"trigger": "cold_start", "file_paths_dir": dir,
+	}}
+}
+
+func turnArgs(dir string) map[string]any {
+	return map[string]any{"context": map[string]any{
+		"session_id": "s-1", "agent_id": "a-1", "principal_id": "u-1", "dispatch_attempt_id": "d-7",
+		"runtime_generation": "g-1", "deadline": float64(time.Now().Add(time.Minute).Unix()), "refresh": false,
+		"sandbox_handle": map[string]any{"sandbox_id": "sb-1", "home": "/home/workload", "workspace": "/workspace"},
+		"file_paths_dir": dir,
+	}}
+}
+
+func TestHarnessByHand(t *testing.T) {
+	sdk, err := SDKDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("python3", filepath.Join(sdk, "astrabox", "_harness", "__main__.py"))
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	out, err := cmd.CombinedOutput()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 1 {
+		t.Fatalf("by-hand run: %v, want exit status 1; output:\n%s", err, out)
+	}
+	for _, want := range []string{"This is the astrabox provider harness", "astrabox conformance run"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("by-hand output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestHarnessLoadAndCalls(t *testing.T) {
+	dir := fixtureDir(t, "good")
+	sb := &fakeSandbox{files: map[string][]byte{}}
+	p, li := startLoaded(t, dir, "good_provider.provider:Provider", Options{Sandbox: sb, Replica: "r2"})
+	if h := p.Hello(); h.Protocol != 1 || h.Implementation != "cpython" || len(h.Python) != 3 || h.Python[0] != 3 {
+		t.Errorf("hello %+v", h)
+	}
+	if !li.IsSubclass || !li.Instantiated || li.Name == nil || *li.Name != "good" || li.Qualname != "Provider" {
+		t.Errorf("load info %+v", li)
+	}
+	if len(li.Methods) != 7 || !li.Methods["prepare_turn"].Overridden || !li.Methods["prepare_turn"].Async ||
+		li.Methods["synchronize"].Overridden || !strings.HasSuffix(li.ModuleFile, "provider.py") {
+		t.Errorf("methods %+v module %s", li.Methods, li.ModuleFile)
+	}
+
+	r, err := call(t, p, "plan", map[string]any{"config": map[string]any{"region": "eu"}}, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Result()
+	if err != nil || res.Type != "RuntimePreparationPlan" || !res.SessionBound || string(res.Declaration) != `{"region":"eu"}` {
+		t.Fatalf("plan %+v %v (%s)", res, err, r.Value)
+	}
+	if r.Stdout.String() != "plan stdout\n" {
+		t.Errorf("plan stdout %q", r.Stdout.String())
+	}
+
+	files := t.TempDir()
+	r, err = call(t, p, "prepare_session", sessionArgs(files), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = r.Result()
+	if err != nil || res.Type != "RuntimeMaterials" || len(res.Files) != 1 || string(res.Files[0].Content) != `{"t": 1}` ||
+		res.Environment["GOOD_TOKEN_PATH"] != files+"/token.json" {
+		t.Fatalf("session %+v %v (%s)", res, err, r.Value)
+	}
+	if r.Stdout.String() != "session stdout for s-1\n" || r.Stderr.String() != "session stderr\n" {
+		t.Errorf("session output %q / %q", r.Stdout.String(), r.Stderr.String())
+	}
+	found := false
+	for _, l := range r.Observations.Logs {
+		if l.Logger == "good_provider" && l.Message == "preparing session s-1" && l.Call != nil && *l.Call == r.ID {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("log record missing: %+v", r.Observations.Logs)
+	}
+
+	r, err = call(t, p, "prepare_turn", turnArgs(files), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = r.Result()
+	if err != nil || res.Environment["BACK"] != "turn d-7" || string(res.TurnValiditySeconds) != "300.0" && string(res.TurnValiditySeconds) != "300" {
+		t.Fatalf("turn %+v %v (%s)", res, err, r.Value)
+	}
+	if got := string(sb.files["/home/workload/marker"]); got != "turn d-7" {
+		t.Errorf("sandbox file %q", got)
+	}
+	if r.Stdout.String() != "turn read back turn d-7\n" {
+		t.Errorf("turn stdout %q", r.Stdout.String())
+	}
+	if len(sb.reqs) != 3 || sb.reqs[2].Op != OpReadFile || sb.reqs[0].Call != r.ID || sb.reqs[0].SandboxID != "sb-1" {
+		t.Errorf("sandbox requests %+v", sb.reqs)
+	}
+
+	r, err = call(t, p, "recover", map[string]any{"operation": map[string]any{"agent_id": "a-1", "operation_id": "op-9", "deadline": 1e10}}, 5*time.Second)
+	if err != nil || r.OK || r.Error == nil || r.Error.Type != "RuntimeError" || r.Error.Message != "cannot recover op-9" {
+		t.Fatalf("recover: %v %+v", err, r)
+	}
+	if len(r.Error.Frames) == 0 || !strings.HasSuffix(r.Error.Frames[len(r.Error.Frames)-1].File, "provider.py") {
+		t.Errorf("frames %+v", r.Error.Frames)
+	}
+	pgid, token := p.PID(), p.ReplicaToken()
+	if err := p.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	assertGone(t, pgid, token)
+}
+
+func TestHarnessLoadFailure(t *testing.T) {
+	dir := fixtureDir(t, "good")
+	ctx := context.Background()
+	p, err := Start(ctx, Options{ProjectDir: dir, Limits: testLimits()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	r, err := p.Load(ctx, LoadArgs{Target: "good_provider.nothere:Provider", Paths: []string{filepath.Join(dir, "src")}, ProjectRoot: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.OK || r.Error == nil || !strings.Contains(r.Error.Type, "ModuleNotFoundError") {
+		t.Fatalf("load of a missing module: %+v", r)
+	}
+	if _, err := r.LoadInfo(); err == nil || !strings.Contains(err.Error(), "load failed") {
+		t.Errorf("LoadInfo of a failed load: %v", err)
+	}
+}

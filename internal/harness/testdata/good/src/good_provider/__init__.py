@@ -1,0 +1,1 @@
+"""A well-behaved runtime preparation provider for the harness tests."""

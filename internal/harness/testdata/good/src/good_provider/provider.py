@@ -1,0 +1,44 @@
+"""Uses output, logging, the sandbox handle and file paths, and returns materials."""
+
+import logging
+import sys
+
+from astrabox.seams import (
+    RuntimeFile,
+    RuntimeMaterials,
+    RuntimePreparationPlan,
+    RuntimePreparationProvider,
+)
+
+log = logging.getLogger("good_provider")
+
+
+class Provider(RuntimePreparationProvider):
+    name = "good"
+
+    def plan(self, *, config):
+        print("plan stdout")
+        return RuntimePreparationPlan(session_bound=True, declaration={"region": config.get("region", "none")})
+
+    async def prepare_session(self, *, context):
+        print("session stdout for " + context.session_id)
+        print("session stderr", file=sys.stderr)
+        log.info("preparing session %s", context.session_id)
+        return RuntimeMaterials(
+            files=(RuntimeFile(name="token.json", content=b'{"t": 1}'),),
+            environment={"GOOD_TOKEN_PATH": context.file_path("token.json")},
+        )
+
+    async def prepare_turn(self, *, context):
+        handle = context.sandbox_handle
+        await handle.write_file(handle.home + "/marker", b"turn " + context.dispatch_attempt_id.encode())
+        back = await handle.read_file(handle.home + "/marker")
+        try:
+            await handle.read_file(handle.home + "/missing")
+        except FileNotFoundError as exc:
+            log.warning("missing as expected: %s", exc)
+        print("turn read back " + back.decode())
+        return RuntimeMaterials(environment={"BACK": back.decode()}, turn_validity_seconds=300.0)
+
+    async def recover(self, *, operation):
+        raise RuntimeError("cannot recover " + operation.operation_id)
