@@ -252,7 +252,7 @@ class ReferenceProvider(RuntimePreparationProvider):
         IMAGE-NO-RETROFIT (nothing is written into the box).
         """
         client = self._client(context.config)
-        await self._require_consent(client, context.principal_id)
+        await self._enforce_session_consent(client, context)
         audience = _text(_mapping(context.config.get("deployment")).get("audience")) or self._audience()
         document = await self._issue(client, context.principal_id, audience)
         logger.info(
@@ -262,6 +262,9 @@ class ReferenceProvider(RuntimePreparationProvider):
             files=(RuntimeFile(name=self.TOKEN_FILE, content=_document_bytes(document)),),
             environment=self._session_environment(context),
         )
+
+    async def _enforce_session_consent(self, client: DeploymentClient, context: SessionPreparationContext) -> None:
+        await self._require_consent(client, context.principal_id)
 
     def _session_environment(self, context: SessionPreparationContext) -> Dict[str, str]:
         return {self.TOKEN_ENV: context.file_path(self.TOKEN_FILE)}
