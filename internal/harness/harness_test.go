@@ -1,11 +1,13 @@
 package harness
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -51,7 +53,7 @@ func sessionArgs(dir string) map[string]any {
 		"session_id": "s-1", "agent_id": "a-1", "principal_id": "u-1",
 		"config": map[string]any{"region": "eu"}, "runtime_generation": "g-1", "sandbox_id": "sb-1",
 		"workload_identity": map[string]any{"subject": "wl", "token": "wl-token"},
-		"trigger": "cold_start", "file_paths_dir": dir,
+		"trigger":           "cold_start", "file_paths_dir": dir,
 	}}
 }
 
@@ -86,7 +88,8 @@ func TestHarnessByHand(t *testing.T) {
 func TestHarnessLoadAndCalls(t *testing.T) {
 	dir := fixtureDir(t, "good")
 	sb := &fakeSandbox{files: map[string][]byte{}}
-	p, li := startLoaded(t, dir, "good_provider.provider:Provider", Options{Sandbox: sb, Replica: "r2"})
+	var verbose syncBuffer
+	p, li := startLoaded(t, dir, "good_provider.provider:Provider", Options{Sandbox: sb, Replica: "r2", Verbose: &verbose})
 	if h := p.Hello(); h.Protocol != 1 || h.Implementation != "cpython" || len(h.Python) != 3 || h.Python[0] != 3 {
 		t.Errorf("hello %+v", h)
 	}
@@ -163,6 +166,59 @@ func TestHarnessLoadAndCalls(t *testing.T) {
 		t.Fatalf("close: %v", err)
 	}
 	assertGone(t, pgid, token)
+	for _, want := range []string{"harness r2: started", "harness r2: hello: protocol 1, cpython 3.", "harness r2: call 1 load", "harness r2: shutdown"} {
+		if !strings.Contains(verbose.String(), want) {
+			t.Errorf("verbose log lacks %q:\n%s", want, verbose.String())
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestHarnessPythonVersions runs load, plan and a session call on every
+// CPython installed under pyenv (3.9 to 3.13); absent versions are skipped.
+func TestHarnessPythonVersions(t *testing.T) {
+	dir := fixtureDir(t, "good")
+	for _, v := range []string{"3.9.18", "3.10.13", "3.11.7", "3.12.1", "3.13.0"} {
+		t.Run(v, func(t *testing.T) {
+			py := filepath.Join("/root/.pyenv/versions", v, "bin", "python3")
+			if _, err := os.Stat(py); err != nil {
+				t.Skipf("%s not installed", py)
+			}
+			p, li := startLoaded(t, dir, "good_provider.provider:Provider", Options{Python: py})
+			if got := p.Hello().PythonVersion(); got != v {
+				t.Errorf("hello says python %s", got)
+			}
+			if !li.Instantiated {
+				t.Errorf("load info %+v", li)
+			}
+			r, err := call(t, p, "prepare_session", sessionArgs(t.TempDir()), 10*time.Second)
+			if err != nil || !r.OK || r.Stdout.String() != "session stdout for s-1\n" {
+				t.Fatalf("session: %v %+v", err, r)
+			}
+			pgid, token := p.PID(), p.ReplicaToken()
+			if err := p.Close(); err != nil {
+				t.Fatal(err)
+			}
+			assertGone(t, pgid, token)
+		})
+	}
 }
 
 func TestHarnessLoadFailure(t *testing.T) {

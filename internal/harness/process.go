@@ -382,7 +382,13 @@ func (p *Process) Call(ctx context.Context, method string, args any, timeout tim
 		if errors.As(err, &uerr) || errors.As(err, &verr) || errors.As(err, &merr) {
 			return nil, fmt.Errorf("call %s: %w", method, err)
 		}
-		p.abort(KindProtocol, fmt.Errorf("send call: %w", err))
+		// A write fails when the harness is gone or going: classify by its
+		// exit when it comes, else the channel is broken.
+		select {
+		case <-p.waitDone:
+		case <-time.After(500 * time.Millisecond):
+			p.abort(KindProtocol, fmt.Errorf("send call: %w", err))
+		}
 		return nil, p.callFailure(method)
 	}
 	p.logf("call %d %s", id, method)
