@@ -12,6 +12,7 @@ import (
 
 func startHostile(t *testing.T, name string, o Options) *Process {
 	t.Helper()
+	noLeaks(t)
 	p, li := startLoaded(t, fixtureDir(t, "hostile", name), "hostile_"+name+":Provider", o)
 	if !li.Instantiated || li.Name == nil || *li.Name != "hostile-"+name {
 		t.Fatalf("load info %+v", li)

@@ -331,6 +331,24 @@ func TestFakeSandboxRoundTrip(t *testing.T) {
 	}
 }
 
+// noLeaks checks, when t ends (after the cleanups registered later, which
+// run first), that the goroutine count is back to where it was.
+func noLeaks(t *testing.T) {
+	t.Helper()
+	base := runtime.NumGoroutine()
+	t.Cleanup(func() {
+		var n int
+		for i := 0; i < 100; i++ {
+			if n = runtime.NumGoroutine(); n <= base {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		buf := make([]byte, 1<<16)
+		t.Errorf("goroutine leak: %d before, %d after:\n%s", base, n, buf[:runtime.Stack(buf, true)])
+	})
+}
+
 func TestCloseAndKillAreIdempotentAndLeakFree(t *testing.T) {
 	base := runtime.NumGoroutine()
 	for i := 0; i < 3; i++ {
