@@ -76,6 +76,8 @@ class Runner:
         self.call_task: Optional["asyncio.Task[Any]"] = None
         self.cancel_requested = False
         self.own_tasks: Set[Any] = set()
+        self.early_cancels: Set[int] = set()  # cancels that overtook their call in the queue
+        self.last_call = 0
         self._bg_lock = threading.Lock()
         self._bg_scheduled = False
 
@@ -105,6 +107,8 @@ class Runner:
         if call_id is not None and call_id == self.in_flight and task is not None and not task.done():
             self.cancel_requested = True
             task.cancel()
+        elif isinstance(call_id, int) and call_id > self.last_call and len(self.early_cancels) < 1000:
+            self.early_cancels.add(call_id)
 
     def _shutdown(self) -> None:
         self.writer.close()
@@ -188,6 +192,7 @@ class Runner:
         loop = self.loop
         assert loop is not None
         self.in_flight = call_id
+        self.last_call = max(self.last_call, call_id)
         self.cancel_requested = False
         self.observer.begin_call(call_id)
         before = self.observer.snapshot(loop)
@@ -220,6 +225,7 @@ class Runner:
                 self.writer.send(reply)
         self.observer.end_call()
         self.in_flight = None
+        self.early_cancels = {c for c in self.early_cancels if c > self.last_call}
 
     async def _dispatch(self, ctx: contextvars.Context, call_id: int, method: Any, args: Any) -> Any:
         if method == "load":
@@ -275,6 +281,10 @@ class Runner:
         assert self.loop is not None
         task = ctx.run(self.loop.create_task, self._invoke(instance, method, kwargs))
         self.call_task = task
+        if self.in_flight in self.early_cancels:
+            self.early_cancels.discard(self.in_flight)
+            self.cancel_requested = True
+            task.cancel()
         try:
             outcome, result, was_sync = await task
         except asyncio.CancelledError as exc:  # cancelled before its first step

@@ -1,0 +1,438 @@
+"""The harness over real pipes: handshake, load, every value encoding, errors, observations."""
+
+import base64
+import os
+import re
+import signal
+import struct
+import subprocess
+import sys
+import time
+import unittest
+
+from harnessclient import ENTRY, FIXTURES, SRC, WAIT, Harness
+
+GOOD = os.path.join(SRC, "fixprov", "good.py")
+
+
+def marker_line(path, marker):
+    """The line number of the fixture line carrying ``# MARKER`` (so no line number is hard-coded)."""
+    with open(path) as fh:
+        for number, text in enumerate(fh, 1):
+            if "# " + marker in text:
+                return number
+    raise AssertionError("marker %s not found in %s" % (marker, path))
+
+
+def session_args(session_id):
+    return {
+        "context": {
+            "session_id": session_id,
+            "agent_id": "agent-1",
+            "principal_id": "owner-1",
+            "config": {"k": [1, 2]},
+            "runtime_generation": "gen-1",
+            "sandbox_id": "sb-1",
+            "workload_identity": {"subject": "wl", "token": "workload-token"},
+            "trigger": "claim",
+            "file_paths_dir": "/home/workload/.astrabox",
+        }
+    }
+
+
+def wait_for(predicate, what):
+    deadline = time.monotonic() + WAIT  # hang guard only
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for " + what)
+        time.sleep(0.01)
+
+
+class LaunchTest(unittest.TestCase):
+    def test_by_hand_prints_the_human_message(self):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ASTRABOX_")}
+        proc = subprocess.run([sys.executable, "-B", ENTRY], env=env, cwd=FIXTURES, stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=WAIT)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn(b"This is the astrabox provider harness. It is started by the astrabox command, not by hand.",
+                      proc.stderr)
+        self.assertIn(b"Run `astrabox conformance run` in your provider project instead.", proc.stderr)
+        self.assertEqual(proc.stdout, b"")
+
+    def test_hello_echoes_cookie_and_working_dir_cannot_shadow(self):
+        # The working directory holds a package named astrabox that raises on import.
+        with Harness(cwd=os.path.join(FIXTURES, "shadow")) as h:
+            hello = h.hello()
+            self.assertEqual(hello["cookie"], h.cookie)
+            self.assertEqual(hello["protocol"], 1)
+            self.assertEqual(hello["pid"], h.proc.pid)
+            self.assertEqual(hello["python"], list(sys.version_info[:3]))
+            self.assertEqual(hello["implementation"], "cpython")
+            reply = h.call("plan", {"config": {}})
+            self.assertFalse(reply["ok"])
+            self.assertEqual(reply["error"]["type"], "astrabox.harness.NotLoaded")
+        self.assertEqual(h.proc.returncode, 0)  # shutdown ends with status 0
+
+    def test_oversized_frame_is_a_protocol_error(self):
+        h = Harness()
+        try:
+            h.hello()
+            os.write(h.req_w, struct.pack(">I", 64 * 1024 * 1024 + 1))
+            self.assertEqual(h.proc.wait(timeout=WAIT), 2)
+            h.stderr.join(WAIT)
+            self.assertIn(b"harness protocol corrupted", h.stderr.text())
+        finally:
+            h.close()
+
+    def test_end_of_requests_ends_the_process(self):
+        h = Harness()
+        try:
+            h.hello()
+            os.close(h.req_w)
+            self.assertEqual(h.proc.wait(timeout=WAIT), 0)
+        finally:
+            h.close()
+
+
+class LoadTest(unittest.TestCase):
+    def test_good_target(self):
+        with Harness() as h:
+            h.hello()
+            reply = h.load("fixprov.good:Good")
+            self.assertTrue(reply["ok"], reply)
+            v = reply["value"]
+            self.assertEqual(v["module_file"], GOOD)
+            self.assertEqual((v["qualname"], v["file"]), ("Good", GOOD))
+            self.assertEqual(v["line"], marker_line(GOOD, "CLASS_LINE"))
+            self.assertTrue(v["is_class"] and v["is_subclass"] and v["instantiated"])
+            self.assertEqual((v["name"], v["name_is_classattr"], v["name_error"]), ("good", True, None))
+            self.assertEqual(v["provider_roots"], [os.path.join(SRC, "fixprov"), SRC])
+            m = v["methods"]
+            self.assertEqual(sorted(m), sorted(["plan", "synchronize", "recover", "prepare_session",
+                                                "prepare_turn", "read_user_actions", "perform_user_action"]))
+            self.assertEqual((m["plan"]["overridden"], m["plan"]["async"]), (True, False))
+            self.assertEqual(m["plan"]["file"], GOOD)
+            self.assertEqual(m["plan"]["line"], marker_line(GOOD, "PLAN_LINE"))
+            self.assertEqual((m["prepare_turn"]["overridden"], m["prepare_turn"]["async"]), (True, True))
+            self.assertEqual((m["read_user_actions"]["overridden"], m["read_user_actions"]["async"]), (True, False))
+            self.assertEqual((m["synchronize"]["overridden"], m["synchronize"]["async"]), (False, True))
+            self.assertTrue(m["synchronize"]["file"].endswith(os.path.join("astrabox", "seams.py")))
+            again = h.load("fixprov.good:Good")
+            self.assertFalse(again["ok"])
+
+    def test_import_error(self):
+        with Harness() as h:
+            h.hello()
+            reply = h.load("fixprov.badimport:Provider")
+            self.assertFalse(reply["ok"])
+            self.assertEqual(reply["error"]["type"], "ModuleNotFoundError")
+            self.assertIn("this_module_does_not_exist_anywhere", reply["error"]["message"])
+            self.assertEqual([f["file"] for f in reply["error"]["frames"]], [os.path.join(SRC, "fixprov", "badimport.py")])
+
+    def test_missing_attribute(self):
+        with Harness() as h:
+            h.hello()
+            reply = h.load("fixprov.good:Missing")
+            self.assertFalse(reply["ok"])
+            self.assertEqual(reply["error"]["type"], "AttributeError")
+            self.assertIn("'Missing'", reply["error"]["message"])
+
+    def test_constructor_raising(self):
+        path = os.path.join(SRC, "fixprov", "badctor.py")
+        with Harness() as h:
+            h.hello()
+            reply = h.load("fixprov.badctor:Provider")
+            self.assertFalse(reply["ok"])
+            self.assertEqual(reply["error"]["message"], "cannot start")
+            self.assertEqual(reply["error"]["frames"][-1],
+                             {"file": path, "line": marker_line(path, "CTOR_LINE"), "function": "__init__"})
+
+    def test_not_a_subclass(self):
+        with Harness() as h:
+            h.hello()
+            reply = h.load("fixprov.notsub:Thing")
+            self.assertTrue(reply["ok"])
+            self.assertEqual((reply["value"]["is_class"], reply["value"]["is_subclass"],
+                              reply["value"]["instantiated"]), (True, False, False))
+            call = h.call("plan", {"config": {}})
+            self.assertEqual(call["error"]["type"], "astrabox.harness.NotInstantiated")
+
+    def test_name_checks(self):
+        cases = {
+            "Spaced": ("Bad Name", True, "does not match"),
+            "Unnamed": ("", False, "name is not set"),
+            "OnInstance": ("late", False, "set on the instance"),
+        }
+        for attr, (name, classattr, error) in cases.items():
+            with self.subTest(attr=attr), Harness() as h:
+                h.hello()
+                v = h.load("fixprov.badname:" + attr)["value"]
+                self.assertEqual((v["name"], v["name_is_classattr"]), (name, classattr))
+                self.assertIn(error, v["name_error"])
+
+
+class CallTest(unittest.TestCase):
+    """One loaded provider serves the call tests (each call is independent)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.h = Harness()
+        cls.h.hello()
+        reply = cls.h.load("fixprov.good:Good")
+        assert reply["ok"], reply
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.h.close()
+
+    def plan(self, mode, **config):
+        config["mode"] = mode
+        return self.h.call("plan", {"config": config})
+
+    # -- values ------------------------------------------------------------------------------------------
+
+    def test_plan_value(self):
+        v = self.plan("default")["value"]
+        self.assertEqual(v["type"], "RuntimePreparationPlan")
+        self.assertIs(v["session_bound"], True)
+        self.assertEqual(v["declaration"], {"a": [1, 2.5, None], "b": {"c": True}})
+        self.assertIsNone(v["declaration_error"])
+        self.assertTrue(v["repr"].startswith("RuntimePreparationPlan(session_bound=True"))
+
+    def test_plan_coroutine_is_closed(self):
+        reply = self.plan("coroutine")
+        self.assertTrue(reply["ok"])
+        self.assertEqual(reply["value"]["type"], "coroutine")
+        self.assertEqual(reply["observations"]["warnings"], [])  # closed, so never "never awaited"
+
+    def test_declaration_errors(self):
+        for mode, text in (("nan", "nan"), ("nonjson", "not JSON-serialisable")):
+            v = self.plan(mode)["value"]
+            self.assertIsNone(v["declaration"])
+            self.assertIn(text, v["declaration_error"])
+
+    def test_other_bool_none(self):
+        self.assertEqual(self.plan("other")["value"], {"type": "other", "python_type": "dict", "repr": "{'k': [1, 2]}"})
+        self.assertEqual(self.plan("bool")["value"], {"type": "bool", "value": True, "repr": "True"})
+        self.assertEqual(self.plan("log")["value"], {"type": "none", "repr": "None"})
+
+    def test_materials_and_non_finite(self):
+        v = self.plan("materials")["value"]
+        self.assertEqual(v["type"], "RuntimeMaterials")
+        self.assertEqual(v["files"], [{"name": "token.json", "content_b64": base64.b64encode(b"\x00secret-bytes").decode()}])
+        self.assertEqual(v["environment"], {"GH_TOKEN": "env-secret"})
+        self.assertEqual(v["turn_validity_seconds"], "inf")
+        self.assertNotIn("env-secret", v["repr"])
+        self.assertNotIn("secret-bytes", v["repr"])
+
+    def test_wrong_types_inside_materials(self):
+        v = self.plan("badmaterials")["value"]
+        self.assertEqual(v["files"][0], {"name": "t.json", "content_b64": None})
+        self.assertIn("files[0].content is a str, not bytes", v["problems"])
+        self.assertIn("files[1] is a str, not a RuntimeFile", v["problems"])
+
+    def test_session_materials_and_file_path(self):
+        reply = self.h.call("prepare_session", session_args("plain"))
+        v = reply["value"]
+        self.assertEqual(v["environment"], {"TOKEN_FILE": "/home/workload/.astrabox/token.json"})
+        self.assertNotIn("was_sync", v)
+
+    def test_user_action_state_sync_override(self):
+        reply = self.h.call("read_user_actions", {"context": {"session_id": "s", "owner_id": "o", "agent_id": "a"}})
+        v = reply["value"]
+        self.assertEqual(v["type"], "SessionUserActionState")
+        self.assertIs(v["ready"], False)
+        self.assertEqual(v["actions"], [{"id": "check", "label": "Check"}])
+        self.assertEqual(v["user_action"]["message"], "Consent please")
+        self.assertEqual(v["user_action"]["problems"], [])
+        self.assertIs(v["was_sync"], True)
+
+    def test_recover_bool_and_default_perform(self):
+        op = {"agent_id": "a", "operation_id": "done", "deadline": 1.0}
+        self.assertEqual(self.h.call("recover", {"operation": op})["value"]["value"], True)
+        op["operation_id"] = "other"
+        self.assertEqual(self.h.call("recover", {"operation": op})["value"]["value"], False)
+        reply = self.h.call("perform_user_action", {"context": {"session_id": "s", "owner_id": "o", "agent_id": "a"},
+                                                    "action_id": "x"})
+        self.assertEqual(reply["error"]["type"], "NotImplementedError")
+        self.assertEqual(reply["error"]["frames"], [])  # the SDK's frames are not the provider's
+
+    def test_config_is_deep_read_only(self):
+        reply = self.plan("frozen-config")
+        self.assertEqual(reply["error"]["type"], "TypeError")
+        self.assertIn("mappingproxy", reply["error"]["message"])
+
+    def test_bad_arguments_and_unknown_method(self):
+        reply = self.h.call("prepare_session", {"context": {"session_id": "x"}})
+        self.assertEqual(reply["error"]["type"], "astrabox.harness.ArgumentError")
+        self.assertIn("agent_id", reply["error"]["message"])
+        self.assertEqual(self.h.call("frobnicate", {})["error"]["type"], "astrabox.harness.UnknownMethod")
+
+    # -- errors ------------------------------------------------------------------------------------------
+
+    def test_exception_frames(self):
+        e = self.plan("raise")["error"]
+        self.assertEqual(e["type"], "fixprov.good.TokenError")
+        self.assertEqual(e["message"], "the token service said no")
+        self.assertFalse(e["cancelled"])
+        self.assertIsNone(e["user_action"])
+        self.assertEqual(e["frames"], [
+            {"file": GOOD, "line": marker_line(GOOD, "RAISE_CALL"), "function": "plan"},
+            {"file": GOOD, "line": marker_line(GOOD, "RAISE_LINE"), "function": "fail_deep"},
+        ])
+        self.assertIn("TokenError: the token service said no", e["traceback"])
+
+    def test_user_action_error(self):
+        e = self.h.call("prepare_session", session_args("user-action"))["error"]
+        self.assertEqual(e["type"], "astrabox.seams.PreparationUserActionRequired")
+        self.assertEqual(e["user_action"], {"message": "Sign in first", "url": "https://id.example/consent",
+                                            "status": "pending", "problems": []})
+        bad = self.h.call("prepare_session", session_args("bad-user-action"))["error"]["user_action"]
+        self.assertEqual(len(bad["problems"]), 4, bad["problems"])
+
+    def test_odd_exceptions_do_not_break_the_harness(self):
+        e = self.plan("badstr")["error"]
+        self.assertEqual(e["message"], "<str() raised RuntimeError>")
+        v = self.plan("badrepr")["value"]
+        self.assertEqual(v["repr"], "<fixprov.good.BadRepr object; repr() raised RuntimeError>")
+        e = self.plan("huge")["error"]
+        self.assertLess(len(e["message"]), 9000)
+        self.assertIn("truncated", e["message"])
+        e = self.plan("recursion")["error"]
+        self.assertEqual(e["type"], "RecursionError")
+        e = self.plan("system-exit")["error"]
+        self.assertEqual(e["type"], "SystemExit")
+        self.assertTrue(self.plan("default")["ok"])  # still serving
+
+    def test_cancel_a_sleeping_coroutine(self):
+        def cancel_when_sleeping(call_id):
+            wait_for(lambda: b"sleeping now" in self.h.stdout.text(), "the provider to sleep")
+            self.h.send({"kind": "cancel", "id": call_id})
+
+        reply = self.h.call("prepare_session", session_args("sleep"), on_sent=cancel_when_sleeping)
+        self.assertFalse(reply["ok"])
+        self.assertEqual(reply["error"]["type"].rsplit(".", 1)[-1], "CancelledError")
+        self.assertIs(reply["error"]["cancelled"], True)
+        self.assertIn({"file": GOOD, "line": marker_line(GOOD, "SLEEP_LINE"), "function": "prepare_session"},
+                      reply["error"]["frames"])
+
+    def test_self_cancel_is_not_a_host_cancel(self):
+        e = self.h.call("prepare_session", session_args("self-cancel"))["error"]
+        self.assertEqual(e["type"].rsplit(".", 1)[-1], "CancelledError")
+        self.assertIs(e["cancelled"], False)
+
+    # -- sandbox -----------------------------------------------------------------------------------------
+
+    def test_sandbox_round_trip(self):
+        files = {}
+
+        def answer(msg):
+            op, path = msg["op"], msg["path"]
+            if op == "write_file":
+                files[path] = msg["content_b64"]
+                self.assertEqual(msg["mode"], 0o600)
+                return {"ok": True, "value": None, "error": None}
+            if op == "read_file" and path in files:
+                return {"ok": True, "value": {"content_b64": files[path]}, "error": None}
+            if op == "read_file":
+                return {"ok": False, "value": None, "error": {"type": "FileNotFoundError", "message": "gone: " + path}}
+            if op == "exists":
+                return {"ok": True, "value": path in files, "error": None}
+            if op == "list_dir":
+                return {"ok": True, "value": ["state"], "error": None}
+            raise AssertionError(op)
+
+        turn = {"context": {"session_id": "s", "agent_id": "a", "principal_id": "p", "dispatch_attempt_id": "d1",
+                            "runtime_generation": "g", "deadline": 1e12, "refresh": False,
+                            "sandbox_handle": {"sandbox_id": "sb-9", "home": "/home/workload", "workspace": "/ws"},
+                            "file_paths_dir": "/home/workload/.astrabox"}}
+        start = len(self.h.sandbox_requests)
+        reply = self.h.call("prepare_turn", turn, sandbox=answer)
+        self.assertTrue(reply["ok"], reply)
+        requests = self.h.sandbox_requests[start:]
+        self.assertEqual([r["op"] for r in requests], ["write_file", "read_file", "exists", "list_dir", "read_file"])
+        self.assertTrue(all(r["call"] == reply["id"] and r["sandbox_id"] == "sb-9" for r in requests))
+        self.assertEqual(len({r["id"] for r in requests}), 5)
+        echo = base64.b64decode(reply["value"]["files"][0]["content_b64"])
+        self.assertEqual(echo, b"v1|(True, ('state',), 'gone: /home/workload/missing')")
+
+    # -- observations ------------------------------------------------------------------------------------
+
+    def test_logs_from_a_non_propagating_logger(self):
+        reply = self.plan("log")
+        logs = reply["observations"]["logs"]
+        self.assertEqual(len(logs), 1, logs)
+        log = logs[0]
+        self.assertEqual((log["logger"], log["level"], log["levelno"], log["message"]),
+                         ("fixprov.quiet", "WARNING", 30, "hello world"))
+        self.assertEqual((log["file"], log["function"], log["call"], log["after_return"]),
+                         (GOOD, "plan", reply["id"], False))
+
+    def test_warning(self):
+        reply = self.plan("warn")
+        warns = reply["observations"]["warnings"]
+        self.assertEqual(len(warns), 1, warns)
+        self.assertEqual(warns[0]["category"], "UserWarning")
+        self.assertEqual(warns[0]["message"], "careful now")
+        self.assertEqual((warns[0]["file"], warns[0]["line"]), (GOOD, marker_line(GOOD, "WARN_LINE")))
+        self.assertEqual((warns[0]["call"], warns[0]["after_return"]), (reply["id"], False))
+
+    def test_audit_open_attributed_to_provider_line(self):
+        target = os.path.join(FIXTURES, "data.txt")
+        reply = self.plan("open", path=target)
+        opens = [a for a in reply["observations"]["audit"] if a["event"] == "open"]
+        self.assertEqual(len(opens), 1, reply["observations"]["audit"])
+        self.assertRegex(opens[0]["summary"], "^" + re.escape(target) + " rb?$")  # mode as the event gives it
+        self.assertEqual((opens[0]["file"], opens[0]["line"], opens[0]["function"]),
+                         (GOOD, marker_line(GOOD, "OPEN_LINE"), "plan"))
+        self.assertEqual(opens[0]["call"], reply["id"])
+
+    def test_leftover_task_and_timer(self):
+        reply = self.h.call("prepare_session", session_args("task"))
+        left = reply["observations"]["leftovers"]
+        self.assertEqual([(t["name"], t["coro"]) for t in left["tasks"]], [("forever-task", "fixprov.good.forever")])
+        self.assertEqual([t["callback"] for t in left["timers"]], ["fixprov.good.tick"])
+        self.assertGreater(left["timers"][0]["when_s"], 0)
+        # Already alive before the next call: not reported again.
+        again = self.h.call("prepare_session", session_args("plain"))
+        self.assertEqual(again["observations"]["leftovers"]["tasks"], [])
+
+    def test_leftover_thread_and_after_return_logs(self):
+        reply = self.plan("thread")
+        threads = reply["observations"]["leftovers"]["threads"]
+        self.assertEqual(len(threads), 1, threads)
+        self.assertEqual((threads[0]["name"], threads[0]["target"], threads[0]["file"]),
+                         ("lingerer", "fixprov.good.linger", GOOD))
+        self.assertIs(threads[0]["daemon"], True)
+        release = self.plan("release")  # lets the thread log, after its own call replied
+        self.assertEqual([l for l in release["observations"]["logs"] if l["message"] == "left behind after return"], [])
+        bg = self.h.wait_background(lambda m: any(l["message"] == "left behind after return"
+                                                  for l in m["observations"]["logs"]))
+        log = [l for l in bg["observations"]["logs"] if l["message"] == "left behind after return"][0]
+        self.assertEqual((log["call"], log["after_return"], log["thread"]), (reply["id"], True, "lingerer"))
+
+    def test_leftover_child_process(self):
+        reply = self.plan("child")
+        children = reply["observations"]["leftovers"]["children"]
+        try:
+            self.assertEqual(len(children), 1, children)
+            self.assertEqual(children[0]["cmdline"], "sleep 60")
+            popen = [a for a in reply["observations"]["audit"] if a["event"] == "subprocess.Popen"]
+            self.assertEqual(popen[0]["summary"], "sleep 60")
+            self.assertEqual(popen[0]["line"], marker_line(GOOD, "POPEN_LINE"))
+        finally:
+            for child in children:
+                os.kill(child["pid"], signal.SIGKILL)
+
+    def test_sync_marker_on_stdout_and_stderr(self):
+        reply = self.plan("print")
+        marker = b"\n\x00astrabox-sync:%s:%d\x00\n" % (self.h.cookie.encode(), reply["id"])
+        previous = b"\n\x00astrabox-sync:%s:%d\x00\n" % (self.h.cookie.encode(), reply["id"] - 1)
+        wait_for(lambda: marker in self.h.stdout.text() and marker in self.h.stderr.text(), "both sync markers")
+        out = self.h.stdout.text()
+        segment = out[out.index(previous) + len(previous):out.index(marker)]
+        self.assertEqual(segment, b"printed by plan\n")
+
+
+if __name__ == "__main__":
+    unittest.main()
