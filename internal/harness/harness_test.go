@@ -161,6 +161,31 @@ func TestHarnessLoadAndCalls(t *testing.T) {
 	if len(r.Error.Frames) == 0 || !strings.HasSuffix(r.Error.Frames[len(r.Error.Frames)-1].File, "provider.py") {
 		t.Errorf("frames %+v", r.Error.Frames)
 	}
+	// An async callback past its deadline is cancelled and replies.
+	uctx := map[string]any{"context": map[string]any{"session_id": "slow", "owner_id": "u-1", "agent_id": "a-1"}}
+	r, err = call(t, p, "read_user_actions", uctx, 200*time.Millisecond)
+	if err != nil || !r.CancelSent || r.OK || r.Error == nil || !r.Error.Cancelled {
+		t.Fatalf("cancelled call: %v %+v", err, r)
+	}
+	// Work left behind reports through background observations.
+	uctx = map[string]any{"context": map[string]any{"session_id": "s-1", "owner_id": "u-1", "agent_id": "a-1"}, "action_id": "check"}
+	r, err = call(t, p, "perform_user_action", uctx, 5*time.Second)
+	if err != nil || !r.OK {
+		t.Fatalf("perform_user_action: %v %+v", err, r)
+	}
+	var late *LogRecord
+	for i := 0; i < 100 && late == nil; i++ {
+		for _, l := range p.Background().Logs {
+			if l.Message == "late log for check" {
+				l := l
+				late = &l
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if late == nil || !late.AfterReturn || late.Call == nil || *late.Call != r.ID {
+		t.Errorf("late log record %+v", late)
+	}
 	pgid, token := p.PID(), p.ReplicaToken()
 	if err := p.Close(); err != nil {
 		t.Fatalf("close: %v", err)

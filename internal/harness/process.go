@@ -39,9 +39,10 @@ type Options struct {
 	Verbose io.Writer
 }
 
-// SandboxServer answers SandboxHandle operations made by the provider. It is
-// called from its own goroutine while a call is in flight; ctx ends when the
-// process dies.
+// SandboxServer answers SandboxHandle operations made by the provider. Each
+// request is served on its own goroutine while the call that made it is in
+// flight; ctx ends when the process dies, and Close waits for Sandbox to
+// return, so an implementation must honour ctx.
 type SandboxServer interface {
 	Sandbox(ctx context.Context, r SandboxRequest) SandboxResponse
 }

@@ -1,5 +1,6 @@
 """Uses output, logging, the sandbox handle and file paths, and returns materials."""
 
+import asyncio
 import logging
 import sys
 
@@ -8,6 +9,7 @@ from astrabox.seams import (
     RuntimeMaterials,
     RuntimePreparationPlan,
     RuntimePreparationProvider,
+    SessionUserActionState,
 )
 
 log = logging.getLogger("good_provider")
@@ -42,3 +44,16 @@ class Provider(RuntimePreparationProvider):
 
     async def recover(self, *, operation):
         raise RuntimeError("cannot recover " + operation.operation_id)
+
+    async def read_user_actions(self, *, context):
+        if context.session_id == "slow":
+            await asyncio.sleep(3600)
+        return SessionUserActionState(ready=True)
+
+    async def perform_user_action(self, *, context, action_id):
+        async def later():
+            await asyncio.sleep(0.05)
+            log.info("late log for %s", action_id)
+
+        self._late = asyncio.get_running_loop().create_task(later())
+        return SessionUserActionState(ready=True)
