@@ -43,7 +43,6 @@ func (p *platform) call(r *replica, cs callSpec) *CallRecord {
 			p.event(&Event{Kind: EventCall, Replica: r.name, Call: rec, Message: cs.method + " could not run: " + err.Error()})
 			return rec
 		}
-		r.calls = 0
 	}
 	r.calls++
 	rec.Key = fmt.Sprintf("%s#%d", r.name, r.calls)

@@ -79,6 +79,8 @@ type Step struct {
 	LiveFor   float64 `yaml:"live_for,omitempty" json:"live_for,omitempty"`
 	Images    int     `yaml:"images,omitempty" json:"images,omitempty"`
 	Scope     string  `yaml:"scope,omitempty" json:"scope,omitempty"`
+	// Consent is the new consent state of a set_consent step.
+	Consent string `yaml:"consent,omitempty" json:"consent,omitempty"`
 	// Via says how a turn is sent: "api" (default: straight to the host) or "console" (the console blocks
 	// sending while a prerequisite is unknown or pending).
 	Via    string        `yaml:"via,omitempty" json:"via,omitempty"`
@@ -128,6 +130,7 @@ const (
 	OpHostLoss          = "host_loss"
 	OpConfigChange      = "config_change"
 	OpRefreshInputs     = "refresh_inputs"
+	OpSetConsent        = "set_consent"
 )
 
 // stepFields says which fields each step requires and allows.
@@ -147,6 +150,7 @@ var stepFields = map[string]struct{ required, allowed []string }{
 	OpHostLoss:          {[]string{"replica"}, nil},
 	OpConfigChange:      {[]string{"agent"}, nil},
 	OpRefreshInputs:     {[]string{"session"}, []string{"replica"}},
+	OpSetConsent:        {[]string{"principal", "consent"}, nil},
 }
 
 // Ops returns the names of every step, sorted.
@@ -349,6 +353,10 @@ func (s *Scenario) Validate() error {
 			if !sessions[st.Session] {
 				return errAt(line, "step %d (%s): session %q is not started by an earlier claim or cold_start step", i+1, st.Op, st.Session)
 			}
+		case OpSetConsent:
+			if st.Consent != "granted" && st.Consent != "pending" {
+				return errAt(line, "step %d (set_consent): consent must be granted or pending", i+1)
+			}
 		case OpAdvance:
 			if st.Seconds <= 0 {
 				return errAt(line, "step %d (advance): seconds must be positive", i+1)
@@ -411,6 +419,8 @@ func (st *Step) has(field string) bool {
 		return st.Operation != ""
 	case "action":
 		return st.Action != ""
+	case "consent":
+		return st.Consent != ""
 	case "replica":
 		return st.Replica != ""
 	case "seconds":

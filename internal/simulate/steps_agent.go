@@ -54,6 +54,13 @@ func (p *platform) runStep(st *Step) {
 		p.readUserActions(st)
 	case OpPerformUserAction:
 		p.performUserAction(st)
+	case OpSetConsent:
+		url := ""
+		if st.Consent == "pending" {
+			url = "https://identity.example/consent/" + st.Principal
+		}
+		p.dbl.SetConsent(st.Principal, st.Consent, url)
+		p.event(&Event{Kind: EventPlatform, Message: "consent of " + st.Principal + " is now " + st.Consent + " at the identity service"})
 	case OpRefreshInputs:
 		p.event(&Event{Kind: EventPlatform, Message: "inputs of session " + st.Session + " refreshed (no provider callback: SYNC-WHEN)"})
 	}

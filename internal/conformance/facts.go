@@ -1,0 +1,181 @@
+package conformance
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/astrabox-dev/astrabox/internal/harness"
+	"github.com/astrabox-dev/astrabox/internal/report"
+	"github.com/astrabox-dev/astrabox/internal/simulate"
+)
+
+// callSite is one recorded callback with the history it belongs to.
+type callSite struct {
+	h *simulate.History
+	c *simulate.CallRecord
+	e *simulate.Event
+}
+
+// calls returns every recorded call of the given methods (all methods when none given), in history order.
+func (ev *Evidence) calls(methods ...string) []callSite {
+	var out []callSite
+	for _, h := range ev.Histories {
+		for _, e := range h.Events {
+			if e.Call == nil {
+				continue
+			}
+			if len(methods) > 0 && !contains(methods, e.Call.Method) {
+				continue
+			}
+			out = append(out, callSite{h: h, c: e.Call, e: e})
+		}
+	}
+	return out
+}
+
+// returned reports whether a call returned normally.
+func (cs callSite) returned() bool {
+	return cs.c.Outcome == simulate.OutcomeReturned && cs.c.Result != nil
+}
+
+// materials returns the RuntimeMaterials a call returned, or nil.
+func (cs callSite) materials() *harness.Result {
+	if cs.returned() && cs.c.Result.Type == "RuntimeMaterials" {
+		return cs.c.Result
+	}
+	return nil
+}
+
+// steps lists the scenario steps up to and including the call's step, as "n. summary".
+func steps(h *simulate.History, upTo int) []string {
+	var out []string
+	for _, e := range h.Events {
+		if e.Kind == simulate.EventStep && e.Step <= upTo {
+			out = append(out, fmt.Sprintf("%d. %s", e.Step, e.Message))
+		}
+	}
+	return out
+}
+
+// evidence builds an evidence entry for a call.
+func (ev *Evidence) evidence(cs callSite, text string, loc *report.Location) report.Evidence {
+	return report.Evidence{
+		Text:     text,
+		Scenario: cs.h.Scenario,
+		Steps:    steps(cs.h, cs.e.Step),
+		Replica:  cs.c.Replica,
+		Callback: cs.c.Method + " " + cs.c.Key,
+		Location: loc,
+	}
+}
+
+// methodLocation is where the provider defines a callback (its override), or nil.
+func (ev *Evidence) methodLocation(method string) *report.Location {
+	if ev.Load == nil {
+		return nil
+	}
+	if m, ok := ev.Load.Methods[method]; ok && m.File != "" {
+		return &report.Location{Path: m.File, Line: m.Line}
+	}
+	return nil
+}
+
+// classLocation is where the provider class is defined.
+func (ev *Evidence) classLocation() *report.Location {
+	if ev.Load == nil || ev.Load.File == "" {
+		return nil
+	}
+	return &report.Location{Path: ev.Load.File, Line: ev.Load.Line}
+}
+
+// errorLocation is the provider's innermost frame of an exception, else the method definition.
+func (ev *Evidence) errorLocation(cs callSite) *report.Location {
+	if cs.c.Error != nil && len(cs.c.Error.Frames) > 0 {
+		f := cs.c.Error.Frames[len(cs.c.Error.Frames)-1]
+		return &report.Location{Path: f.File, Line: f.Line}
+	}
+	return ev.methodLocation(cs.c.Method)
+}
+
+// at builds a location from a file and line, or nil.
+func at(file string, line int) *report.Location {
+	if file == "" {
+		return nil
+	}
+	return &report.Location{Path: file, Line: line}
+}
+
+// allObservations returns a call's observations plus the background observations the same replica
+// reported right after it (work it left behind).
+func (ev *Evidence) allObservations(cs callSite) harness.Observations {
+	obs := cs.c.Observations
+	found := false
+	for _, e := range cs.h.Events {
+		if e == cs.e {
+			found = true
+			continue
+		}
+		if !found {
+			continue
+		}
+		if e.Kind == simulate.EventBackground && e.Replica == cs.c.Replica && e.Background != nil {
+			obs.Merge(*e.Background)
+			continue
+		}
+		if e.Kind == simulate.EventCall {
+			break
+		}
+	}
+	return obs
+}
+
+// requestsOf returns the deployment double requests attributed to a call.
+func requestsOf(cs callSite) []simulate.Request { return cs.h.RequestsOf(cs.c.Key) }
+
+// lateWrites returns writes attributed to a call that the double applied after the call settled.
+func lateWrites(cs callSite) []simulate.Request {
+	var out []simulate.Request
+	for _, r := range requestsOf(cs) {
+		if r.Applied && r.ApplyOrder > cs.c.ApplyMark {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// describeRequest is a one-line description of a double request.
+func describeRequest(r simulate.Request) string {
+	s := fmt.Sprintf("%s %s", r.Method, r.Path)
+	if r.Operation != "" {
+		s += " (operation " + r.Operation + ")"
+	}
+	switch {
+	case r.Fenced:
+		s += " -> 409 fenced"
+	case r.Dropped:
+		s += " -> applied, connection dropped"
+	case r.Status != 0:
+		s += fmt.Sprintf(" -> %d", r.Status)
+	}
+	return s
+}
+
+// isWrite tells whether a request method writes.
+func isWrite(method string) bool {
+	m := strings.ToUpper(method)
+	return m == "PUT" || m == "POST" || m == "DELETE" || m == "PATCH"
+}
+
+// canonicalJSON re-encodes a JSON document with sorted keys, so that equal values compare equal.
+func canonicalJSON(raw []byte) []byte {
+	if len(raw) == 0 {
+		return []byte("null")
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return raw
+	}
+	b, _ := json.Marshal(v)
+	return b
+}

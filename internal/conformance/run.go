@@ -1,0 +1,523 @@
+package conformance
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/astrabox-dev/astrabox/internal/discovery"
+	"github.com/astrabox-dev/astrabox/internal/harness"
+	"github.com/astrabox-dev/astrabox/internal/report"
+	"github.com/astrabox-dev/astrabox/internal/secrets"
+	"github.com/astrabox-dev/astrabox/internal/simulate"
+)
+
+//go:embed suite/*.yaml
+var suiteFS embed.FS
+
+// DefaultScenarios returns the scenarios of the default suite, in order.
+func DefaultScenarios() ([]*simulate.Scenario, error) {
+	entries, err := suiteFS.ReadDir("suite")
+	if err != nil {
+		return nil, fmt.Errorf("read embedded suite: %w", err)
+	}
+	var out []*simulate.Scenario
+	for _, e := range entries {
+		data, err := suiteFS.ReadFile(path.Join("suite", e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("read embedded suite: %w", err)
+		}
+		sc, err := simulate.ParseScenario("suite/"+e.Name(), data)
+		if err != nil {
+			return nil, fmt.Errorf("embedded suite: %w", err)
+		}
+		out = append(out, sc)
+	}
+	return out, nil
+}
+
+// UndecidedError means the kit could not decide (exit code 2): bad usage, an unreadable project, a provider
+// that could not be loaded, conflicting providers.
+type UndecidedError struct {
+	Err error
+}
+
+func (e *UndecidedError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *UndecidedError) Unwrap() error { return e.Err }
+
+// ExitCode is 2.
+func (e *UndecidedError) ExitCode() int { return 2 }
+
+func undecided(err error) error {
+	var u *UndecidedError
+	if errors.As(err, &u) {
+		return err
+	}
+	return &UndecidedError{Err: err}
+}
+
+// Options configure a conformance run.
+type Options struct {
+	// Project is a directory inside the provider project ("" = the working directory).
+	Project string
+	// Python is the --python flag.
+	Python string
+	// Provider picks one provider when several are declared (--provider).
+	Provider string
+	// Seed overrides the seed (nil = settings, else 1).
+	Seed *int64
+	// Checks and Skip select checks by ID, glob or area.
+	Checks, Skip []string
+	// Scenarios replaces the default suite when non-empty.
+	Scenarios []*simulate.Scenario
+	// Jobs is how many scenarios run at once (0 = number of cores).
+	Jobs int
+	// Getenv and LookPath are injectable for tests (nil = the process's own).
+	Getenv   func(string) string
+	LookPath func(string) (string, error)
+	// Log receives status lines (which interpreter, which provider, warnings); Verbose adds more detail.
+	Log     io.Writer
+	Verbose bool
+	// Version is the kit's version for the report.
+	Version string
+}
+
+// Target is a resolved provider project: everything needed to load and simulate the provider.
+type Target struct {
+	Project    *discovery.Project
+	Resolution discovery.Resolution
+	Python     *discovery.Interpreter
+	Settings   *Settings
+	Paths      []string
+	Warnings   []string
+}
+
+// Resolve discovers the project, its provider declaration, its interpreter and its settings.
+func Resolve(ctx context.Context, o Options) (*Target, error) {
+	start := o.Project
+	if start == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, undecided(fmt.Errorf("find the working directory: %w", err))
+		}
+		start = wd
+	}
+	abs, err := filepath.Abs(start)
+	if err != nil {
+		return nil, undecided(fmt.Errorf("resolve %s: %w", start, err))
+	}
+	if st, err := os.Stat(abs); err != nil {
+		return nil, undecided(fmt.Errorf("project directory %s: %w; pass --project DIR pointing at the directory that holds pyproject.toml", start, err))
+	} else if !st.IsDir() {
+		abs = filepath.Dir(abs)
+	}
+	root := abs
+	if o.Project == "" {
+		if root, err = discovery.FindProjectRoot(abs); err != nil {
+			return nil, undecided(err)
+		}
+	}
+	proj, err := discovery.LoadProject(root)
+	if err != nil {
+		return nil, undecided(err)
+	}
+	py, err := discovery.FindInterpreter(discovery.InterpreterOptions{Flag: o.Python, Getenv: o.Getenv, ProjectDir: proj.Dir, LookPath: o.LookPath})
+	if err != nil {
+		return nil, undecided(err)
+	}
+	installed, err := discovery.InstalledEntryPoints(ctx, py.Path, proj.Dir)
+	if err != nil {
+		return nil, undecided(err)
+	}
+	res, err := discovery.Resolve(proj, installed, o.Provider)
+	if err != nil {
+		return nil, undecided(err)
+	}
+	settings, err := ParseSettings(proj.Settings, proj.SettingsFile, proj.Dir)
+	if err != nil {
+		return nil, undecided(err)
+	}
+	t := &Target{Project: proj, Resolution: res, Python: py, Settings: settings}
+	t.Warnings = append(append(t.Warnings, proj.Warnings...), res.Warnings...)
+	t.Paths = append(append([]string{}, proj.CodeRoots...), settings.PythonPath...)
+	return t, nil
+}
+
+// limits turns the settings into process limits.
+func (s *Settings) limits() harness.Limits {
+	l := harness.DefaultLimits()
+	if s.MemoryMB > 0 {
+		l.MemoryRSS = uint64(s.MemoryMB) << 20
+	}
+	if s.AddressSpaceMB > 0 {
+		l.AddressSpace = uint64(s.AddressSpaceMB) << 20
+	}
+	if s.OpenFiles > 0 {
+		l.OpenFiles = uint64(s.OpenFiles)
+	}
+	return l
+}
+
+// Inspect loads the provider once and returns what the harness learnt about it.
+func Inspect(ctx context.Context, t *Target) (*harness.LoadInfo, *harness.Reply, error) {
+	proc, err := harness.Start(ctx, harness.Options{Python: t.Python.Path, ProjectDir: t.Project.Dir, Replica: "inspect", Limits: t.Settings.limits()})
+	if err != nil {
+		return nil, nil, undecided(fmt.Errorf("start the provider harness with %s: %w", t.Python.Path, err))
+	}
+	defer proc.Close()
+	reply, err := proc.Load(ctx, harness.LoadArgs{Target: t.Resolution.Chosen.Ref.Target(), Paths: t.Paths, ProjectRoot: t.Project.Dir, ForceDebugLogging: t.Settings.ForceDebugLogging})
+	if err != nil {
+		return nil, nil, undecided(fmt.Errorf("load provider %s: %w", t.Resolution.Chosen.Value, err))
+	}
+	if !reply.OK {
+		return nil, reply, nil
+	}
+	info, err := reply.LoadInfo()
+	if err != nil {
+		return nil, reply, undecided(fmt.Errorf("load provider %s: %w", t.Resolution.Chosen.Value, err))
+	}
+	return info, reply, nil
+}
+
+// LoadError formats a failed load for humans, with the provider's own frame.
+func LoadError(t *Target, reply *harness.Reply) error {
+	msg := "the provider could not be loaded"
+	if reply != nil && reply.Error != nil {
+		e := reply.Error
+		msg = fmt.Sprintf("loading %s raised %s: %s", t.Resolution.Chosen.Value, e.Type, e.Message)
+		if n := len(e.Frames); n > 0 {
+			f := e.Frames[n-1]
+			msg += fmt.Sprintf("\n  at %s:%d in %s", f.File, f.Line, f.Function)
+		}
+	}
+	return undecided(fmt.Errorf("%s\n  declared at %s; fix the import or the object reference, then run again", msg, t.Resolution.Chosen.Where()))
+}
+
+// Run runs the conformance suite and returns the report. Errors are UndecidedError (exit code 2).
+func Run(ctx context.Context, o Options) (*report.Report, error) {
+	for _, p := range append(append([]string{}, o.Checks...), o.Skip...) {
+		if err := ValidatePattern(p); err != nil {
+			return nil, undecided(err)
+		}
+	}
+	logf := func(format string, args ...any) {
+		if o.Log != nil {
+			fmt.Fprintf(o.Log, format+"\n", args...)
+		}
+	}
+	t, err := Resolve(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	if o.Verbose {
+		logf("interpreter: %s (Python %s, chosen by %s)", t.Python.Path, t.Python.VersionString(), t.Python.Reason)
+		logf("provider: %s = %s (%s)", t.Resolution.Chosen.Name, t.Resolution.Chosen.Value, t.Resolution.Chosen.Where())
+	}
+	for _, w := range t.Warnings {
+		logf("warning: %s", w)
+	}
+	seed := int64(1)
+	if t.Settings.Seed != nil {
+		seed = *t.Settings.Seed
+	}
+	if o.Seed != nil {
+		seed = *o.Seed
+	}
+	info, reply, err := Inspect(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	if info == nil {
+		return nil, LoadError(t, reply)
+	}
+	ev, err := Collect(ctx, t, info, seed, o)
+	if err != nil {
+		return nil, err
+	}
+	rep := Decide(ev, t, seed, o)
+	rep.Tool = report.Tool{Name: "astrabox", Version: o.Version}
+	return rep, nil
+}
+
+// Collect runs the scenarios and gathers the evidence checks decide over.
+func Collect(ctx context.Context, t *Target, info *harness.LoadInfo, seed int64, o Options) (*Evidence, error) {
+	cfg := DefaultConfig(seed)
+	if t.Settings.Config != nil {
+		mergeConfig(cfg, deepCopyMap(t.Settings.Config))
+	}
+	planted, err := plantCanaries(cfg, t.Settings.SecretFields, seed)
+	if err != nil {
+		return nil, undecided(err)
+	}
+	ev := &Evidence{Project: t.Project.Dir, Load: info, Secrets: &secrets.Set{}, Material: map[string]string{}, Config: cfg, Skipped: map[string]string{}}
+	secretValues := map[string]bool{}
+	var simSecrets []simulate.Secret
+	for _, p := range planted {
+		ev.Secrets.Add(p[0], p[1])
+		secretValues[p[0]] = true
+		simSecrets = append(simSecrets, simulate.Secret{Value: p[0], Origin: p[1]})
+	}
+	ev.TrustedStrings = trustedStrings(cfg, secretValues)
+	ev.Static = staticFacts(t)
+
+	runnable := info.IsSubclass && info.Instantiated
+	if !runnable {
+		ev.Skipped["*"] = "the provider is not an instantiable subclass of astrabox.seams.RuntimePreparationProvider, so no scenario could run"
+		return ev, nil
+	}
+	scenarios := o.Scenarios
+	if len(scenarios) == 0 {
+		if scenarios, err = DefaultScenarios(); err != nil {
+			return nil, undecided(err)
+		}
+	}
+	for _, sc := range scenarios {
+		if t.Settings.Replicas > 0 && sc.Replicas < t.Settings.Replicas {
+			sc.Replicas = t.Settings.Replicas
+		}
+		if t.Settings.Engine != "" {
+			sc.Engine = t.Settings.Engine
+		}
+		applyDeadlines(sc.Deadlines, t.Settings.Deadlines)
+		sc.Seed = sc.Seed*1000003 + seed
+	}
+	jobs := o.Jobs
+	if jobs <= 0 {
+		jobs = runtime.NumCPU()
+	}
+	hists := make([]*simulate.History, len(scenarios))
+	errs := make([]error, len(scenarios))
+	sem := make(chan struct{}, jobs)
+	var wg sync.WaitGroup
+	for i, sc := range scenarios {
+		wg.Add(1)
+		go func(i int, sc *simulate.Scenario) {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			hists[i], errs[i] = simulate.Run(ctx, sc, simulate.Options{
+				Python: t.Python.Path, ProjectDir: t.Project.Dir, Target: t.Resolution.Chosen.Ref.Target(), Paths: t.Paths,
+				Config: cfg, Secrets: simSecrets, Limits: t.Settings.limits(), ForceDebugLogging: t.Settings.ForceDebugLogging,
+			})
+		}(i, sc)
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			if errors.Is(err, simulate.ErrProviderLoad) {
+				return nil, undecided(fmt.Errorf("scenario %s: %w", scenarios[i].Name, err))
+			}
+			return nil, undecided(fmt.Errorf("scenario %s could not run: %w", scenarios[i].Name, err))
+		}
+		ev.Histories = append(ev.Histories, hists[i])
+	}
+	for _, h := range ev.Histories {
+		for _, s := range h.Secrets {
+			ev.Secrets.Add(s.Value, s.Origin)
+		}
+		for _, c := range h.Calls() {
+			if c.Result == nil || c.Result.Type != "RuntimeMaterials" {
+				continue
+			}
+			where := fmt.Sprintf("%s of %s (%s)", c.Method, c.Ctx.Session, c.Key)
+			for _, f := range c.Result.Files {
+				if ev.Secrets.Add(string(f.Content), "material file "+f.Name+" returned by "+where) {
+					ev.Material[string(f.Content)] = "file " + f.Name + " from " + where
+				}
+			}
+			for _, k := range sortedKeys(c.Result.Environment) {
+				v := c.Result.Environment[k]
+				if strings.HasPrefix(v, "/") && strings.Contains(v, "/.astrabox/runtime/") {
+					continue // a delivered file's path is not a secret
+				}
+				if ev.Secrets.Add(v, "environment value "+k+" returned by "+where) {
+					ev.Material[v] = "environment " + k + " from " + where
+				}
+			}
+		}
+	}
+	return ev, nil
+}
+
+func applyDeadlines(d *simulate.Deadlines, over simulate.Deadlines) {
+	set := func(dst *float64, v float64) {
+		if v > 0 {
+			*dst = v
+		}
+	}
+	set(&d.Plan, over.Plan)
+	set(&d.Synchronize, over.Synchronize)
+	set(&d.Recover, over.Recover)
+	set(&d.Session, over.Session)
+	set(&d.Turn, over.Turn)
+	set(&d.UserAction, over.UserAction)
+}
+
+func staticFacts(t *Target) StaticFacts {
+	sf := StaticFacts{Pyproject: t.Project.Pyproject}
+	for _, w := range t.Project.Warnings {
+		if strings.Contains(w, "group") {
+			sf.NearMissGroups = append(sf.NearMissGroups, w)
+		}
+	}
+	return sf
+}
+
+func deepCopyMap(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		switch t := v.(type) {
+		case map[string]any:
+			out[k] = deepCopyMap(t)
+		case []any:
+			out[k] = append([]any(nil), t...)
+		default:
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Decide runs the selected checks over the evidence and builds the report, masking every secret.
+func Decide(ev *Evidence, t *Target, seed int64, o Options) *report.Report {
+	rep := &report.Report{Schema: report.Schema, Seed: seed}
+	rep.Provider = report.Provider{
+		EntryPoint: t.Resolution.Chosen.Name, Target: t.Resolution.Chosen.Value, Source: t.Resolution.Chosen.Where(),
+		Project: t.Project.Dir, Python: t.Python.VersionString(), PythonPath: t.Python.Path,
+	}
+	if ev.Load != nil && ev.Load.Name != nil {
+		rep.Provider.Name = *ev.Load.Name
+	}
+	for _, h := range ev.Histories {
+		rep.Scenarios = append(rep.Scenarios, h.Scenario)
+		for _, c := range h.CallsOf("plan") {
+			if c.Result != nil && c.Result.SessionBound {
+				rep.Provider.SessionBound = true
+			}
+		}
+	}
+	for _, c := range Checks() {
+		if !selected(c, o) {
+			continue
+		}
+		res := report.Result{Check: c.ID, Title: c.Title, Area: c.Area, Severity: c.Severity, Clauses: c.Clauses, Hint: c.Hint, Help: c.Rationale, Evidence: []report.Evidence{}}
+		if reason, ok := t.Settings.Skip[c.ID]; ok {
+			res.Status = report.StatusSkipped
+			res.Message = "skipped by " + filepath.Base(t.Settings.File) + ": " + reason
+			rep.Results = append(rep.Results, res)
+			continue
+		}
+		if reason, ok := ev.Skipped["*"]; ok && !staticCheck(c.ID) {
+			res.Status = report.StatusSkipped
+			res.Message = reason
+			rep.Results = append(rep.Results, res)
+			continue
+		}
+		findings := c.Decide(ev)
+		res.Status = report.StatusPassed
+		res.Message = "kept in every scenario"
+		failed := 0
+		for _, f := range findings {
+			if !f.Warning && c.WarningOnly == "" {
+				failed++
+			}
+		}
+		if len(findings) > 0 {
+			if failed > 0 {
+				res.Status = report.StatusFailed
+			} else {
+				res.Status = report.StatusWarning
+			}
+			res.Message = findings[0].Message
+			if len(findings) > 1 {
+				res.Message += fmt.Sprintf(" (and %d more)", len(findings)-1)
+			}
+			for _, f := range findings {
+				loc := relLocation(f.Location, ev.Project)
+				if res.Location == nil && loc != nil {
+					res.Location = loc
+				}
+				for _, e := range f.Evidence {
+					e.Location = relLocation(e.Location, ev.Project)
+					if e.Location == nil {
+						e.Location = loc
+					}
+					res.Evidence = append(res.Evidence, e)
+				}
+				if len(f.Evidence) == 0 {
+					res.Evidence = append(res.Evidence, report.Evidence{Text: f.Message, Location: loc})
+				}
+			}
+		}
+		rep.Results = append(rep.Results, maskResult(res, ev.Secrets))
+	}
+	rep.Summarize()
+	return rep
+}
+
+// staticCheck tells whether a check decides from loading alone.
+func staticCheck(id string) bool {
+	return id == "EP-GROUP" || id == "EP-SUBCLASS" || id == "EP-NAME"
+}
+
+func selected(c *Check, o Options) bool {
+	if len(o.Checks) > 0 {
+		ok := false
+		for _, p := range o.Checks {
+			if Match(p, c) {
+				ok = true
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	for _, p := range o.Skip {
+		if Match(p, c) {
+			return false
+		}
+	}
+	return true
+}
+
+func relLocation(l *report.Location, project string) *report.Location {
+	if l == nil || l.Path == "" {
+		return nil
+	}
+	out := *l
+	if rel, err := filepath.Rel(project, l.Path); err == nil && !strings.HasPrefix(rel, "..") {
+		out.Path = filepath.ToSlash(rel)
+	}
+	return &out
+}
+
+func maskResult(r report.Result, s *secrets.Set) report.Result {
+	r.Message = s.Mask(r.Message)
+	for i := range r.Evidence {
+		r.Evidence[i].Text = s.Mask(r.Evidence[i].Text)
+		for j := range r.Evidence[i].Steps {
+			r.Evidence[i].Steps[j] = s.Mask(r.Evidence[i].Steps[j])
+		}
+	}
+	return r
+}

@@ -1,0 +1,224 @@
+package conformance
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/astrabox-dev/astrabox/internal/simulate"
+)
+
+// Settings are a project's own conformance settings, read from `[tool.astrabox]` in pyproject.toml or from
+// astrabox.toml. Every field is optional; docs/configuration.md documents each.
+type Settings struct {
+	// File is where the settings came from ("" when none).
+	File string
+	// PythonPath are extra code roots (relative to the project) put on sys.path.
+	PythonPath []string
+	// SecretFields are dotted paths into the Agent configuration that hold secrets; the kit plants a canary
+	// in each (in addition to every field under `secrets`).
+	SecretFields []string
+	// Config is deep-merged over the default Agent configuration.
+	Config map[string]any
+	// Engine is the engine adapter scenarios use.
+	Engine string
+	// Replicas is the number of replicas of each default scenario (at least 2).
+	Replicas int
+	// Seed is the default seed.
+	Seed *int64
+	// Deadlines override the callback deadlines, in seconds.
+	Deadlines simulate.Deadlines
+	// Skip maps check IDs to the reason they are skipped; the report shows the reason.
+	Skip map[string]string
+	// ForceDebugLogging makes debug records visible to the secret scan (default true).
+	ForceDebugLogging bool
+	// MemoryMB, AddressSpaceMB and OpenFiles bound each replica process (0 keeps the defaults).
+	MemoryMB, AddressSpaceMB, OpenFiles int
+}
+
+// SettingsError is a problem in the project's settings.
+type SettingsError struct {
+	File string
+	Key  string
+	Msg  string
+}
+
+func (e *SettingsError) Error() string {
+	where := e.File
+	if where == "" {
+		where = "[tool.astrabox]"
+	}
+	return fmt.Sprintf("%s: [tool.astrabox] %s: %s (see docs/configuration.md)", where, e.Key, e.Msg)
+}
+
+// ParseSettings interprets the raw [tool.astrabox] table.
+func ParseSettings(raw map[string]any, file, projectDir string) (*Settings, error) {
+	s := &Settings{File: file, ForceDebugLogging: true, Skip: map[string]string{}}
+	bad := func(key, format string, args ...any) error {
+		return &SettingsError{File: file, Key: key, Msg: fmt.Sprintf(format, args...)}
+	}
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := raw[k]
+		switch k {
+		case "python-path":
+			list, ok := stringList(v)
+			if !ok {
+				return nil, bad(k, "must be a list of directories relative to the project")
+			}
+			for _, p := range list {
+				if !filepath.IsAbs(p) {
+					p = filepath.Join(projectDir, p)
+				}
+				s.PythonPath = append(s.PythonPath, filepath.Clean(p))
+			}
+		case "secret-fields":
+			list, ok := stringList(v)
+			if !ok {
+				return nil, bad(k, "must be a list of dotted configuration paths such as \"deployment.client_secret\"")
+			}
+			s.SecretFields = list
+		case "config":
+			m, ok := v.(map[string]any)
+			if !ok {
+				return nil, bad(k, "must be a table (the Agent configuration fixture)")
+			}
+			s.Config = m
+		case "engine":
+			e, ok := v.(string)
+			if !ok || !contains(simulate.AdapterNames(), e) {
+				return nil, bad(k, "must be one of %s", strings.Join(simulate.AdapterNames(), ", "))
+			}
+			s.Engine = e
+		case "replicas":
+			n, ok := v.(int64)
+			if !ok || n < 2 || n > 8 {
+				return nil, bad(k, "must be a whole number from 2 to 8")
+			}
+			s.Replicas = int(n)
+		case "seed":
+			n, ok := v.(int64)
+			if !ok {
+				return nil, bad(k, "must be a whole number")
+			}
+			s.Seed = &n
+		case "force-debug-logging":
+			b, ok := v.(bool)
+			if !ok {
+				return nil, bad(k, "must be true or false")
+			}
+			s.ForceDebugLogging = b
+		case "deadlines":
+			m, ok := v.(map[string]any)
+			if !ok {
+				return nil, bad(k, "must be a table such as { turn = 5, session = 10 }")
+			}
+			for dk, dv := range m {
+				f, ok := number(dv)
+				if !ok || f <= 0 {
+					return nil, bad(k+"."+dk, "must be a positive number of seconds")
+				}
+				switch dk {
+				case "plan":
+					s.Deadlines.Plan = f
+				case "synchronize":
+					s.Deadlines.Synchronize = f
+				case "recover":
+					s.Deadlines.Recover = f
+				case "session":
+					s.Deadlines.Session = f
+				case "turn":
+					s.Deadlines.Turn = f
+				case "user-action":
+					s.Deadlines.UserAction = f
+				default:
+					return nil, bad(k+"."+dk, "unknown deadline; use plan, synchronize, recover, session, turn or user-action")
+				}
+			}
+		case "skip":
+			m, ok := v.(map[string]any)
+			if !ok {
+				return nil, bad(k, "must be a table mapping check IDs to reasons, such as { SYNC-SKIP-UNCHANGED = \"why\" }")
+			}
+			for id, reason := range m {
+				r, ok := reason.(string)
+				if !ok || strings.TrimSpace(r) == "" {
+					return nil, bad(k+"."+id, "needs a reason (a non-empty string)")
+				}
+				c, found := Lookup(id)
+				if !found {
+					msg := "is not a check ID"
+					if sug := Suggest(id); len(sug) > 0 {
+						msg += "; did you mean " + strings.Join(sug, ", ") + "?"
+					}
+					return nil, bad(k+"."+id, "%s", msg)
+				}
+				s.Skip[c.ID] = r
+			}
+		case "limits":
+			m, ok := v.(map[string]any)
+			if !ok {
+				return nil, bad(k, "must be a table such as { memory-mb = 1024 }")
+			}
+			for lk, lv := range m {
+				n, ok := lv.(int64)
+				if !ok || n <= 0 {
+					return nil, bad(k+"."+lk, "must be a positive whole number")
+				}
+				switch lk {
+				case "memory-mb":
+					s.MemoryMB = int(n)
+				case "address-space-mb":
+					s.AddressSpaceMB = int(n)
+				case "open-files":
+					s.OpenFiles = int(n)
+				default:
+					return nil, bad(k+"."+lk, "unknown limit; use memory-mb, address-space-mb or open-files")
+				}
+			}
+		default:
+			return nil, bad(k, "unknown setting; valid settings are python-path, secret-fields, config, engine, replicas, seed, deadlines, skip, force-debug-logging, limits")
+		}
+	}
+	return s, nil
+}
+
+func stringList(v any) ([]string, bool) {
+	list, ok := v.([]any)
+	if !ok {
+		return nil, false
+	}
+	out := make([]string, 0, len(list))
+	for _, x := range list {
+		s, ok := x.(string)
+		if !ok || s == "" {
+			return nil, false
+		}
+		out = append(out, s)
+	}
+	return out, true
+}
+
+func number(v any) (float64, bool) {
+	switch t := v.(type) {
+	case int64:
+		return float64(t), true
+	case float64:
+		return t, true
+	}
+	return 0, false
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
