@@ -3,9 +3,11 @@ package harness
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -89,7 +91,10 @@ func TestHarnessLoadAndCalls(t *testing.T) {
 	dir := fixtureDir(t, "good")
 	sb := &fakeSandbox{files: map[string][]byte{}}
 	var verbose syncBuffer
-	p, li := startLoaded(t, dir, "good_provider.provider:Provider", Options{Sandbox: sb, Replica: "r2", Verbose: &verbose})
+	lim := testLimits()
+	lim.OpenFiles = 512
+	lim.AddressSpace = 3 << 30
+	p, li := startLoaded(t, dir, "good_provider.provider:Provider", Options{Sandbox: sb, Replica: "r2", Verbose: &verbose, Limits: lim})
 	if h := p.Hello(); h.Protocol != 1 || h.Implementation != "cpython" || len(h.Python) != 3 || h.Python[0] != 3 {
 		t.Errorf("hello %+v", h)
 	}
@@ -106,8 +111,14 @@ func TestHarnessLoadAndCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := r.Result()
-	if err != nil || res.Type != "RuntimePreparationPlan" || !res.SessionBound || string(res.Declaration) != `{"region":"eu"}` {
+	if err != nil || res.Type != "RuntimePreparationPlan" || !res.SessionBound {
 		t.Fatalf("plan %+v %v (%s)", res, err, r.Value)
+	}
+	var decl, want any
+	json.Unmarshal(res.Declaration, &decl)
+	json.Unmarshal([]byte(`{"region":"eu","limits":{"nofile":512,"as":3221225472,"core":0}}`), &want)
+	if !reflect.DeepEqual(decl, want) {
+		t.Errorf("declaration (region, and the limits the harness set) %s", res.Declaration)
 	}
 	if r.Stdout.String() != "plan stdout\n" {
 		t.Errorf("plan stdout %q", r.Stdout.String())

@@ -2,6 +2,7 @@
 
 import asyncio
 import logging
+import resource
 import sys
 
 from astrabox.seams import (
@@ -20,7 +21,12 @@ class Provider(RuntimePreparationProvider):
 
     def plan(self, *, config):
         print("plan stdout")
-        return RuntimePreparationPlan(session_bound=True, declaration={"region": config.get("region", "none")})
+        limits = {
+            "nofile": resource.getrlimit(resource.RLIMIT_NOFILE)[0],
+            "as": resource.getrlimit(resource.RLIMIT_AS)[0],
+            "core": resource.getrlimit(resource.RLIMIT_CORE)[0],
+        }
+        return RuntimePreparationPlan(session_bound=True, declaration={"region": config.get("region", "none"), "limits": limits})
 
     async def prepare_session(self, *, context):
         print("session stdout for " + context.session_id)
