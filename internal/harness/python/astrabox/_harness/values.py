@@ -214,13 +214,37 @@ def _materials(value: seams.RuntimeMaterials, problems: List[str]) -> Dict[str, 
     return {"files": files_out, "environment": env_out, "turn_validity_seconds": tvs_out}
 
 
+def _wire_user_action(message: Any, url: Any, status: Any) -> Dict[str, Any]:
+    """A user action with wire-safe types, plus the host validation problems.
+
+    Go decodes ``message``/``status`` as strings and ``url`` as an optional string, so a value of another
+    type is sent as an (invalid) placeholder, and ``problems`` says what it really was.
+    """
+    problems = seams.validate_user_action(message, url, status)
+    return {
+        "message": truncate(message, MESSAGE_LIMIT) if isinstance(message, str) else "",
+        "url": None if url is None else (truncate(url, MESSAGE_LIMIT) if isinstance(url, str)
+                                         else "<not a str: %s>" % type_name(type(url))),
+        "status": truncate(status, 200) if isinstance(status, str) else "",
+        "problems": problems,
+    }
+
+
 def _user_action(obj: Any) -> Dict[str, Any]:
-    out = jsonsafe(obj)
-    if not isinstance(out, dict):
-        return {"value": out, "problems": ["user_action is a %s, not a mapping" % type_name(type(obj))]}
-    out["problems"] = seams.validate_user_action(
-        obj.get("message"), obj.get("url"), obj.get("status")
-    ) if isinstance(obj, Mapping) else []
+    if not isinstance(obj, Mapping):
+        out = _wire_user_action(None, None, None)
+        out["problems"] = ["user_action is a %s, not a mapping" % type_name(type(obj))]
+        return out
+    try:
+        extra = jsonsafe(obj)
+        out = _wire_user_action(obj.get("message"), obj.get("url"), obj.get("status"))
+    except BaseException as exc:  # noqa: B036 - a mapping whose get() raises
+        out = _wire_user_action(None, None, None)
+        out["problems"] = ["reading user_action raised %s" % type_name(type(exc))]
+        return out
+    for key, value in extra.items():
+        if key not in out:
+            out[key] = value
     return out
 
 
@@ -263,6 +287,10 @@ def encode_value(value: Any, *, method: str) -> Dict[str, Any]:
         ready = value.ready
         if not isinstance(ready, bool):
             problems.append("ready is a %s, not a bool" % type_name(type(ready)))
+            try:
+                ready = bool(ready)
+            except BaseException:  # noqa: B036
+                ready = False
         ua = value.user_action
         actions_out: List[Dict[str, Any]] = []
         actions = value.actions
@@ -271,12 +299,15 @@ def encode_value(value: Any, *, method: str) -> Dict[str, Any]:
             actions = ()
         for i, a in enumerate(actions):
             if isinstance(a, seams.SessionUserActionCommand):
-                actions_out.append({"id": jsonsafe(a.id), "label": jsonsafe(a.label)})
+                for attr in ("id", "label"):
+                    if not isinstance(getattr(a, attr), str):
+                        problems.append("actions[%d].%s is a %s, not a str" % (i, attr, type_name(type(getattr(a, attr)))))
+                actions_out.append({"id": safe_str(a.id, 1024), "label": safe_str(a.label, 1024)})
             else:
                 problems.append("actions[%d] is a %s, not a SessionUserActionCommand" % (i, type_name(type(a))))
         out = {
             "type": "SessionUserActionState",
-            "ready": jsonsafe(ready),
+            "ready": ready,
             "user_action": None if ua is None else _user_action(ua),
             "actions": actions_out,
         }
@@ -301,7 +332,7 @@ def encode_error(
         while tb is not None:
             code = tb.tb_frame.f_code
             if is_provider_file(code.co_filename):
-                frames.append({"file": code.co_filename, "line": tb.tb_lineno, "function": code.co_name})
+                frames.append({"file": code.co_filename, "line": tb.tb_lineno or 0, "function": code.co_name})
             tb = tb.tb_next
         if isinstance(exc, SyntaxError) and isinstance(getattr(exc, "filename", None), str):
             if is_provider_file(exc.filename):
@@ -322,15 +353,9 @@ def encode_error(
         "user_action": None,
     }
     if isinstance(exc, seams.PreparationUserActionRequired):
-        message = getattr(exc, "message", None)
-        url = getattr(exc, "url", None)
-        status = getattr(exc, "status", None)
-        out["user_action"] = {
-            "message": jsonsafe(message),
-            "url": jsonsafe(url),
-            "status": jsonsafe(status),
-            "problems": seams.validate_user_action(message, url, status),
-        }
+        out["user_action"] = _wire_user_action(
+            getattr(exc, "message", None), getattr(exc, "url", None), getattr(exc, "status", None)
+        )
     return out
 
 
