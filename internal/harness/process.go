@@ -117,6 +117,7 @@ type Process struct {
 	killKind   ErrorKind
 	killErr    error
 	killStack  string
+	protoErr   error // a protocol violation seen by the reader
 	fatal      *ProcessError
 	reported   bool
 	closing    bool
@@ -600,11 +601,11 @@ func (p *Process) readLoop() {
 		var env envelope
 		_ = json.Unmarshal(body, &env)
 		if first && env.Kind != "hello" {
-			p.abort(KindProtocol, fmt.Errorf("first message is %q, not hello", env.Kind))
+			p.protocolError(fmt.Errorf("first message is %q, not hello", env.Kind))
 			return
 		}
 		if err := p.dispatch(env.Kind, body, first); err != nil {
-			p.abort(KindProtocol, err)
+			p.protocolError(err)
 			return
 		}
 		first = false
@@ -625,6 +626,27 @@ func (p *Process) readFailed(err error) {
 		p.abort(KindProtocol, errors.New("the harness closed its reply channel (descriptor 4) but kept running"))
 		return
 	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		// Cut mid-frame: a crash while writing says more than the cut.
+		select {
+		case <-p.waitDone:
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	p.protocolError(err)
+}
+
+// protocolError records a broken protocol channel and kills the process. The
+// violation is reported even when the process exits by itself meanwhile (it
+// usually does: a provider that scribbles on descriptor 4 also breaks the
+// harness), since it is the first thing that went wrong.
+func (p *Process) protocolError(err error) {
+	p.mu.Lock()
+	if p.protoErr == nil {
+		p.protoErr = err
+	}
+	p.mu.Unlock()
 	p.abort(KindProtocol, err)
 }
 
@@ -732,6 +754,8 @@ func (p *Process) fatalLocked() *ProcessError {
 	switch {
 	case p.killKind != "":
 		pe.Kind, pe.Err, pe.Stack = p.killKind, p.killErr, p.killStack
+	case p.protoErr != nil:
+		pe.Kind, pe.Err = KindProtocol, p.protoErr
 	case signaled:
 		pe.Kind = KindSignaled
 	default:
