@@ -94,6 +94,25 @@ class LaunchTest(unittest.TestCase):
             h.close()
 
 
+class ProcessTest(unittest.TestCase):
+    def test_limits_from_environment(self):
+        with Harness(env={"ASTRABOX_LIMIT_NOFILE": "200"}) as h:
+            h.hello()
+            h.load("fixprov.good:Good")
+            decl = h.call("plan", {"config": {"mode": "limits"}})["value"]["declaration"]
+            self.assertEqual(decl["nofile"][0], 200)
+            self.assertEqual(decl["core"], [0, 0])
+
+    def test_sigusr1_dumps_stacks_and_keeps_serving(self):
+        with Harness() as h:
+            h.hello()
+            self.assertTrue(h.load("fixprov.good:Good")["ok"])  # the reader thread runs by now
+            os.kill(h.proc.pid, signal.SIGUSR1)
+            wait_for(lambda: b"most recent call first" in h.stderr.text(), "the faulthandler dump")
+            wait_for(lambda: b"\nThread 0x" in h.stderr.text(), "the other threads in the dump")
+            self.assertTrue(h.call("plan", {"config": {}})["ok"])
+
+
 class LoadTest(unittest.TestCase):
     def test_good_target(self):
         with Harness() as h:
@@ -417,12 +436,61 @@ class CallTest(unittest.TestCase):
         try:
             self.assertEqual(len(children), 1, children)
             self.assertEqual(children[0]["cmdline"], "sleep 60")
+            fds = set(os.listdir("/proc/%d/fd" % children[0]["pid"]))
+            self.assertFalse(fds & {"3", "4"}, "protocol descriptors leaked into a child: %s" % sorted(fds))
             popen = [a for a in reply["observations"]["audit"] if a["event"] == "subprocess.Popen"]
             self.assertEqual(popen[0]["summary"], "sleep 60")
             self.assertEqual(popen[0]["line"], marker_line(GOOD, "POPEN_LINE"))
         finally:
             for child in children:
                 os.kill(child["pid"], signal.SIGKILL)
+
+    def test_leftover_executor_job_carries_the_call(self):
+        reply = self.h.call("prepare_session", session_args("executor"))
+        try:
+            jobs = reply["observations"]["leftovers"]["threads"]
+            self.assertEqual([(j["name"], j["target"]) for j in jobs], [("executor job", "fixprov.good.blocking_job")])
+            logs = [l for l in reply["observations"]["logs"] if l["message"] == "in executor"]
+            self.assertEqual(len(logs), 1, reply["observations"]["logs"])
+            self.assertEqual((logs[0]["call"], logs[0]["after_return"]), (reply["id"], False))
+        finally:
+            self.plan("release2")
+
+    def test_audit_http_summary_hides_secrets(self):
+        reply = self.plan("http")
+        audit = reply["observations"]["audit"]
+        events = [a["event"] for a in audit]
+        self.assertIn("socket.connect", events)
+        for a in audit:
+            for secret in ("query-secret", "body-secret", "header-secret", "Bearer"):
+                self.assertNotIn(secret, a["summary"])
+        connect = [a for a in audit if a["event"] == "socket.connect"][0]
+        self.assertEqual((connect["file"], connect["function"]), (GOOD, "http_post"))
+        if sys.version_info >= (3, 10):  # the http.client events exist from 3.10
+            sends = [a for a in audit if a["event"] == "http.client.send"]
+            self.assertEqual([a["summary"] for a in sends], ["POST /v1/token"])
+            self.assertEqual(sends[0]["line"], marker_line(GOOD, "HTTP_LINE"))
+            self.assertEqual(sends[0]["function"], "http_post")
+
+    def test_audit_time_sleep_on_313(self):
+        reply = self.plan("sleepy")
+        sleeps = [a for a in reply["observations"]["audit"] if a["event"] == "time.sleep"]
+        if sys.version_info >= (3, 13):
+            self.assertEqual([(a["summary"], a["line"]) for a in sleeps], [("0", marker_line(GOOD, "SLEEPY_LINE"))])
+        else:
+            self.assertEqual(sleeps, [])  # no such event before 3.13
+
+    def test_plain_call_observes_nothing(self):
+        reply = self.plan("default")
+        obs = reply["observations"]
+        self.assertEqual((obs["logs"], obs["warnings"], obs["audit"], obs["dropped"]), ([], [], [], 0))
+        self.assertEqual(obs["leftovers"], {"threads": [], "tasks": [], "timers": [], "children": []})
+
+    def test_background_sent_while_idle(self):
+        reply = self.plan("idle-log")
+        bg = self.h.wait_background(lambda m: any(l["message"] == "logged while idle" for l in m["observations"]["logs"]))
+        log = [l for l in bg["observations"]["logs"] if l["message"] == "logged while idle"][0]
+        self.assertEqual((log["call"], log["after_return"]), (reply["id"], True))
 
     def test_sync_marker_on_stdout_and_stderr(self):
         reply = self.plan("print")

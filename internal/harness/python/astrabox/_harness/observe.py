@@ -154,7 +154,7 @@ def summarise(event: str, args: Tuple[Any, ...]) -> Optional[str]:
     if event in ("os.remove", "os.mkdir", "sqlite3.connect"):
         return _text(args[0])
     if event == "time.sleep":
-        return _text(args[0])
+        return safe_str(args[0], 64) if args else ""
     if event.startswith("shutil."):
         return " ".join(_text(a) for a in args[:4])
     return None
@@ -559,12 +559,22 @@ class Observer:
         import asyncio
 
         with self.quiet():
-            return Snapshot(
-                set(threading.enumerate()),
-                set(asyncio.all_tasks(loop)),
-                set(self._timers(loop)),
-                set(child_processes()),
-            )
+            try:
+                return Snapshot(
+                    set(threading.enumerate()),
+                    set(asyncio.all_tasks(loop)),
+                    set(self._timers(loop)),
+                    set(child_processes()),
+                )
+            except BaseException:  # noqa: B036 - e.g. a provider thread with a broken __hash__
+                return Snapshot(set(), set(), set(), set())
+
+    def safe_leftovers(self, loop: Any, before: Snapshot, call_id: int, own_tasks: Set[Any]) -> Tuple[Dict[str, Any], int]:
+        """:meth:`leftovers`, or nothing (counted as one dropped entry) if inspecting them failed."""
+        try:
+            return self.leftovers(loop, before, call_id, own_tasks)
+        except BaseException:  # noqa: B036
+            return empty_leftovers(), 1
 
     @staticmethod
     def _timers(loop: Any) -> List[Any]:

@@ -18,9 +18,28 @@ from astrabox._harness import wire
 from astrabox._harness.contexts import ArgumentError, SandboxBridge, callback_kwargs
 from astrabox._harness.loader import METHODS, Loaded, load
 from astrabox._harness.observe import CURRENT_CALL, Observer
-from astrabox._harness.values import encode_error, encode_value, harness_error, safe_repr
+from astrabox._harness.values import encode_error, encode_value, harness_error, safe_repr, type_name
 
 PROTOCOL = 1
+
+
+def safe_encode_value(result: Any, method: str) -> Dict[str, Any]:
+    """encode_value that cannot fail: a provider object whose attributes raise is still reported."""
+    try:
+        return encode_value(result, method=method)
+    except BaseException as exc:  # noqa: B036
+        return {"type": "other", "python_type": type_name(type(result)), "repr": safe_repr(result),
+                "problems": ["reading the returned value raised %s" % type_name(type(exc))]}
+
+
+def safe_encode_error(exc: BaseException, observer: Observer, cancelled: bool = False) -> Dict[str, Any]:
+    """encode_error that cannot fail."""
+    try:
+        return encode_error(exc, is_provider_file=observer.is_provider_file, cancelled=cancelled)
+    except BaseException as inner:  # noqa: B036
+        err = harness_error(type_name(type(exc)), "<describing the exception raised %s>" % type_name(type(inner)))
+        err["cancelled"] = cancelled
+        return err
 
 
 def _limit(name: str, resource_id: int, notes: list) -> None:
@@ -195,14 +214,14 @@ class Runner:
         self.last_call = max(self.last_call, call_id)
         self.cancel_requested = False
         self.observer.begin_call(call_id)
-        before = self.observer.snapshot(loop)
+        before = self.observer.snapshot(loop)  # never raises
         ctx = contextvars.copy_context()
         ctx.run(CURRENT_CALL.set, call_id)
         started = time.perf_counter_ns()
         ok, value, error = await self._dispatch(ctx, call_id, method, args)
         duration = time.perf_counter_ns() - started
         self.observer.mark_returned(call_id)
-        leftovers, cut = self.observer.leftovers(loop, before, call_id, self.own_tasks | {self.call_task})
+        leftovers, cut = self.observer.safe_leftovers(loop, before, call_id, self.own_tasks | {self.call_task})
         self.call_task = None
         self._sync_markers(call_id)
         self.send_background()
@@ -236,7 +255,8 @@ class Runner:
             except ArgumentError as exc:
                 return False, None, harness_error("astrabox.harness.ArgumentError", str(exc))
             except BaseException as exc:  # noqa: B036 - import errors, constructor failures, SystemExit...
-                return False, None, encode_error(exc, is_provider_file=self.observer.is_provider_file)
+                with self.observer.quiet():
+                    return False, None, safe_encode_error(exc, self.observer)
             return True, self.loaded.value, None
         if method not in METHODS:
             return False, None, harness_error("astrabox.harness.UnknownMethod", "unknown method %r" % (method,))
@@ -252,6 +272,9 @@ class Runner:
             kwargs = callback_kwargs(method, args, self.bridge)
         except ArgumentError as exc:
             return False, None, harness_error("astrabox.harness.ArgumentError", str(exc))
+        except Exception as exc:  # a shape the builders did not foresee
+            return False, None, harness_error("astrabox.harness.ArgumentError",
+                                              "bad arguments for %s: %s" % (method, safe_repr(exc, 1024)))
         if method == "plan":
             return ctx.run(self._call_plan, instance, kwargs)
         return await self._call_async(ctx, instance, method, kwargs)
@@ -260,13 +283,14 @@ class Runner:
         try:
             result = instance.plan(**kwargs)
         except BaseException as exc:  # noqa: B036
-            return False, None, encode_error(exc, is_provider_file=self.observer.is_provider_file)
+            with self.observer.quiet():
+                return False, None, safe_encode_error(exc, self.observer)
         with self.observer.quiet():
             if inspect.iscoroutine(result):
                 shown = safe_repr(result)
                 result.close()
                 return True, {"type": "coroutine", "repr": shown}, None
-            return True, encode_value(result, method="plan"), None
+            return True, safe_encode_value(result, "plan"), None
 
     async def _invoke(self, instance: Any, method: str, kwargs: Dict[str, Any]) -> Any:
         try:
@@ -292,15 +316,14 @@ class Runner:
         if outcome == "raised":
             cancelled = isinstance(result, asyncio.CancelledError) and self.cancel_requested
             with self.observer.quiet():
-                return False, None, encode_error(result, is_provider_file=self.observer.is_provider_file,
-                                                 cancelled=cancelled)
+                return False, None, safe_encode_error(result, self.observer, cancelled=cancelled)
         with self.observer.quiet():
             if inspect.iscoroutine(result):
                 shown = safe_repr(result)
                 result.close()
                 value = {"type": "other", "python_type": "coroutine", "repr": shown}
             else:
-                value = encode_value(result, method=method)
+                value = safe_encode_value(result, method)
         if was_sync:
             value["was_sync"] = True
         return True, value, None
@@ -323,6 +346,8 @@ def main() -> None:
     observer = Observer(sdk_dir)
     observer.install()
     writer = wire.Writer()
+    # A forked child (multiprocessing, os.fork) must never write into the protocol stream.
+    os.register_at_fork(after_in_child=writer.close)
     writer.send(
         {
             "kind": "hello",
