@@ -281,6 +281,9 @@ func Collect(ctx context.Context, t *Target, info *harness.LoadInfo, seed int64,
 		if scenarios, err = DefaultScenarios(); err != nil {
 			return nil, undecided(err)
 		}
+		for _, sc := range scenarios {
+			sc.Seed = sc.Seed*1000003 + seed
+		}
 	}
 	for _, sc := range scenarios {
 		if t.Settings.Replicas > 0 && sc.Replicas < t.Settings.Replicas {
@@ -290,7 +293,6 @@ func Collect(ctx context.Context, t *Target, info *harness.LoadInfo, seed int64,
 			sc.Engine = t.Settings.Engine
 		}
 		applyDeadlines(sc.Deadlines, t.Settings.Deadlines)
-		sc.Seed = sc.Seed*1000003 + seed
 	}
 	jobs := o.Jobs
 	if jobs <= 0 {

@@ -1,0 +1,37 @@
+# astrabox developer targets. `make demo` runs the main job on the bundled example provider; `make test` runs
+# every test. Long explorations and benchmarks have their own targets.
+GO      ?= go
+BIN     ?= bin/astrabox
+PKGS    := ./...
+EXAMPLE := examples/providers/reference
+
+.PHONY: build test lint demo completions docs bench check-generated clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/astrabox
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+test: lint
+	$(GO) test -count=1 -timeout 20m $(PKGS)
+
+demo: build
+	$(BIN) conformance run --project $(EXAMPLE)
+
+completions: build
+	mkdir -p completions
+	$(BIN) completion bash > completions/astrabox.bash
+	$(BIN) completion zsh > completions/_astrabox
+	$(BIN) completion fish > completions/astrabox.fish
+	$(BIN) completion powershell > completions/astrabox.ps1
+
+docs:
+	$(GO) run ./internal/tools/gendocs
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./internal/...
+
+clean:
+	rm -rf bin

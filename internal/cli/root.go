@@ -1,0 +1,194 @@
+// Package cli holds astrabox's cobra commands: flag parsing, output selection and exit codes. Domain logic
+// lives in the packages the commands call.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/astrabox-dev/astrabox/internal/term"
+)
+
+// Exit codes of the astrabox command.
+const (
+	ExitOK        = 0
+	ExitFailed    = 1
+	ExitUndecided = 2
+)
+
+// Factory carries what every command needs: the I/O bundle and global options. Tests build one with
+// term.Test().
+type Factory struct {
+	IO      *term.IO
+	Getenv  func(string) string
+	Verbose bool
+	Quiet   bool
+	// Version is the module version shown by `astrabox version` and in reports.
+	Version string
+}
+
+// exitError carries an exit code through cobra.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// failed is the error for "at least one check failed": nothing more to print, exit 1.
+var errFailed = &exitError{code: ExitFailed}
+
+// usageError marks bad usage (exit 2, usage shown).
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Errorf(format, args...)} }
+
+// NewRootCmd builds the astrabox command tree.
+func NewRootCmd(f *Factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "astrabox",
+		Short: "Conformance kit and simulator for astrabox runtime preparation providers",
+		Long: `astrabox loads a runtime preparation provider from its pyproject entry point, plays the
+platform's side of every lifecycle sequence against fake sandboxes and a deployment double, and
+reports every breach of the contract with its clause, the steps that show it and the provider's
+file and line.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       f.Version,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			if f.Verbose && f.Quiet {
+				return usagef("--verbose and --quiet cannot be used together")
+			}
+			return nil
+		},
+	}
+	root.SetVersionTemplate("astrabox {{.Version}}\n")
+	root.PersistentFlags().BoolVarP(&f.Verbose, "verbose", "v", false, "say more on stderr: which interpreter and provider were chosen and why, each platform step")
+	root.PersistentFlags().BoolVarP(&f.Quiet, "quiet", "q", false, "print only errors and the requested data")
+	root.SetOut(f.IO.Out)
+	root.SetErr(f.IO.Err)
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return &usageError{fmt.Errorf("%w\nRun '%s --help' for usage.", err, cmd.CommandPath())}
+	})
+	root.AddCommand(
+		newConformanceCmd(f),
+		newProvidersCmd(f),
+		newSimulateCmd(f),
+		newSDKCmd(f),
+		newReportCmd(f),
+		newVersionCmd(f),
+	)
+	root.SuggestionsMinimumDistance = 2
+	return root
+}
+
+// Execute runs the command line and returns the process exit code.
+func Execute(args []string) int {
+	f := &Factory{IO: term.System(), Getenv: os.Getenv, Version: moduleVersion()}
+	return Run(f, args)
+}
+
+// Run executes args with a factory and returns the exit code; errors are printed on the factory's stderr.
+func Run(f *Factory, args []string) int {
+	root := NewRootCmd(f)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return ExitOK
+	}
+	return reportError(f.IO.Err, f.IO.ErrStyles(), err)
+}
+
+func reportError(w io.Writer, s term.Styles, err error) int {
+	var ee *exitError
+	if errors.As(err, &ee) && ee.err == nil {
+		return ee.code
+	}
+	code := ExitUndecided
+	if errors.As(err, &ee) {
+		code = ee.code
+	}
+	msg := err.Error()
+	if strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "unknown flag") || strings.HasPrefix(msg, "unknown shorthand flag") {
+		code = ExitUndecided
+	}
+	fmt.Fprintln(w, s.Fail.Render("error:")+" "+msg)
+	return code
+}
+
+// moduleVersion reads the module version and VCS revision from the build info.
+func moduleVersion() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(devel)"
+	}
+	v := info.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	return v
+}
+
+// buildInfo describes the binary for `astrabox version`.
+func buildInfo() (version, commit, goVersion string, dirty bool) {
+	version, commit, goVersion = "(devel)", "unknown", "unknown"
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return
+	}
+	if info.Main.Version != "" {
+		version = info.Main.Version
+	}
+	goVersion = info.GoVersion
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			commit = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	return
+}
+
+func newVersionCmd(f *Factory) *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print the kit's version, commit and Go version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			v, c, g, dirty := buildInfo()
+			switch format {
+			case "json":
+				return writeJSON(f.IO.Out, map[string]any{"version": v, "commit": c, "go": g, "modified": dirty})
+			case "text":
+				suffix := ""
+				if dirty {
+					suffix = " (modified)"
+				}
+				fmt.Fprintf(f.IO.Out, "astrabox %s\ncommit %s%s\n%s\n", v, c, suffix, g)
+				return nil
+			}
+			return usagef("unknown format %q; use text or json", format)
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	return cmd
+}

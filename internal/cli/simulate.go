@@ -1,0 +1,267 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/astrabox-dev/astrabox/internal/conformance"
+	"github.com/astrabox-dev/astrabox/internal/secrets"
+	"github.com/astrabox-dev/astrabox/internal/simulate"
+	"github.com/astrabox-dev/astrabox/internal/term"
+)
+
+// SimOptions are the options shared by the `astrabox simulate` commands.
+type SimOptions struct {
+	Project, Python, Provider string
+	Format                    string
+	Replicas                  int
+	Seed                      int64
+	Engine                    string
+	Principal                 string
+	Consent                   string
+	Agent                     string
+	Retries                   int
+	Refresh                   bool
+	Action                    string
+	Boxes                     int
+}
+
+func newSimulateCmd(f *Factory) *cobra.Command {
+	o := &SimOptions{}
+	cmd := &cobra.Command{
+		Use:   "simulate",
+		Short: "Play one lifecycle sequence against the provider and show its timeline",
+		Long: `Play one lifecycle sequence of the platform against the provider and print a timeline: each
+step, each callback with its replica, what was delivered where (material redacted), and the
+platform's answers. --format json prints the full history with every secret masked.`,
+	}
+	cmd.PersistentFlags().StringVar(&o.Project, "project", "", "provider project directory (default: the nearest directory upward holding pyproject.toml or setup.cfg)")
+	cmd.PersistentFlags().StringVar(&o.Python, "python", "", "Python interpreter to load the provider with")
+	cmd.PersistentFlags().StringVar(&o.Provider, "provider", "", "pick one provider by entry-point name when several are declared")
+	cmd.PersistentFlags().StringVarP(&o.Format, "format", "f", "text", "output: text (timeline) or json (full history)")
+	cmd.PersistentFlags().IntVar(&o.Replicas, "replicas", 2, "platform replicas (separate provider processes)")
+	cmd.PersistentFlags().Int64Var(&o.Seed, "seed", 1, "seed of the scenario")
+	cmd.PersistentFlags().StringVar(&o.Engine, "engine", simulate.EngineClaudeCode, "engine adapter: "+strings.Join(simulate.AdapterNames(), ", "))
+	cmd.PersistentFlags().StringVar(&o.Principal, "principal", "alice", "the Session owner")
+	cmd.PersistentFlags().StringVar(&o.Consent, "consent", "granted", "the owner's consent at the identity service: granted or pending")
+	_ = cmd.RegisterFlagCompletionFunc("engine", cobra.FixedCompletions(simulate.AdapterNames(), cobra.ShellCompDirectiveNoFileComp))
+
+	canned := func(use, short string, build func(*SimOptions) []simulate.Step) *cobra.Command {
+		return &cobra.Command{
+			Use: use, Short: short, Args: cobra.NoArgs,
+			RunE: func(c *cobra.Command, args []string) error {
+				sc := &simulate.Scenario{Name: strings.Fields(use)[0], Seed: o.Seed, Replicas: o.Replicas, Engine: o.Engine,
+					Principals: map[string]simulate.Principal{o.Principal: {Consent: o.Consent}},
+					Agents:     []simulate.AgentSpec{{ID: "agent-1", Creator: o.Principal}}, Steps: build(o)}
+				if err := sc.Validate(); err != nil {
+					return usagef("%v", err)
+				}
+				return runSimulation(c, f, o, sc)
+			},
+		}
+	}
+	session := func(op string) simulate.Step {
+		return simulate.Step{Op: op, Session: "s1", Agent: "agent-1", Principal: o.Principal, Replica: "r1"}
+	}
+	cold := canned("cold-start", "Cold-start a Session: plan, prepare_session, delivery, engine activation", func(o *SimOptions) []simulate.Step {
+		return []simulate.Step{session(simulate.OpColdStart)}
+	})
+	claim := canned("claim", "Prewarm a box, then claim it for a Session (session-bound or ordinary)", func(o *SimOptions) []simulate.Step {
+		c := session(simulate.OpClaim)
+		c.Replica = replicaName(2, o.Replicas)
+		return []simulate.Step{{Op: simulate.OpPrewarm, Agent: "agent-1", Boxes: 1, Replica: "r1"}, c}
+	})
+	reattach := canned("reattach", "Cold-start a Session, then reattach it with a new runtime", func(o *SimOptions) []simulate.Step {
+		r := simulate.Step{Op: simulate.OpReattach, Session: "s1", Replica: replicaName(2, o.Replicas)}
+		return []simulate.Step{session(simulate.OpColdStart), r}
+	})
+	replace := canned("replace-sandbox", "Cold-start a Session, then replace its sandbox", func(o *SimOptions) []simulate.Step {
+		return []simulate.Step{session(simulate.OpColdStart), {Op: simulate.OpReplaceSandbox, Session: "s1", Replica: replicaName(2, o.Replicas)}}
+	})
+	prewarm := canned("prewarm", "Prewarm boxes: plan, caches, synchronize, publication to waiting inventory", func(o *SimOptions) []simulate.Step {
+		return []simulate.Step{{Op: simulate.OpPrewarm, Agent: "agent-1", Boxes: o.Boxes, Replica: "r1"}}
+	})
+	prewarm.Flags().IntVar(&o.Boxes, "boxes", 2, "boxes to prepare")
+	turn := canned("turn", "Cold-start a Session and make one engine write, with retries and refreshes", func(o *SimOptions) []simulate.Step {
+		t := simulate.Step{Op: simulate.OpTurn, Session: "s1", Attempt: "a1", Replica: "r1"}
+		if o.Refresh {
+			t.LiveFor = 900
+		}
+		steps := []simulate.Step{session(simulate.OpColdStart), t}
+		for i := 0; i < o.Retries; i++ {
+			steps = append(steps, simulate.Step{Op: simulate.OpRetry, Session: "s1", Attempt: "a1", Replica: replicaName(i+2, o.Replicas)})
+		}
+		return steps
+	})
+	turn.Flags().IntVar(&o.Retries, "retries", 0, "reconnect retries of the same attempt, on the other replicas in turn")
+	turn.Flags().BoolVar(&o.Refresh, "refresh", false, "keep the write live for 15 host minutes so that validity refreshes happen")
+	ua := canned("user-action", "Cold-start a Session, read its user-action state and perform an offered operation", func(o *SimOptions) []simulate.Step {
+		steps := []simulate.Step{session(simulate.OpColdStart), {Op: simulate.OpReadUserActions, Session: "s1", Replica: "r1"}}
+		if o.Action != "" {
+			steps = append(steps, simulate.Step{Op: simulate.OpPerformUserAction, Session: "s1", Action: o.Action, Replica: replicaName(2, o.Replicas)})
+		}
+		return append(steps, simulate.Step{Op: simulate.OpTurn, Session: "s1", Attempt: "a1", Replica: "r1"})
+	})
+	ua.Flags().StringVar(&o.Action, "action", "", "operation id to perform after the read (one the state offers)")
+	recover := canned("recover", "Lose the host during synchronize with its write held, recover, then release the write", func(o *SimOptions) []simulate.Step {
+		return []simulate.Step{
+			{Op: simulate.OpPrewarm, Agent: "agent-1", Boxes: 1, Replica: "r1", Fault: &simulate.Fault{Kind: simulate.FaultHostLoss},
+				Double: []simulate.DoubleFault{{Kind: "hold", Method: "PUT", Times: 1}}},
+			{Op: simulate.OpRecover, Operation: "op-1", Replica: replicaName(2, o.Replicas)},
+			{Op: simulate.OpRelease},
+		}
+	})
+	run := &cobra.Command{
+		Use:   "run FILE.yaml",
+		Short: "Play a scenario file (see docs/scenarios.md)",
+		Args:  cobra.ExactArgs(1),
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			return []string{"yaml", "yml"}, cobra.ShellCompDirectiveFilterFileExt
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			sc, err := simulate.LoadScenario(args[0])
+			if err != nil {
+				return asUndecided(err)
+			}
+			if c.Flags().Changed("seed") {
+				sc.Seed = o.Seed
+			}
+			return runSimulation(c, f, o, sc)
+		},
+	}
+	cmd.AddCommand(cold, claim, reattach, replace, prewarm, turn, ua, recover, run)
+	return cmd
+}
+
+func replicaName(i, n int) string {
+	if n < 1 {
+		n = 1
+	}
+	return fmt.Sprintf("r%d", (i-1)%n+1)
+}
+
+func runSimulation(c *cobra.Command, f *Factory, o *SimOptions, sc *simulate.Scenario) error {
+	if o.Format != "text" && o.Format != "json" {
+		return usagef("unknown format %q; use text or json", o.Format)
+	}
+	ctx, cancel := signalContext(c.Context())
+	defer cancel()
+	opts := conformance.Options{Project: o.Project, Python: o.Python, Provider: o.Provider, Getenv: f.Getenv, Scenarios: []*simulate.Scenario{sc}, Jobs: 1}
+	t, err := conformance.Resolve(ctx, opts)
+	if err != nil {
+		return asUndecided(err)
+	}
+	if f.Verbose {
+		fmt.Fprintf(f.IO.Err, "interpreter: %s (Python %s, chosen by %s)\n", t.Python.Path, t.Python.VersionString(), t.Python.Reason)
+	}
+	info, reply, err := conformance.Inspect(ctx, t)
+	if err != nil {
+		return asUndecided(err)
+	}
+	if info == nil {
+		return asUndecided(conformance.LoadError(t, reply))
+	}
+	ev, err := conformance.Collect(ctx, t, info, sc.Seed, opts)
+	if err != nil {
+		return asUndecided(err)
+	}
+	if len(ev.Histories) == 0 {
+		return asUndecided(fmt.Errorf("the scenario did not run: %v", ev.Skipped["*"]))
+	}
+	h := ev.Histories[0]
+	if o.Format == "json" {
+		raw, err := json.Marshal(h)
+		if err != nil {
+			return asUndecided(err)
+		}
+		_, err = f.IO.Out.Write(append(ev.Secrets.MaskJSON(raw), '\n'))
+		return err
+	}
+	writeTimeline(f.IO.Out, f.IO.OutStyles(), h, ev.Secrets)
+	return nil
+}
+
+// writeTimeline prints a history as a readable timeline, secrets masked.
+func writeTimeline(w io.Writer, s term.Styles, h *simulate.History, set *secrets.Set) {
+	fmt.Fprintf(w, "%s  seed %d, %d replicas, engine %s, provider %s\n", s.Heading.Render("scenario "+h.Scenario), h.Seed, h.Replicas, h.Engine, h.Provider)
+	for _, e := range h.Events {
+		at := fmt.Sprintf("t+%6.1fs", e.At)
+		rep := e.Replica
+		if rep == "" {
+			rep = "  "
+		}
+		msg := set.Mask(e.Message)
+		switch e.Kind {
+		case simulate.EventStep:
+			fmt.Fprintf(w, "\n%s %s\n", s.Heading.Render(fmt.Sprintf("%d.", e.Step)), s.Heading.Render(msg))
+			continue
+		case simulate.EventCall:
+			label := s.Pass.Render("call")
+			if e.Call.Outcome != simulate.OutcomeReturned {
+				label = s.Warn.Render("call")
+			}
+			fmt.Fprintf(w, "   %s %s %-4s %s %s\n", s.Dim.Render(at), rep, label, s.Code.Render(e.Call.Key), msg)
+			if e.Call.Error != nil {
+				fmt.Fprintf(w, "   %s         %s\n", strings.Repeat(" ", len(at)), s.Dim.Render(set.Mask(e.Call.Error.Type+": "+truncate(e.Call.Error.Message, 120))))
+			}
+			if e.Call.Result != nil && e.Call.Result.Type == "RuntimeMaterials" {
+				var names []string
+				for _, fl := range e.Call.Result.Files {
+					names = append(names, fmt.Sprintf("%s (%d bytes)", fl.Name, len(fl.Content)))
+				}
+				for k := range e.Call.Result.Environment {
+					names = append(names, k+"=<redacted>")
+				}
+				if len(names) > 0 {
+					fmt.Fprintf(w, "   %s         %s\n", strings.Repeat(" ", len(at)), s.Dim.Render("material: "+strings.Join(names, ", ")))
+				}
+			}
+			continue
+		case simulate.EventOutcome:
+			if e.Code != "" {
+				msg = s.Fail.Render(e.Code) + " " + msg
+			}
+		case simulate.EventSandbox, simulate.EventBackground:
+			msg = s.Dim.Render(msg)
+		}
+		fmt.Fprintf(w, "   %s %s %-4s %s\n", s.Dim.Render(at), rep, e.Kind[:min(4, len(e.Kind))], msg)
+	}
+	if n := len(h.Requests); n > 0 {
+		fmt.Fprintf(w, "\n%s %d request(s) to the deployment double\n", s.Heading.Render("double:"), n)
+		for _, r := range h.Requests {
+			call := r.Call
+			if call == "" {
+				call = "background"
+			}
+			fmt.Fprintf(w, "   #%-3d %-3s %-6s %s %s -> %d%s\n", r.Seq, r.Replica, r.Method, set.Mask(r.Path), s.Dim.Render("("+call+")"), r.Status, flags(r))
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+func flags(r simulate.Request) string {
+	var out []string
+	for _, f := range []struct {
+		on   bool
+		name string
+	}{{r.Held, "held"}, {r.Delayed, "delayed"}, {r.Fenced, "fenced"}, {r.Dropped, "dropped"}, {r.Forbidden, "FORBIDDEN"}} {
+		if f.on {
+			out = append(out, f.name)
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return " [" + strings.Join(out, ", ") + "]"
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
