@@ -116,8 +116,9 @@ func TestStartFailures(t *testing.T) {
 			if lim == (Limits{}) {
 				lim = testLimits()
 			}
-			before := pidsWithTokenPrefixCount()
-			p, err := Start(context.Background(), Options{Python: fake(t, tc.python), ProjectDir: t.TempDir(), Env: tc.env, Limits: lim, Replica: "r9"})
+			mark := "ASTRABOX_TEST_MARK=" + randomHex(8)
+			env := append([]string{mark}, tc.env...)
+			p, err := Start(context.Background(), Options{Python: fake(t, tc.python), ProjectDir: t.TempDir(), Env: env, Limits: lim, Replica: "r9"})
 			if err == nil {
 				p.Kill()
 				t.Fatal("start succeeded")
@@ -126,8 +127,8 @@ func TestStartFailures(t *testing.T) {
 			if pe.Replica != "r9" || !strings.Contains(err.Error(), "harness r9") {
 				t.Errorf("replica not named: %v", err)
 			}
-			if after := pidsWithTokenPrefixCount(); after > before {
-				t.Errorf("%d harness processes left behind", after-before)
+			if left := pidsWithEnv(mark); len(left) > 0 {
+				t.Errorf("processes left behind: %v", left)
 			}
 		})
 	}
@@ -143,22 +144,22 @@ func TestStartFailures(t *testing.T) {
 	})
 }
 
-// pidsWithTokenPrefixCount counts live processes carrying any replica token.
-func pidsWithTokenPrefixCount() int {
-	n := 0
+// pidsWithEnv lists live processes whose environment holds kv.
+func pidsWithEnv(kv string) []int {
+	var out []int
 	self := os.Getpid()
 	for _, pid := range allPids() {
 		if pid == self {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join("/proc", itoa(pid), "environ"))
-		if err == nil && strings.Contains(string(b), "ASTRABOX_REPLICA_TOKEN=") {
+		if err == nil && strings.Contains("\x00"+string(b), "\x00"+kv+"\x00") {
 			if info, ok := readStat(pid); ok && info.state != 'Z' {
-				n++
+				out = append(out, pid)
 			}
 		}
 	}
-	return n
+	return out
 }
 
 func TestFakeRoundTripAndAttribution(t *testing.T) {
