@@ -60,8 +60,10 @@ class LaunchTest(unittest.TestCase):
         self.assertEqual(proc.stdout, b"")
 
     def test_hello_echoes_cookie_and_working_dir_cannot_shadow(self):
-        # The working directory holds a package named astrabox that raises on import.
-        with Harness(cwd=os.path.join(FIXTURES, "shadow")) as h:
+        # The working directory holds a package named astrabox that raises on import, and PYTHONPATH
+        # names it twice (relative and absolute): the harness must drop both and import its own SDK.
+        shadow = os.path.join(FIXTURES, "shadow")
+        with Harness(cwd=shadow, env={"PYTHONPATH": os.pathsep.join([".", shadow, ""])}) as h:
             hello = h.hello()
             self.assertEqual(hello["cookie"], h.cookie)
             self.assertEqual(hello["protocol"], 1)
@@ -71,6 +73,12 @@ class LaunchTest(unittest.TestCase):
             reply = h.call("plan", {"config": {}})
             self.assertFalse(reply["ok"])
             self.assertEqual(reply["error"]["type"], "astrabox.harness.NotLoaded")
+            self.assertTrue(h.load("fixprov.good:Good")["ok"])
+            path = h.call("plan", {"config": {"mode": "syspath"}})["value"]["declaration"]["sys_path"]
+            self.assertEqual(path[0], SRC)  # load prepends the project's paths
+            self.assertEqual(path[1], os.path.dirname(os.path.dirname(os.path.dirname(ENTRY))))  # then the SDK
+            for bad in ("", ".", shadow, os.path.dirname(ENTRY)):
+                self.assertNotIn(bad, path)
         self.assertEqual(h.proc.returncode, 0)  # shutdown ends with status 0
 
     def test_oversized_frame_is_a_protocol_error(self):
@@ -429,6 +437,14 @@ class CallTest(unittest.TestCase):
                                                   for l in m["observations"]["logs"]))
         log = [l for l in bg["observations"]["logs"] if l["message"] == "left behind after return"][0]
         self.assertEqual((log["call"], log["after_return"], log["thread"]), (reply["id"], True, "lingerer"))
+
+    def test_leftover_timer_thread_names_its_function(self):
+        reply = self.plan("timer")
+        try:
+            threads = reply["observations"]["leftovers"]["threads"]
+            self.assertEqual([(t["target"], t["file"]) for t in threads], [("fixprov.good.tick", GOOD)])
+        finally:
+            self.plan("cancel-timers")
 
     def test_leftover_child_process(self):
         reply = self.plan("child")

@@ -593,6 +593,8 @@ class Observer:
                 if t in before.threads or t in self.own_threads or not t.is_alive():
                     continue
                 target = getattr(t, "_target", None)
+                if isinstance(t, threading.Timer):
+                    target = getattr(t, "function", None)
                 if target is None and type(t).run is not threading.Thread.run:
                     target = type(t).run
                 if callable_name(target) == "concurrent.futures.thread._worker":
