@@ -147,6 +147,14 @@ class LoadTest(unittest.TestCase):
             again = h.load("fixprov.good:Good")
             self.assertFalse(again["ok"])
 
+    def test_top_level_module_root(self):
+        with Harness() as h:
+            h.hello()
+            v = h.load("fixtop:Provider")["value"]
+            self.assertEqual(v["provider_roots"], [SRC])
+            self.assertEqual((v["name"], v["name_error"]), ("top.level-1", None))
+            self.assertFalse(any(m["overridden"] for m in v["methods"].values()))
+
     def test_import_error(self):
         with Harness() as h:
             h.hello()
