@@ -20,12 +20,7 @@ test: lint
 demo: build
 	$(BIN) conformance run --project $(EXAMPLE)
 
-completions: build
-	mkdir -p completions
-	$(BIN) completion bash > completions/astrabox.bash
-	$(BIN) completion zsh > completions/_astrabox
-	$(BIN) completion fish > completions/astrabox.fish
-	$(BIN) completion powershell > completions/astrabox.ps1
+completions: docs
 
 docs:
 	$(GO) run ./internal/tools/gendocs
