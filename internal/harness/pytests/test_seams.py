@@ -134,6 +134,13 @@ class ShapeTest(unittest.TestCase):
         self.assertIsInstance(s.actions, tuple)
         self.assertEqual(RuntimePreparationPlan(), RuntimePreparationPlan(session_bound=False, declaration={}))
 
+    def test_contexts_with_read_only_config_are_hashable(self):
+        import types
+
+        ctx = session_context(config=types.MappingProxyType({"k": (1, 2)}))
+        self.assertEqual(hash(ctx), hash(session_context(config=types.MappingProxyType({"other": 1}))))
+        self.assertIsInstance(hash(PackageCheckout(types.MappingProxyType({"git": "x"}), "/c")), int)
+
     def test_provider_defaults(self):
         class P(RuntimePreparationProvider):
             name = "p"

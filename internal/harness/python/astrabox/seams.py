@@ -261,7 +261,7 @@ class AgentPreparationOperation:
 class PackageCheckout:
     """A package as declared (``source``) and where its cache checkout is inside the sandbox (``path``)."""
 
-    source: Mapping[str, Any]
+    source: Mapping[str, Any] = field(hash=False)
     path: str
 
 
@@ -274,7 +274,7 @@ class AgentPreparationContext:
     config_version: int
     preparation_id: str
     runtime_generation: str
-    config: Mapping[str, Any] = field(repr=False)
+    config: Mapping[str, Any] = field(repr=False, hash=False)
     sandbox: SandboxHandle
     packages: Tuple[PackageCheckout, ...]
     skills_path: Optional[str]
@@ -310,7 +310,7 @@ class SessionPreparationContext:
     session_id: str
     agent_id: str
     principal_id: str
-    config: Mapping[str, Any] = field(repr=False)
+    config: Mapping[str, Any] = field(repr=False, hash=False)
     runtime_generation: str
     sandbox_id: str
     workload_identity: WorkloadIdentity
