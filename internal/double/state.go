@@ -3,6 +3,8 @@ package double
 import (
 	"crypto/rand"
 	"encoding/json"
+	"errors"
+	"fmt"
 	mrand "math/rand"
 	"slices"
 )
@@ -173,4 +175,31 @@ func (d *Double) AppliedCount() int64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.applySeq
+}
+
+// Reset forgets every record, fence, credential, consent, fault and recorded request, and reseeds token
+// generation, so that one running double (and the replica processes that know its URLs) can serve another
+// scenario. It fails when requests are still being handled: the caller should then start a new double.
+func (d *Double) Reset(seed int64) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return errors.New("reset deployment double: it is closed")
+	}
+	if d.activeReqs > 0 || len(d.holds) > 0 {
+		return fmt.Errorf("reset deployment double: %d request(s) still in progress", d.activeReqs)
+	}
+	d.state = newState()
+	d.requests = nil
+	d.seq = 0
+	d.applySeq = 0
+	d.faults = nil
+	d.inFlight = map[string]Call{}
+	d.hasFlight = map[string]bool{}
+	d.tokenRand = nil
+	if seed != 0 {
+		d.tokenRand = mrand.New(mrand.NewSource(seed))
+	}
+	d.changedLocked()
+	return nil
 }
