@@ -256,7 +256,7 @@ class Observer:
     def __init__(self, sdk_dir: str) -> None:
         self.sdk_dir = os.path.realpath(sdk_dir)
         self._sdk_dirs = {sdk_dir.rstrip(os.sep), self.sdk_dir}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entrant: a signal handler may log while it is held
         self._local = threading.local()
         self.current = Bucket()
         self.background = Bucket()

@@ -97,7 +97,7 @@ class Runner:
         self.own_tasks: Set[Any] = set()
         self.early_cancels: Set[int] = set()  # cancels that overtook their call in the queue
         self.last_call = 0
-        self._bg_lock = threading.Lock()
+        self._bg_lock = threading.RLock()
         self._bg_scheduled = False
 
     # -- messages from the reader thread ---------------------------------------------------------------
