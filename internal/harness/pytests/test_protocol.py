@@ -504,6 +504,16 @@ class CallTest(unittest.TestCase):
         else:
             self.assertEqual(sleeps, [])  # no such event before 3.13
 
+    def test_bounds_and_dropped(self):
+        obs = self.plan("flood")["observations"]
+        self.assertEqual(len(obs["logs"]), 1000)
+        long = obs["logs"][0]["message"]
+        self.assertTrue(long.startswith("z" * 8192) and "truncated" in long and len(long) < 8300, len(long))
+        self.assertEqual(obs["logs"][1]["message"], "record 0")
+        self.assertEqual(obs["dropped"], 501)
+        obs = self.plan("default")["observations"]
+        self.assertEqual(obs["dropped"], 0)
+
     def test_plain_call_observes_nothing(self):
         reply = self.plan("default")
         obs = reply["observations"]
