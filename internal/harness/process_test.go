@@ -25,7 +25,7 @@ func fake(t *testing.T, name string) string {
 
 func testLimits() Limits {
 	l := DefaultLimits()
-	l.Grace = 500 * time.Millisecond
+	l.Grace = time.Second
 	l.StartTimeout = 10 * time.Second
 	l.CloseTimeout = time.Second
 	return l
@@ -242,7 +242,7 @@ func TestFakeCancelAndHang(t *testing.T) {
 	}
 	pgid, token := p.PID(), p.ReplicaToken()
 	_, err = call(t, p, "block_forever", nil, 100*time.Millisecond)
-	pe := asProcessError(t, err, KindHung, "did not settle", "call block_forever", "within 500ms after cancel")
+	pe := asProcessError(t, err, KindHung, "did not settle", "call block_forever", "within 1s after cancel")
 	if !strings.Contains(pe.Stack, "most recent call first") || !strings.Contains(pe.Stack, "fake-harness") {
 		t.Errorf("stack dump missing: %q", pe.Stack)
 	}
