@@ -19,6 +19,22 @@
 // killing the process group when the sum over the harness and its descendants
 // exceeds it.
 //
+// # Output
+//
+// The provider's stdout and stderr are pipes drained at all times. Each call's
+// Reply carries the bytes written since the previous call's sync marker
+// (docs/protocol.md), at most Limits.CaptureBytes per stream (head and tail
+// halves, the rest counted). After a reply Go waits up to one second for the
+// markers, and not at all on a stream that is closed or a process that is
+// gone; without a marker the output is cut where it stood.
+//
+// # Cleanup
+//
+// Close and Kill signal the whole process group, then kill every process
+// whose environment carries the replica token (descendants that called
+// setsid), and wait for all of the package's goroutines. A descendant that
+// both leaves the group and clears its environment is not found.
+//
 // # Errors
 //
 // A call either gets a [Reply] (the harness answered, with a value or with the

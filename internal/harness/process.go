@@ -319,6 +319,9 @@ func (p *Process) startFailure(extra error) error {
 // Hello returns the harness's hello message.
 func (p *Process) Hello() Hello { return p.hello }
 
+// Replica returns the replica name.
+func (p *Process) Replica() string { return p.o.Replica }
+
 // PID returns the harness's process id (also its process group id).
 func (p *Process) PID() int { return p.pid }
 
