@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 
-from reference_provider.deployment import DeploymentClient
+from reference_provider.deployment import DeploymentClient, record_path
 from reference_provider.provider import ReferenceProvider
 
 
@@ -24,3 +24,14 @@ class Provider(ReferenceProvider):
     def _client(self, config, *, deadline=None, operation_id=None):
         base = super()._client(config, deadline=deadline, operation_id=operation_id)
         return HastyClient(base.base_url, deadline=deadline, operation_id=operation_id)
+
+    async def prepare_turn(self, *, context):
+        # A first write per attempt (the double slows it in the deadlines scenario): when the platform cancels
+        # the turn meanwhile, the thread keeps going and the write lands after prepare_turn settled.
+        client = self._client(None, deadline=context.deadline)
+        await client.request(
+            "PUT",
+            record_path("turn-starts", context.session_id, context.dispatch_attempt_id),
+            {"value": {"refresh": bool(context.refresh)}},
+        )
+        return await super().prepare_turn(context=context)

@@ -1,0 +1,267 @@
+package conformance
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/astrabox-dev/astrabox/internal/harness"
+	"github.com/astrabox-dev/astrabox/internal/report"
+	"github.com/astrabox-dev/astrabox/internal/simulate"
+)
+
+func init() {
+	register(
+		&Check{
+			ID: "GEN-NO-DISPATCH", Title: "No dispatch, consent flow, Agent registration or background write", Area: AreaGeneral, Severity: report.SeverityError,
+			Clauses:   []string{"GEN-NO-DISPATCH"},
+			Rationale: "Callbacks prepare runtimes; they never act on the user's behalf. Dispatching input, starting a consent flow or registering an Agent from a callback does what only the platform or the user may do, and writes left running in the background after a callback returned escape the platform's deadlines, fences and recovery.",
+			Hint:      "Only read and write your own records and issue credentials inside the callback; await every write before returning.",
+			Wrong:     "async def prepare_turn(self, *, context):\n    materials = await self._materials(context)\n    asyncio.get_running_loop().create_task(self._post(\"/v1/dispatch\", {...}))\n    return materials",
+			Right:     "async def prepare_turn(self, *, context):\n    return await self._materials(context)",
+			Decide:    decideGenNoDispatch,
+		},
+		&Check{
+			ID: "GEN-CANCEL-CLEAN", Title: "Cancellation leaves no outstanding writes", Area: AreaGeneral, Severity: report.SeverityError,
+			Clauses:   []string{"GEN-CANCEL-CLEAN"},
+			Rationale: "When the platform cancels a callback (its deadline passed, or the step was cancelled) it treats the callback as over and may retry elsewhere. A write the callback started and left running lands later, racing the retry and the platform's view of what happened.",
+			Hint:      "On cancellation, stop or await the in-flight write before re-raising; never leave it running in a thread or task.",
+			Wrong:     "async def prepare_turn(self, *, context):\n    token = await asyncio.to_thread(self._issue_blocking, context)  # the thread keeps writing after cancel",
+			Right:     "async def prepare_turn(self, *, context):\n    token = await self._client.issue(context)  # cancellable request, nothing left running",
+			Decide:    decideGenCancelClean,
+		},
+		&Check{
+			ID: "GEN-SETTLES", Title: "Every callback settles in a live process", Area: AreaGeneral, Severity: report.SeverityError,
+			Clauses:   []string{"GEN-SETTLES"},
+			Rationale: "Callbacks run in the platform's own process, on its event loop. A callback that blocks the loop, exits the process, crashes it or exhausts its memory takes down every other Session served by that process, not just the point it was called for.",
+			Hint:      "Never block the event loop (use await asyncio.sleep, async clients or asyncio.to_thread), never call sys.exit/os._exit, and bound memory use.",
+			Wrong:     "async def prepare_session(self, *, context):\n    time.sleep(3600)  # blocks the platform's event loop",
+			Right:     "async def prepare_session(self, *, context):\n    await asyncio.sleep(0.1)",
+			Decide:    decideGenSettles,
+		},
+	)
+}
+
+// bgEvidence is an evidence entry for something that happened outside any callback.
+func bgEvidence(h *simulate.History, replica, text string, loc *report.Location) report.Evidence {
+	return report.Evidence{Text: text, Scenario: h.Scenario, Replica: replica, Location: loc}
+}
+
+// settledNormally reports whether a call ended on its own (returned or raised) without being cancelled.
+func settledNormally(c *simulate.CallRecord) bool {
+	return (c.Outcome == simulate.OutcomeReturned || c.Outcome == simulate.OutcomeRaised) && !c.CancelSent
+}
+
+// cancelledCall reports whether the platform cancelled a call.
+func cancelledCall(c *simulate.CallRecord) bool {
+	return c.Outcome == simulate.OutcomeCancelled || c.Outcome == simulate.OutcomeOverran || c.CancelSent
+}
+
+// leftBehindSummary describes what a callback left running, or "".
+func leftBehindSummary(l harness.Leftovers) string {
+	var parts []string
+	for _, t := range l.Threads {
+		parts = append(parts, "thread "+t.Name)
+	}
+	for _, t := range l.Tasks {
+		parts = append(parts, "task "+t.Name)
+	}
+	for range l.Timers {
+		parts = append(parts, "timer")
+	}
+	for _, c := range l.Children {
+		parts = append(parts, fmt.Sprintf("child process %d", c.PID))
+	}
+	if len(parts) > 4 {
+		parts = append(parts[:4], fmt.Sprintf("and %d more", len(parts)-4))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// leftoverLocation is where a callback started the first leftover it knows the place of.
+func leftoverLocation(l harness.Leftovers) *report.Location {
+	for _, t := range l.Threads {
+		if t.File != "" {
+			return at(t.File, t.Line)
+		}
+	}
+	for _, t := range l.Tasks {
+		if t.File != "" {
+			return at(t.File, t.Line)
+		}
+	}
+	return nil
+}
+
+func decideGenNoDispatch(ev *Evidence) []Finding {
+	var out []Finding
+	seen := map[string]bool{}
+	for _, h := range ev.Histories {
+		byKey := map[string]callSite{}
+		var order []callSite
+		for _, e := range h.Events {
+			if e.Call != nil {
+				cs := callSite{h: h, c: e.Call, e: e}
+				byKey[e.Call.Key] = cs
+				order = append(order, cs)
+			}
+		}
+		// Forbidden endpoints.
+		for _, r := range h.Requests {
+			if !r.Forbidden {
+				continue
+			}
+			cs, ok := byKey[r.Call]
+			method := r.Callback
+			if method == "" {
+				method = "background work"
+			}
+			key := "forbidden|" + method + "|" + r.Method + " " + r.Path
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			msg := fmt.Sprintf("%s called an endpoint a provider must never call: %s", method, describeRequest(r))
+			if ok {
+				loc := ev.methodLocation(cs.c.Method)
+				out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(cs, msg, loc)}})
+			} else {
+				out = append(out, Finding{Message: msg, Evidence: []report.Evidence{bgEvidence(h, r.Replica, msg, nil)}})
+			}
+		}
+		// Writes that landed after the callback that made them returned or raised on its own.
+		for _, cs := range order {
+			if !settledNormally(cs.c) {
+				continue
+			}
+			late := lateWrites(cs)
+			if len(late) == 0 {
+				continue
+			}
+			key := "late|" + cs.c.Method
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			obs := ev.allObservations(cs)
+			loc := leftoverLocation(obs.Leftovers)
+			if loc == nil {
+				loc = ev.methodLocation(cs.c.Method)
+			}
+			msg := fmt.Sprintf("%s %s, but %d of its write(s) landed afterwards (first: %s)", cs.c.Method, cs.c.Outcome, len(late), describeRequest(late[0]))
+			if s := leftBehindSummary(obs.Leftovers); s != "" {
+				msg += "; it left running: " + s
+			}
+			out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(cs, msg, loc)}})
+		}
+		// Writes made while no callback ran.
+		for _, r := range h.Requests {
+			if r.Call != "" || !r.Applied || !isWrite(r.Method) || r.Forbidden {
+				continue
+			}
+			key := "background|" + r.Replica
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			msg := fmt.Sprintf("a write reached the deployment double from replica %s while no callback ran there: %s", r.Replica, describeRequest(r))
+			// Blame the last callback on that replica that left work running.
+			var blame *callSite
+			for i := range order {
+				cs := order[i]
+				if cs.c.Replica != r.Replica {
+					continue
+				}
+				if !ev.allObservations(cs).Leftovers.Empty() {
+					blame = &order[i]
+				}
+			}
+			if blame != nil {
+				obs := ev.allObservations(*blame)
+				loc := leftoverLocation(obs.Leftovers)
+				if loc == nil {
+					loc = ev.methodLocation(blame.c.Method)
+				}
+				msg += fmt.Sprintf("; %s left running: %s", blame.c.Method, leftBehindSummary(obs.Leftovers))
+				out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(*blame, msg, loc)}})
+				continue
+			}
+			out = append(out, Finding{Message: msg, Evidence: []report.Evidence{bgEvidence(h, r.Replica, msg, nil)}})
+		}
+	}
+	return out
+}
+
+func decideGenCancelClean(ev *Evidence) []Finding {
+	var out []Finding
+	seen := map[string]bool{}
+	for _, cs := range ev.calls() {
+		if !cancelledCall(cs.c) || cs.c.Outcome == simulate.OutcomeHostLoss || cs.c.Outcome == simulate.OutcomeDied {
+			continue
+		}
+		late := lateWrites(cs)
+		if len(late) == 0 {
+			continue
+		}
+		if seen[cs.c.Method] {
+			continue
+		}
+		seen[cs.c.Method] = true
+		obs := ev.allObservations(cs)
+		loc := leftoverLocation(obs.Leftovers)
+		if loc == nil {
+			loc = ev.methodLocation(cs.c.Method)
+		}
+		var ws []string
+		for i, r := range late {
+			if i == 3 {
+				ws = append(ws, fmt.Sprintf("and %d more", len(late)-3))
+				break
+			}
+			ws = append(ws, describeRequest(r))
+		}
+		msg := fmt.Sprintf("%s was cancelled by the platform (%s) but %d of its write(s) landed after it settled: %s", cs.c.Method, cs.c.Outcome, len(late), strings.Join(ws, "; "))
+		if s := leftBehindSummary(obs.Leftovers); s != "" {
+			msg += "; it left running: " + s
+		}
+		out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(cs, msg, loc)}})
+	}
+	return out
+}
+
+// processFailure explains a process kind that is the provider's doing, or "".
+func processFailure(kind string) string {
+	switch harness.ErrorKind(kind) {
+	case harness.KindHung:
+		return "never settled: it blocked the process (the event loop did not answer cancellation) and the replica was killed"
+	case harness.KindExited:
+		return "made the process exit"
+	case harness.KindSignaled:
+		return "made the process die on a signal"
+	case harness.KindMemoryLimit:
+		return "exhausted the process's memory"
+	}
+	return ""
+}
+
+func decideGenSettles(ev *Evidence) []Finding {
+	var out []Finding
+	seen := map[string]bool{}
+	for _, cs := range ev.calls() {
+		if cs.c.Outcome != simulate.OutcomeDied {
+			continue
+		}
+		why := processFailure(cs.c.ProcessKind)
+		if why == "" {
+			continue
+		}
+		key := cs.c.Method + "|" + cs.c.ProcessKind
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		loc := ev.methodLocation(cs.c.Method)
+		msg := fmt.Sprintf("%s %s (deadline %gs)", cs.c.Method, why, cs.c.DeadlineS)
+		out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(cs, msg, loc)}})
+	}
+	return out
+}

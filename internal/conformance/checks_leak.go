@@ -1,0 +1,197 @@
+package conformance
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/astrabox-dev/astrabox/internal/harness"
+	"github.com/astrabox-dev/astrabox/internal/report"
+	"github.com/astrabox-dev/astrabox/internal/simulate"
+)
+
+func init() {
+	register(
+		&Check{
+			ID: "LEAK-LOG", Title: "No secret in logs, warnings, stdout or stderr", Area: AreaLeak, Severity: report.SeverityError,
+			Clauses:   []string{"LEAK-LOG"},
+			Rationale: "The platform's logs, warnings and process output are shipped to log stores that many people read and that keep data for a long time. A credential, workload identity token or secret configuration value written there is disclosed to all of them.",
+			Hint:      "Log identifiers and outcomes, never token or secret values; do not print or warn with them, and do not log exceptions whose text holds them.",
+			Wrong:     "logger.info(\"prepared session with token %s\", context.workload_identity.token)",
+			Right:     "logger.info(\"prepared session %s\", context.session_id)",
+			Decide:    decideLeakLog,
+		},
+		&Check{
+			ID: "LEAK-ERROR", Title: "No secret in exception text", Area: AreaLeak, Severity: report.SeverityError,
+			Clauses:   []string{"LEAK-ERROR"},
+			Rationale: "Exceptions raised by callbacks are logged by the platform with their message and traceback, and may be shown to operators. A secret in an exception's text ends up in those logs even when the provider itself never logs it.",
+			Hint:      "Raise errors that name what failed (which service, which status), never the credential or request body.",
+			Wrong:     "raise RuntimeError(f\"credential service refused key {config['secrets']['model_api_key']}\")",
+			Right:     "raise RuntimeError(\"credential service refused the model key (HTTP 403)\")",
+			Decide:    decideLeakError,
+		},
+		&Check{
+			ID: "LEAK-USER-ACTION", Title: "No secret in user actions or user-action states", Area: AreaLeak, Severity: report.SeverityError,
+			Clauses:   []string{"LEAK-USER-ACTION"},
+			Rationale: "User actions and user-action states are shown in the console and returned by the public user-action endpoints, to the Session's owner and to anybody with read scope. A secret in a message, a URL or a state is handed to them.",
+			Hint:      "Use fixed messages and the identity service's own URL; never put a token, assertion or secret configuration value in them.",
+			Wrong:     "raise PreparationUserActionRequired(message=MSG, status=\"pending\", url=f\"{consent_url}?assertion={token}\")",
+			Right:     "raise PreparationUserActionRequired(message=MSG, status=\"pending\", url=consent_url)",
+			Decide:    decideLeakUserAction,
+		},
+	)
+}
+
+// leakText is one piece of text a provider emitted and where it came from.
+type leakText struct {
+	where string
+	text  string
+	loc   *report.Location
+}
+
+// observationTexts lists the log records and warnings of a set of observations.
+func observationTexts(obs harness.Observations) []leakText {
+	var out []leakText
+	for _, l := range obs.Logs {
+		t := l.Message
+		if l.ExcText != nil {
+			t += "\n" + *l.ExcText
+		}
+		out = append(out, leakText{where: fmt.Sprintf("a %s log record of logger %s", l.Level, l.Logger), text: t, loc: at(l.File, l.Line)})
+	}
+	for _, w := range obs.Warnings {
+		out = append(out, leakText{where: "a " + w.Category + " warning", text: w.Message, loc: at(w.File, w.Line)})
+	}
+	return out
+}
+
+func decideLeakLog(ev *Evidence) []Finding {
+	var out []Finding
+	seen := map[string]bool{}
+	report1 := func(t leakText, m string, evd report.Evidence) {
+		key := t.where + "|" + m
+		if t.loc != nil {
+			key = fmt.Sprintf("%s:%d|%s", t.loc.Path, t.loc.Line, m)
+		}
+		if seen[key] {
+			return
+		}
+		seen[key] = true
+		out = append(out, Finding{Message: evd.Text, Location: t.loc, Evidence: []report.Evidence{evd}})
+	}
+	for _, h := range ev.Histories {
+		for _, e := range h.Events {
+			switch {
+			case e.Call != nil:
+				cs := callSite{h: h, c: e.Call, e: e}
+				texts := observationTexts(e.Call.Observations)
+				texts = append(texts,
+					leakText{where: "stdout", text: e.Call.Stdout, loc: ev.methodLocation(e.Call.Method)},
+					leakText{where: "stderr", text: e.Call.Stderr, loc: ev.methodLocation(e.Call.Method)})
+				for _, t := range texts {
+					if m := ev.Secrets.FindString(t.text); len(m) > 0 {
+						msg := fmt.Sprintf("%s wrote %s (%s) to %s", e.Call.Method, m[0].Origin, m[0].Encoding, t.where)
+						report1(t, m[0].Origin, ev.evidence(cs, msg, t.loc))
+					}
+				}
+			case e.Kind == simulate.EventBackground && e.Background != nil:
+				for _, t := range observationTexts(*e.Background) {
+					if m := ev.Secrets.FindString(t.text); len(m) > 0 {
+						msg := fmt.Sprintf("work left running on replica %s wrote %s (%s) to %s", e.Replica, m[0].Origin, m[0].Encoding, t.where)
+						report1(t, m[0].Origin, bgEvidence(h, e.Replica, msg, t.loc))
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// withoutUserAction removes a raised user action's own message and URL from an exception text, so that a
+// secret there is reported once, by LEAK-USER-ACTION.
+func withoutUserAction(text string, ua *harness.UserAction) string {
+	if ua == nil {
+		return text
+	}
+	if ua.URL != nil && *ua.URL != "" {
+		text = strings.ReplaceAll(text, *ua.URL, "")
+	}
+	if ua.Message != "" {
+		text = strings.ReplaceAll(text, ua.Message, "")
+	}
+	return text
+}
+
+func decideLeakError(ev *Evidence) []Finding {
+	var out []Finding
+	seen := map[string]bool{}
+	for _, cs := range ev.calls() {
+		e := cs.c.Error
+		if e == nil {
+			continue
+		}
+		parts := []struct{ where, text string }{
+			{"message", e.Message}, {"repr", e.Repr}, {"traceback", e.Traceback},
+		}
+		for _, p := range parts {
+			m := ev.Secrets.FindString(withoutUserAction(p.text, e.UserAction))
+			if len(m) == 0 {
+				continue
+			}
+			loc := ev.errorLocation(cs)
+			key := cs.c.Method + "|" + m[0].Origin
+			if loc != nil {
+				key = fmt.Sprintf("%s:%d|%s", loc.Path, loc.Line, m[0].Origin)
+			}
+			if seen[key] {
+				break
+			}
+			seen[key] = true
+			msg := fmt.Sprintf("%s raised %s whose %s holds %s (%s)", cs.c.Method, e.Type, p.where, m[0].Origin, m[0].Encoding)
+			out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(cs, msg, loc)}})
+			break
+		}
+	}
+	return out
+}
+
+func decideLeakUserAction(ev *Evidence) []Finding {
+	var out []Finding
+	seen := map[string]bool{}
+	add := func(cs callSite, what string, text string, loc *report.Location) {
+		m := ev.Secrets.FindString(text)
+		if len(m) == 0 {
+			return
+		}
+		key := cs.c.Method + "|" + what + "|" + m[0].Origin
+		if seen[key] {
+			return
+		}
+		seen[key] = true
+		msg := fmt.Sprintf("%s put %s (%s) in %s", cs.c.Method, m[0].Origin, m[0].Encoding, what)
+		out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(cs, msg, loc)}})
+	}
+	for _, cs := range ev.calls() {
+		if ua := raisedUserAction(cs); ua != nil {
+			loc := ev.errorLocation(cs)
+			add(cs, "a raised user action's message", ua.Message, loc)
+			if ua.URL != nil {
+				add(cs, "a raised user action's URL", *ua.URL, loc)
+			}
+		}
+		if st := stateOf(cs); st != nil {
+			loc := ev.methodLocation(cs.c.Method)
+			if ua, ok := stateUserAction(st); ok {
+				add(cs, "a user-action state's message", ua.Message, loc)
+				if ua.URL != nil {
+					add(cs, "a user-action state's URL", *ua.URL, loc)
+				}
+			}
+			var labels []string
+			for _, a := range st.Actions {
+				labels = append(labels, a.ID, a.Label)
+			}
+			add(cs, "a user-action state", string(st.UserAction)+"\n"+strings.Join(labels, "\n")+"\n"+st.Repr, loc)
+		}
+	}
+	return out
+}

@@ -1,0 +1,480 @@
+package conformance
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/astrabox-dev/astrabox/internal/harness"
+	"github.com/astrabox-dev/astrabox/internal/report"
+	"github.com/astrabox-dev/astrabox/internal/simulate"
+)
+
+func init() {
+	register(
+		&Check{
+			ID: "UA-VALID", Title: "User actions pass the host's validation", Area: AreaUser, Severity: report.SeverityError,
+			Clauses:   []string{"UA-VALID"},
+			Rationale: "The host shows a user action to the person who must act: a message of 1 to 1000 printable characters, a status among pending, unknown, failed and expired, and at most an absolute http(s) URL without user information. A user action the host cannot validate is answered as a generic failure, so the user never learns what to do, and a state carrying one is refused.",
+			Hint:      "Use a short fixed message, a valid status, and an https URL from your identity service (or none).",
+			Wrong:     "raise PreparationUserActionRequired(message=\"\", status=\"waiting\", url=\"javascript:alert(1)\")",
+			Right:     "raise PreparationUserActionRequired(message=\"Grant the tools consent, then send again.\", status=\"pending\", url=\"https://identity.example/consent\")",
+			Decide:    decideUAValid,
+		},
+		&Check{
+			ID: "UA-STATE", Title: "User-action states are well formed", Area: AreaUser, Severity: report.SeverityError,
+			Clauses:   []string{"UA-STATE"},
+			Rationale: "read_user_actions and perform_user_action answer the Session's user-action endpoints. A state that is not ready must say what the user has to do, and the offered operations need unique, non-empty ids and labels; otherwise the host refuses the state with SESSION_USER_ACTION_FAILED and the console can neither explain nor unblock the Session.",
+			Hint:      "Return SessionUserActionState(ready=False, user_action=SessionUserAction(...), actions=(...)) with unique action ids, or ready=True.",
+			Wrong:     "return SessionUserActionState(ready=False, user_action=None, actions=(CHECK, CHECK))",
+			Right:     "return SessionUserActionState(ready=False, user_action=SessionUserAction(message=MSG, status=\"pending\", url=url), actions=(CHECK,))",
+			Decide:    decideUAState,
+		},
+		&Check{
+			ID: "UA-IDEMPOTENT", Title: "perform_user_action is idempotent for the pending requirement", Area: AreaUser, Severity: report.SeverityError,
+			Clauses:   []string{"UA-IDEMPOTENT"},
+			Rationale: "Users click twice, browsers retry, and the platform's replicas may each serve one of the requests. While the requirement is the same, performing the same operation again must give the same state and must not create new external effects (a new record, a new flow) on every call.",
+			Hint:      "Make the operation a check of the external state keyed by the principal (or by session and action), never a new record per call.",
+			Wrong:     "async def perform_user_action(self, *, context, action_id):\n    await put(f\"/v1/records/checks/{context.owner_id}/{uuid.uuid4()}\", {...})\n    return await self._state(context)",
+			Right:     "async def perform_user_action(self, *, context, action_id):\n    await post(f\"/v1/consents/{context.owner_id}/check\")  # idempotent re-check\n    return await self._state(context)",
+			Decide:    decideUAIdempotent,
+		},
+		&Check{
+			ID: "UA-AUTHORITY", Title: "prepare_turn enforces pending prerequisites itself", Area: AreaUser, Severity: report.SeverityError,
+			Clauses:   []string{"UA-AUTHORITY"},
+			Rationale: "Turns arrive through the API and from other replicas without anybody having read the Session's user-action state. prepare_turn stays the authority: while a prerequisite such as consent is pending it must refuse, whether or not read_user_actions ran before, and never cache a read state as permission.",
+			Hint:      "Check the prerequisite in prepare_turn on every call and raise PreparationUserActionRequired while it is pending.",
+			Wrong:     "async def prepare_turn(self, *, context):\n    if context.session_id in self._read_sessions:  # only checked after a state read\n        await self._require_consent(context.principal_id)\n    return await self._materials(context)",
+			Right:     "async def prepare_turn(self, *, context):\n    await self._require_consent(context.principal_id)  # every call\n    return await self._materials(context)",
+			Decide:    decideUAAuthority,
+		},
+	)
+}
+
+// raisedUserAction returns the user action a call raised, or nil.
+func raisedUserAction(cs callSite) *harness.UserAction {
+	if cs.c.Outcome == simulate.OutcomeRaised && cs.c.Error != nil {
+		return cs.c.Error.UserAction
+	}
+	return nil
+}
+
+// stateOf returns the SessionUserActionState a call returned, or nil.
+func stateOf(cs callSite) *harness.Result {
+	if cs.returned() && cs.c.Result.Type == "SessionUserActionState" {
+		return cs.c.Result
+	}
+	return nil
+}
+
+// stateUserAction decodes the user_action of a state; ok is false when it is absent or not a mapping.
+func stateUserAction(r *harness.Result) (harness.UserAction, bool) {
+	var ua harness.UserAction
+	if len(r.UserAction) == 0 || string(r.UserAction) == "null" {
+		return ua, false
+	}
+	var raw struct {
+		Message *string `json:"message"`
+		URL     *string `json:"url"`
+		Status  *string `json:"status"`
+	}
+	if err := json.Unmarshal(r.UserAction, &raw); err != nil {
+		return ua, false
+	}
+	if raw.Message != nil {
+		ua.Message = *raw.Message
+	}
+	if raw.Status != nil {
+		ua.Status = *raw.Status
+	}
+	ua.URL = raw.URL
+	return ua, true
+}
+
+func decideUAValid(ev *Evidence) []Finding {
+	var out []Finding
+	seen := map[string]bool{}
+	add := func(cs callSite, what string, problems []string, loc *report.Location) {
+		key := cs.c.Method + "|" + what + "|" + strings.Join(problems, ";")
+		if seen[key] {
+			return
+		}
+		seen[key] = true
+		msg := fmt.Sprintf("%s %s that the host refuses: %s", cs.c.Method, what, strings.Join(problems, "; "))
+		out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(cs, msg, loc)}})
+	}
+	for _, cs := range ev.calls() {
+		if ua := raisedUserAction(cs); ua != nil {
+			if p := simulate.ValidateUserAction(ua.Message, ua.URL, ua.Status); len(p) > 0 {
+				add(cs, "raised a user action", p, ev.errorLocation(cs))
+			}
+		}
+		if st := stateOf(cs); st != nil {
+			if ua, ok := stateUserAction(st); ok {
+				if p := simulate.ValidateUserAction(ua.Message, ua.URL, ua.Status); len(p) > 0 {
+					add(cs, "returned a state whose user action", p, ev.methodLocation(cs.c.Method))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// stateProblems are the ValidateState problems of a state that are not user-action validation problems
+// (those belong to UA-VALID).
+func stateProblems(st *harness.Result) []string {
+	all := simulate.ValidateState(st.Ready, st.UserAction, st.Actions)
+	skip := map[string]bool{}
+	if ua, ok := stateUserAction(st); ok {
+		for _, p := range simulate.ValidateUserAction(ua.Message, ua.URL, ua.Status) {
+			skip["user_action "+p] = true
+		}
+	}
+	var out []string
+	for _, p := range all {
+		if !skip[p] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func decideUAState(ev *Evidence) []Finding {
+	var out []Finding
+	seen := map[string]bool{}
+	for _, cs := range ev.calls("read_user_actions", "perform_user_action") {
+		if !cs.returned() {
+			continue
+		}
+		var problems []string
+		if cs.c.Result.Type != "SessionUserActionState" {
+			problems = []string{fmt.Sprintf("returned %s, not a SessionUserActionState", resultTypeName(cs.c.Result))}
+		} else {
+			problems = stateProblems(cs.c.Result)
+		}
+		if len(problems) == 0 {
+			continue
+		}
+		key := cs.c.Method + "|" + strings.Join(problems, ";")
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		loc := ev.methodLocation(cs.c.Method)
+		msg := fmt.Sprintf("%s returned a malformed user-action state: %s", cs.c.Method, strings.Join(problems, "; "))
+		out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(cs, msg, loc)}})
+	}
+	return out
+}
+
+func resultTypeName(r *harness.Result) string {
+	if r.Type == "other" && r.PythonType != "" {
+		return r.PythonType
+	}
+	return r.Type
+}
+
+// stateKey is a canonical rendering of a state (readiness, user action and offered operations).
+func stateKey(st *harness.Result) string {
+	ids := make([]string, 0, len(st.Actions))
+	for _, a := range st.Actions {
+		ids = append(ids, a.ID+"="+a.Label)
+	}
+	return fmt.Sprintf("ready=%v user_action=%s actions=%v", st.Ready, canonical(st.UserAction), ids)
+}
+
+func decideUAIdempotent(ev *Evidence) []Finding {
+	var out []Finding
+	for _, h := range ev.Histories {
+		out = append(out, uaIdempotentIn(ev, h)...)
+	}
+	return out
+}
+
+// uaIdempotentIn groups the perform_user_action calls of a history by session, operation and the pending
+// requirement the host read just before, and compares the calls of each group.
+func uaIdempotentIn(ev *Evidence, h *simulate.History) []Finding {
+	type group struct {
+		calls []callSite
+	}
+	groups := map[string]*group{}
+	var order []string
+	last := map[string]*harness.Result{} // session -> last state read or performed
+	for _, e := range h.Events {
+		if e.Call == nil {
+			continue
+		}
+		cs := callSite{h: h, c: e.Call, e: e}
+		switch e.Call.Method {
+		case "read_user_actions":
+			if st := stateOf(cs); st != nil {
+				last[e.Call.Ctx.Session] = st
+			}
+		case "perform_user_action":
+			before := last[e.Call.Ctx.Session]
+			if st := stateOf(cs); st != nil {
+				last[e.Call.Ctx.Session] = st
+			}
+			if before == nil || before.Ready {
+				continue
+			}
+			action, _ := e.Call.Args["action_id"].(string)
+			k := e.Call.Ctx.Session + "\x00" + action + "\x00" + stateKey(before)
+			g := groups[k]
+			if g == nil {
+				g = &group{}
+				groups[k] = g
+				order = append(order, k)
+			}
+			g.calls = append(g.calls, cs)
+		}
+	}
+	var out []Finding
+	for _, k := range order {
+		g := groups[k]
+		if len(g.calls) < 2 {
+			continue
+		}
+		first := g.calls[0]
+		action, _ := first.c.Args["action_id"].(string)
+		loc := ev.methodLocation("perform_user_action")
+		// Same state for the same requirement.
+		var ref *callSite
+		for i := range g.calls {
+			cs := g.calls[i]
+			st := stateOf(cs)
+			if st == nil {
+				continue
+			}
+			if ref == nil {
+				ref = &g.calls[i]
+				continue
+			}
+			if stateKey(st) != stateKey(stateOf(*ref)) {
+				msg := fmt.Sprintf("perform_user_action(%q) for session %s returned a different state for the same pending requirement (%s on %s, then %s on %s)",
+					action, cs.c.Ctx.Session, ref.c.Key, ref.c.Replica, cs.c.Key, cs.c.Replica)
+				out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(*ref, "first answer", loc), ev.evidence(cs, msg, loc)}})
+				break
+			}
+		}
+		// No new external effect per call.
+		written := map[string]bool{}
+		for i, cs := range g.calls {
+			var fresh []string
+			for _, r := range requestsOf(cs) {
+				if !r.Applied || !isWrite(r.Method) {
+					continue
+				}
+				w := strings.ToUpper(r.Method) + " " + r.Path
+				if i > 0 && !written[w] {
+					fresh = append(fresh, w)
+				}
+				written[w] = true
+			}
+			if len(fresh) > 0 {
+				sort.Strings(fresh)
+				msg := fmt.Sprintf("perform_user_action(%q) for session %s, called again for the same pending requirement (%s on %s), made %d new write(s) no earlier call made: %s",
+					action, cs.c.Ctx.Session, cs.c.Key, cs.c.Replica, len(fresh), strings.Join(fresh, ", "))
+				out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(first, "first call for this requirement", loc), ev.evidence(cs, msg, loc)}})
+				break
+			}
+		}
+	}
+	return out
+}
+
+var (
+	defaultSuiteOnce sync.Once
+	defaultSuite     []*simulate.Scenario
+)
+
+// initialConsent returns the consent states a history's scenario starts with, when the history comes from a
+// scenario of the default suite (same name, same steps); ok is false otherwise.
+func initialConsent(h *simulate.History) (consent, onCheck map[string]string, ok bool) {
+	defaultSuiteOnce.Do(func() { defaultSuite, _ = DefaultScenarios() })
+	var stepOps []string
+	for _, e := range h.Events {
+		if e.Kind == simulate.EventStep {
+			op, _, _ := strings.Cut(e.Message, " ")
+			stepOps = append(stepOps, op)
+		}
+	}
+	for _, sc := range defaultSuite {
+		if sc.Name != h.Scenario || len(sc.Steps) != len(stepOps) {
+			continue
+		}
+		same := true
+		for i := range sc.Steps {
+			if sc.Steps[i].Op != stepOps[i] {
+				same = false
+			}
+		}
+		if !same {
+			continue
+		}
+		consent, onCheck = map[string]string{}, map[string]string{}
+		for name, p := range sc.Principals {
+			consent[name] = p.Consent
+			if consent[name] == "" {
+				consent[name] = "granted"
+			}
+			if p.ConsentOnCheck != "" {
+				onCheck[name] = p.ConsentOnCheck
+			}
+		}
+		return consent, onCheck, true
+	}
+	return nil, nil, false
+}
+
+// parseConsentEvent reads the platform's "consent of P is now S at the identity service" event.
+func parseConsentEvent(msg string) (principal, status string, ok bool) {
+	rest, found := strings.CutPrefix(msg, "consent of ")
+	if !found {
+		return "", "", false
+	}
+	rest, found = strings.CutSuffix(rest, " at the identity service")
+	if !found {
+		return "", "", false
+	}
+	principal, status, found = strings.Cut(rest, " is now ")
+	return principal, status, found
+}
+
+// uaBreach is a prepare_turn that went through while its principal's consent was pending.
+type uaBreach struct {
+	cs    callSite
+	basis string
+}
+
+// pendingTurns walks a history and returns the prepare_turn calls for principals whose consent was pending
+// at the double, split into those that went through and those that were refused.
+func pendingTurns(h *simulate.History) (through []uaBreach, refused []callSite) {
+	consent, onCheck, known := initialConsent(h)
+	if !known {
+		consent, onCheck = map[string]string{}, map[string]string{}
+	}
+	// readPending: session -> the last state read said a prerequisite is pending (fallback when the
+	// principal's consent is not known from the scenario).
+	readPending := map[string]bool{}
+	sessionOwner := map[string]string{}
+	for _, e := range h.Events {
+		if e.Kind == simulate.EventPlatform {
+			if p, s, ok := parseConsentEvent(e.Message); ok {
+				consent[p] = s
+				for sess, owner := range sessionOwner {
+					if owner == p {
+						delete(readPending, sess)
+					}
+				}
+			}
+			continue
+		}
+		if e.Call == nil {
+			continue
+		}
+		c := e.Call
+		cs := callSite{h: h, c: c, e: e}
+		if c.Ctx.Session != "" && c.Ctx.Principal != "" {
+			sessionOwner[c.Ctx.Session] = c.Ctx.Principal
+		}
+		for _, r := range h.RequestsOf(c.Key) {
+			p, found := strings.CutPrefix(r.Path, "/v1/consents/")
+			if !found || strings.ToUpper(r.Method) != "POST" || r.Status != 200 {
+				continue
+			}
+			p, found = strings.CutSuffix(p, "/check")
+			if !found {
+				continue
+			}
+			if s, ok := onCheck[p]; ok {
+				consent[p] = s
+				delete(onCheck, p)
+			} else if !known {
+				consent[p] = "" // a check may have changed it; only later state reads tell
+			}
+			for sess, owner := range sessionOwner {
+				if owner == p {
+					delete(readPending, sess)
+				}
+			}
+		}
+		switch c.Method {
+		case "read_user_actions", "perform_user_action":
+			if st := stateOf(cs); st != nil {
+				ua, ok := stateUserAction(st)
+				readPending[c.Ctx.Session] = !st.Ready && ok && ua.Status == "pending"
+			}
+		case "prepare_turn":
+			p := c.Ctx.Principal
+			basis := ""
+			switch {
+			case consent[p] == "pending":
+				basis = "the identity service answered pending for principal " + p
+			case consent[p] == "" && readPending[c.Ctx.Session]:
+				basis = "the last user-action state read for session " + c.Ctx.Session + " said a prerequisite is pending"
+			}
+			if basis == "" {
+				continue
+			}
+			if cs.returned() {
+				through = append(through, uaBreach{cs: cs, basis: basis})
+			} else if c.Outcome == simulate.OutcomeRaised {
+				refused = append(refused, cs)
+			}
+		}
+	}
+	return through, refused
+}
+
+func decideUAAuthority(ev *Evidence) []Finding {
+	var through []uaBreach
+	var refused []callSite
+	for _, h := range ev.Histories {
+		t, r := pendingTurns(h)
+		through = append(through, t...)
+		refused = append(refused, r...)
+	}
+	if len(through) == 0 {
+		return nil
+	}
+	loc := ev.methodLocation("prepare_turn")
+	withRead, withoutRead := 0, 0
+	for _, b := range through {
+		if b.cs.c.Ctx.PriorStateRead {
+			withRead++
+		} else {
+			withoutRead++
+		}
+	}
+	refusedWithRead, refusedWithoutRead := 0, 0
+	for _, cs := range refused {
+		if cs.c.Ctx.PriorStateRead {
+			refusedWithRead++
+		} else {
+			refusedWithoutRead++
+		}
+	}
+	msg := fmt.Sprintf("prepare_turn let %d turn(s) through while the principal's consent was pending", len(through))
+	switch {
+	case withRead == 0 && refusedWithRead > 0:
+		msg += fmt.Sprintf("; every such turn came without a prior user-action state read, while %d turn(s) after a state read were refused: the provider enforces the prerequisite only after read_user_actions ran", refusedWithRead)
+	case withoutRead == 0 && refusedWithoutRead > 0:
+		msg += fmt.Sprintf("; every such turn came after a user-action state read, while %d turn(s) without a prior read were refused: a state read must never grant permission", refusedWithoutRead)
+	}
+	var evs []report.Evidence
+	for i, b := range through {
+		if i == 5 {
+			break
+		}
+		read := "without a prior state read"
+		if b.cs.c.Ctx.PriorStateRead {
+			read = "after a state read"
+		}
+		text := fmt.Sprintf("prepare_turn for session %s (attempt %s, %s) returned materials although %s", b.cs.c.Ctx.Session, b.cs.c.Ctx.Attempt, read, b.basis)
+		evs = append(evs, ev.evidence(b.cs, text, loc))
+	}
+	return []Finding{{Message: msg, Location: loc, Evidence: evs}}
+}

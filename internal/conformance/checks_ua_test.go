@@ -1,0 +1,192 @@
+package conformance
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/astrabox-dev/astrabox/internal/harness"
+	"github.com/astrabox-dev/astrabox/internal/secrets"
+	"github.com/astrabox-dev/astrabox/internal/simulate"
+)
+
+// histBuilder assembles a synthetic history for decision tests.
+type histBuilder struct {
+	h *simulate.History
+	n int
+}
+
+func newHist(name string) *histBuilder {
+	return &histBuilder{h: &simulate.History{Scenario: name}}
+}
+
+func (b *histBuilder) platform(msg string) {
+	b.h.Events = append(b.h.Events, &simulate.Event{Kind: simulate.EventPlatform, Message: msg})
+}
+
+func (b *histBuilder) call(c *simulate.CallRecord) *simulate.CallRecord {
+	b.n++
+	if c.Key == "" {
+		c.Key = c.Replica + "#" + string(rune('a'+b.n))
+	}
+	b.h.Events = append(b.h.Events, &simulate.Event{Kind: simulate.EventCall, Replica: c.Replica, Call: c})
+	return c
+}
+
+func (b *histBuilder) request(r simulate.Request) {
+	r.Seq = int64(len(b.h.Requests) + 1)
+	b.h.Requests = append(b.h.Requests, r)
+}
+
+func pendingState() *harness.Result {
+	return &harness.Result{Type: "SessionUserActionState", Ready: false,
+		UserAction: json.RawMessage(`{"message":"Grant consent","status":"pending","url":"https://identity.example/c"}`),
+		Actions:    []harness.ActionCommand{{ID: "check-consent", Label: "Check consent"}}}
+}
+
+func evidenceOf(hs ...*simulate.History) *Evidence {
+	return &Evidence{Histories: hs, Secrets: &secrets.Set{}, Load: &harness.LoadInfo{}}
+}
+
+func TestParseConsentEvent(t *testing.T) {
+	p, s, ok := parseConsentEvent("consent of dave is now pending at the identity service")
+	if !ok || p != "dave" || s != "pending" {
+		t.Fatalf("got %q %q %v", p, s, ok)
+	}
+	if _, _, ok := parseConsentEvent("session s1 reloaded"); ok {
+		t.Fatal("an unrelated event parsed as a consent change")
+	}
+}
+
+func turn(replica, session, principal string, read bool, returned bool) *simulate.CallRecord {
+	c := &simulate.CallRecord{Replica: replica, Method: "prepare_turn", Ctx: simulate.CallContext{Session: session, Principal: principal, PriorStateRead: read}}
+	if returned {
+		c.Outcome = simulate.OutcomeReturned
+		c.Result = &harness.Result{Type: "RuntimeMaterials"}
+	} else {
+		c.Outcome = simulate.OutcomeRaised
+		c.Error = &harness.PyError{Type: "PreparationUserActionRequired", UserAction: &harness.UserAction{Message: "m", Status: "pending"}}
+	}
+	return c
+}
+
+func TestUAAuthorityFromConsentChanges(t *testing.T) {
+	b := newHist("custom")
+	b.platform("consent of dave is now pending at the identity service")
+	b.call(turn("r1", "s-dave", "dave", false, true)) // through while pending: breach
+	b.call(&simulate.CallRecord{Replica: "r2", Method: "read_user_actions", Ctx: simulate.CallContext{Session: "s-dave", Principal: "dave"},
+		Outcome: simulate.OutcomeReturned, Result: pendingState()})
+	b.call(turn("r2", "s-dave", "dave", true, false)) // refused after a read
+	b.platform("consent of dave is now granted at the identity service")
+	b.call(turn("r2", "s-dave", "dave", true, true)) // granted: fine
+	fs := decideUAAuthority(evidenceOf(b.h))
+	if len(fs) != 1 {
+		t.Fatalf("findings = %+v", fs)
+	}
+	if !strings.Contains(fs[0].Message, "1 turn(s) through") || !strings.Contains(fs[0].Message, "only after read_user_actions") {
+		t.Fatalf("message = %q", fs[0].Message)
+	}
+}
+
+func TestUAAuthorityCheckClearsUnknownConsent(t *testing.T) {
+	b := newHist("custom")
+	b.platform("consent of dave is now pending at the identity service")
+	perform := b.call(&simulate.CallRecord{Replica: "r1", Method: "perform_user_action", Ctx: simulate.CallContext{Session: "s-dave", Principal: "dave"},
+		Outcome: simulate.OutcomeReturned, Result: &harness.Result{Type: "SessionUserActionState", Ready: true}})
+	b.request(simulate.Request{Replica: "r1", Call: perform.Key, Method: "POST", Path: "/v1/consents/dave/check", Status: 200, Applied: true, ApplyOrder: 1})
+	b.call(turn("r1", "s-dave", "dave", true, true))
+	if fs := decideUAAuthority(evidenceOf(b.h)); len(fs) != 0 {
+		t.Fatalf("a turn after a consent check that reported ready was blamed: %+v", fs)
+	}
+}
+
+func TestUAAuthorityFallsBackToStateReads(t *testing.T) {
+	b := newHist("custom")
+	b.call(&simulate.CallRecord{Replica: "r2", Method: "read_user_actions", Ctx: simulate.CallContext{Session: "s-bob", Principal: "bob"},
+		Outcome: simulate.OutcomeReturned, Result: pendingState()})
+	b.call(turn("r1", "s-bob", "bob", true, true))
+	fs := decideUAAuthority(evidenceOf(b.h))
+	if len(fs) != 1 || !strings.Contains(fs[0].Evidence[0].Text, "last user-action state read") {
+		t.Fatalf("findings = %+v", fs)
+	}
+}
+
+func TestInitialConsentFromDefaultSuite(t *testing.T) {
+	scs, err := DefaultScenarios()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sc *simulate.Scenario
+	for _, s := range scs {
+		if len(s.Principals) > 0 {
+			for _, p := range s.Principals {
+				if p.Consent == "pending" {
+					sc = s
+				}
+			}
+		}
+	}
+	if sc == nil {
+		t.Fatal("no default scenario starts with a pending principal: UA-AUTHORITY cannot be observed")
+	}
+	b := newHist(sc.Name)
+	for _, st := range sc.Steps {
+		b.h.Events = append(b.h.Events, &simulate.Event{Kind: simulate.EventStep, Message: st.Op + " x=y"})
+	}
+	consent, _, ok := initialConsent(b.h)
+	if !ok {
+		t.Fatal("a history with the default scenario's steps was not matched")
+	}
+	for name, p := range sc.Principals {
+		if p.Consent == "pending" && consent[name] != "pending" {
+			t.Fatalf("principal %s: got %q", name, consent[name])
+		}
+	}
+	b.h.Events = b.h.Events[1:]
+	if _, _, ok := initialConsent(b.h); ok {
+		t.Fatal("a history with other steps matched the default scenario")
+	}
+}
+
+func TestUAStateLeavesUserActionProblemsToUAValid(t *testing.T) {
+	bad := &harness.Result{Type: "SessionUserActionState", Ready: false,
+		UserAction: json.RawMessage(`{"message":"Grant consent","status":"pending","url":"javascript:alert(1)"}`)}
+	if p := stateProblems(bad); len(p) != 0 {
+		t.Fatalf("UA-STATE reported a user-action validation problem: %v", p)
+	}
+	missing := &harness.Result{Type: "SessionUserActionState", Ready: false, Actions: []harness.ActionCommand{{ID: "a", Label: "A"}, {ID: "a", Label: "A"}}}
+	p := stateProblems(missing)
+	if len(p) != 2 {
+		t.Fatalf("problems = %v", p)
+	}
+	b := newHist("x")
+	b.call(&simulate.CallRecord{Replica: "r1", Method: "read_user_actions", Outcome: simulate.OutcomeReturned, Result: bad})
+	if fs := decideUAValid(evidenceOf(b.h)); len(fs) != 1 || !strings.Contains(fs[0].Message, "url") {
+		t.Fatalf("UA-VALID findings = %+v", fs)
+	}
+	if fs := decideUAState(evidenceOf(b.h)); len(fs) != 0 {
+		t.Fatalf("UA-STATE findings = %+v", fs)
+	}
+}
+
+func TestUAIdempotentNewRecordPerCall(t *testing.T) {
+	build := func(paths ...string) *simulate.History {
+		b := newHist("x")
+		for i, p := range paths {
+			b.call(&simulate.CallRecord{Replica: "r1", Method: "read_user_actions", Ctx: simulate.CallContext{Session: "s-bob", Principal: "bob"},
+				Outcome: simulate.OutcomeReturned, Result: pendingState()})
+			c := b.call(&simulate.CallRecord{Replica: []string{"r1", "r2"}[i%2], Method: "perform_user_action", Args: map[string]any{"action_id": "check-consent"},
+				Ctx: simulate.CallContext{Session: "s-bob", Principal: "bob"}, Outcome: simulate.OutcomeReturned, Result: pendingState()})
+			b.request(simulate.Request{Replica: c.Replica, Call: c.Key, Method: "POST", Path: "/v1/consents/bob/check", Status: 200, Applied: true})
+			b.request(simulate.Request{Replica: c.Replica, Call: c.Key, Method: "PUT", Path: p, Status: 200, Applied: true})
+		}
+		return b.h
+	}
+	if fs := decideUAIdempotent(evidenceOf(build("/v1/records/checks/bob", "/v1/records/checks/bob"))); len(fs) != 0 {
+		t.Fatalf("same writes blamed: %+v", fs)
+	}
+	fs := decideUAIdempotent(evidenceOf(build("/v1/records/checks/bob/1", "/v1/records/checks/bob/2")))
+	if len(fs) != 1 || !strings.Contains(fs[0].Message, "/v1/records/checks/bob/2") {
+		t.Fatalf("findings = %+v", fs)
+	}
+}
