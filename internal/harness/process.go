@@ -144,7 +144,9 @@ const (
 	pollEvery    = 50 * time.Millisecond
 )
 
-// Start launches the harness for o and waits for its hello. Errors are
+// Start launches the harness for o and waits for its hello. ctx bounds only
+// the start and handshake: the process lives until Close or Kill (or its own
+// death), whatever happens to ctx later. Errors are
 // *ProcessError: KindStart (python cannot be executed), KindExited or
 // KindSignaled (it ended before hello: not a Python 3, a broken install),
 // KindHung (no hello within Limits.StartTimeout) or KindProtocol (wrong
