@@ -1,0 +1,112 @@
+package simulate
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/astrabox-dev/astrabox/internal/double"
+	"github.com/astrabox-dev/astrabox/internal/harness"
+)
+
+// Cluster is a set of warm replica processes and one deployment double that several runs reuse in turn, so
+// that exploring thousands of scenarios does not start an interpreter per scenario. Between runs the double
+// is reset; a replica that died is restarted on its next callback. A Cluster serves one run at a time.
+type Cluster struct {
+	o        Options
+	clock    *Clock
+	dbl      *double.Double
+	replicas []*replica
+	info     *harness.LoadInfo
+	mu       sync.Mutex
+	current  *platform
+}
+
+// Sandbox forwards a provider's SandboxHandle call to the run the cluster currently serves.
+func (c *Cluster) Sandbox(ctx context.Context, req harness.SandboxRequest) harness.SandboxResponse {
+	c.mu.Lock()
+	p := c.current
+	c.mu.Unlock()
+	if p == nil {
+		return harness.SandboxResponse{Error: &harness.SandboxError{Type: "OSError", Message: "no scenario is running"}}
+	}
+	return p.Sandbox(ctx, req)
+}
+
+// NewCluster starts n replicas of the provider described by o (o.Cluster is ignored) and a double.
+func NewCluster(ctx context.Context, o Options, n int) (*Cluster, error) {
+	c := &Cluster{clock: NewClock(DefaultEpoch)}
+	o.Cluster = c
+	c.o = o
+	d, err := double.Start(double.Options{Clock: func() time.Time { return c.now() }})
+	if err != nil {
+		return nil, fmt.Errorf("start the deployment double: %w", err)
+	}
+	c.dbl = d
+	p := c.platformFor(ctx, nil)
+	for i := 0; i < n; i++ {
+		p.replicas = append(p.replicas, &replica{name: fmt.Sprintf("r%d", i+1)})
+	}
+	if err := p.startReplicas(); err != nil {
+		p.close()
+		return nil, err
+	}
+	c.replicas = p.replicas
+	c.info = p.info
+	return c, nil
+}
+
+func (c *Cluster) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.clock.Now()
+}
+
+// platformFor builds a platform value bound to the cluster's double, for starting replicas.
+func (c *Cluster) platformFor(ctx context.Context, sc *Scenario) *platform {
+	return &platform{ctx: ctx, sc: sc, o: c.o, dbl: c.dbl, sandboxes: map[string]*Sandbox{}, current: map[string]*CallRecord{},
+		callSeq: map[string]int{}, hist: &History{}, clock: c.clock}
+}
+
+// prepare binds a run's platform to the cluster: it resets the double, points the double's clock at the
+// run's clock, and lends the run the replicas it needs (starting more when the scenario wants more).
+func (c *Cluster) prepare(p *platform) error {
+	if err := c.dbl.Reset(p.sc.Seed); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.clock = p.clock
+	// Replicas answer sandbox requests through the cluster; route them to this run.
+	c.current = p
+	c.mu.Unlock()
+	p.dbl = c.dbl
+	p.info = c.info
+	for len(c.replicas) < p.sc.Replicas {
+		c.replicas = append(c.replicas, &replica{name: fmt.Sprintf("r%d", len(c.replicas)+1)})
+	}
+	p.replicas = c.replicas[:p.sc.Replicas]
+	// Record the replicas as a cold run does, so that warm and cold histories are the same.
+	for _, r := range p.replicas {
+		if r.proc == nil || !r.proc.Alive() {
+			if err := p.startReplica(r); err != nil {
+				return err
+			}
+		}
+		p.started(r)
+	}
+	return nil
+}
+
+// Close stops every replica and the double.
+func (c *Cluster) Close() {
+	var wg sync.WaitGroup
+	for _, r := range c.replicas {
+		if r.proc != nil {
+			wg.Add(1)
+			go func(pr *harness.Process) { defer wg.Done(); pr.Close() }(r.proc)
+		}
+	}
+	wg.Wait()
+	c.dbl.Close()
+}
