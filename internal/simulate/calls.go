@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/astrabox-dev/astrabox/internal/double"
@@ -36,6 +37,7 @@ func (p *platform) call(r *replica, cs callSpec) *CallRecord {
 		return rec
 	}
 	if r.proc == nil || !r.proc.Alive() {
+		restart := r.proc != nil
 		if err := p.startReplica(r); err != nil {
 			rec.Key = r.name + "#start"
 			rec.Outcome = OutcomeDied
@@ -43,9 +45,13 @@ func (p *platform) call(r *replica, cs callSpec) *CallRecord {
 			p.event(&Event{Kind: EventCall, Replica: r.name, Call: rec, Message: cs.method + " could not run: " + err.Error()})
 			return rec
 		}
+		if restart {
+			p.event(&Event{Kind: EventPlatform, Replica: r.name, Message: "replica " + r.name + " restarted and loaded the provider"})
+		}
+		p.started(r)
 	}
-	r.calls++
-	rec.Key = fmt.Sprintf("%s#%d", r.name, r.calls)
+	p.callSeq[r.name]++
+	rec.Key = fmt.Sprintf("%s#%d", r.name, p.callSeq[r.name])
 	timeout := time.Duration(cs.deadline * float64(time.Second))
 	if cs.fault != nil && (cs.fault.Kind == FaultTimeout || cs.fault.Kind == FaultCancel) {
 		after := cs.fault.After
@@ -123,9 +129,11 @@ func (p *platform) call(r *replica, cs callSpec) *CallRecord {
 	if res.err != nil {
 		rec.ProcessError = res.err.Error()
 	}
+	p.stableAddrs(rec)
 	p.event(&Event{Kind: EventCall, Replica: r.name, Call: rec, Message: describeCall(rec)})
 	if bg := r.proc.Background(); !bg.Empty() {
 		bgc := bg
+		p.stableObservations(&bgc)
 		p.event(&Event{Kind: EventBackground, Replica: r.name, Message: "observations from work left behind", Background: &bgc})
 	}
 	return rec
@@ -296,4 +304,54 @@ func (p *platform) Sandbox(_ context.Context, req harness.SandboxRequest) harnes
 	}
 	p.event(&Event{Kind: EventSandbox, Sandbox: op, Message: msg})
 	return resp
+}
+
+// stableAddrs replaces the double's loopback addresses, whose ports change from run to run, with placeholders
+// in everything a call record keeps as text, so that the same scenario and seed give the same history.
+func (p *platform) stableAddrs(rec *CallRecord) {
+	p.stableObservations(&rec.Observations)
+	rec.Stdout = p.stableText(rec.Stdout)
+	rec.Stderr = p.stableText(rec.Stderr)
+	rec.ProcessError = p.stableText(rec.ProcessError)
+	if rec.Error != nil {
+		e := *rec.Error
+		e.Message, e.Repr, e.Traceback = p.stableText(e.Message), p.stableText(e.Repr), p.stableText(e.Traceback)
+		rec.Error = &e
+	}
+	if rec.Result != nil {
+		rec.Result.Repr = p.stableText(rec.Result.Repr)
+	}
+}
+
+func (p *platform) stableObservations(o *harness.Observations) {
+	for i := range o.Audit {
+		o.Audit[i].Summary = p.stableText(o.Audit[i].Summary)
+	}
+	for i := range o.Logs {
+		o.Logs[i].Message = p.stableText(o.Logs[i].Message)
+		if o.Logs[i].ExcText != nil {
+			t := p.stableText(*o.Logs[i].ExcText)
+			o.Logs[i].ExcText = &t
+		}
+	}
+	for i := range o.Warnings {
+		o.Warnings[i].Message = p.stableText(o.Warnings[i].Message)
+	}
+}
+
+// stableText writes the double's per-replica base URL as ${ASTRABOX_DOUBLE_URL} and its bare address as
+// ${ASTRABOX_DOUBLE_ADDR}.
+func (p *platform) stableText(s string) string {
+	if s == "" || p.o.Target == "" {
+		return s
+	}
+	for _, r := range p.replicas {
+		url, err := p.dbl.URL(r.name)
+		if err != nil {
+			continue
+		}
+		s = strings.ReplaceAll(s, url, "${"+double.EnvURL+"}")
+		s = strings.ReplaceAll(s, strings.TrimPrefix(url, "http://"), "${ASTRABOX_DOUBLE_ADDR}")
+	}
+	return s
 }

@@ -41,15 +41,17 @@ type Options struct {
 	Verbose io.Writer
 	// Epoch is the host clock's start; zero means a fixed date, so that histories are reproducible.
 	Epoch time.Time
+	// Cluster, when set, supplies running replicas and a deployment double reused across runs
+	// (exploration); Run then neither starts nor closes them.
+	Cluster *Cluster
 }
 
 // ErrProviderLoad is returned (wrapped) when the provider cannot be loaded at all.
 var ErrProviderLoad = errors.New("provider could not be loaded")
 
 type replica struct {
-	name  string
-	proc  *harness.Process
-	calls int
+	name string
+	proc *harness.Process
 }
 
 type agentState struct {
@@ -121,6 +123,7 @@ type platform struct {
 	nextBox int
 	nextSB  int
 	current map[string]*CallRecord // replica -> call in flight
+	callSeq map[string]int         // replica -> calls made in this run
 }
 
 // DefaultEpoch is the fixed start of the host clock for reproducible histories.
@@ -142,14 +145,25 @@ func Run(ctx context.Context, sc *Scenario, o Options) (*History, error) {
 		sessions:  map[string]*session{},
 		attempts:  map[string]bool{},
 		current:   map[string]*CallRecord{},
+		callSeq:   map[string]int{},
 		hist:      &History{Scenario: sc.Name, Seed: sc.Seed, Replicas: sc.Replicas, Engine: sc.Engine, Secrets: append([]Secret(nil), o.Secrets...)},
 	}
-	d, err := double.Start(double.Options{Clock: p.clock.Now, Seed: sc.Seed})
-	if err != nil {
-		return nil, fmt.Errorf("start the deployment double: %w", err)
+	if o.Cluster != nil {
+		if err := o.Cluster.prepare(p); err != nil {
+			return nil, err
+		}
+	} else {
+		d, err := double.Start(double.Options{Clock: p.clock.Now, Seed: sc.Seed})
+		if err != nil {
+			return nil, fmt.Errorf("start the deployment double: %w", err)
+		}
+		p.dbl = d
+		for i := 0; i < sc.Replicas; i++ {
+			p.replicas = append(p.replicas, &replica{name: fmt.Sprintf("r%d", i+1)})
+		}
+		defer p.close()
 	}
-	p.dbl = d
-	defer p.close()
+	d := p.dbl
 	for name, pr := range sc.Principals {
 		url := ""
 		if pr.Consent == "pending" {
@@ -160,16 +174,13 @@ func Run(ctx context.Context, sc *Scenario, o Options) (*History, error) {
 			d.SetConsentOnCheck(name, pr.ConsentOnCheck)
 		}
 	}
-	for i := 0; i < sc.Replicas; i++ {
-		p.replicas = append(p.replicas, &replica{name: fmt.Sprintf("r%d", i+1)})
-	}
-	if o.Target != "" {
+	if o.Target != "" && o.Cluster == nil {
 		if err := p.startReplicas(); err != nil {
 			return nil, err
 		}
-		if p.info.Name != nil {
-			p.hist.Provider = *p.info.Name
-		}
+	}
+	if p.info != nil && p.info.Name != nil {
+		p.hist.Provider = *p.info.Name
 	}
 	for _, a := range sc.Agents {
 		p.agents[a.ID] = &agentState{spec: a, version: a.Version, prepID: p.newID("prep"), config: p.agentConfig(a.ID, a.Version)}
@@ -205,7 +216,16 @@ func (p *platform) startReplicas() error {
 			return err
 		}
 	}
+	// Recorded in replica order once all are up, so that histories do not depend on which started first.
+	for _, r := range p.replicas {
+		p.started(r)
+	}
 	return nil
+}
+
+// started records that a replica process started and loaded the provider.
+func (p *platform) started(r *replica) {
+	p.event(&Event{Op: "start", Kind: EventPlatform, Replica: r.name, Message: "replica " + r.name + " started and loaded " + p.o.Target})
 }
 
 func (p *platform) startReplica(r *replica) error {
@@ -216,7 +236,7 @@ func (p *platform) startReplica(r *replica) error {
 	proc, err := harness.Start(p.ctx, harness.Options{
 		Python: p.o.Python, ProjectDir: p.o.ProjectDir, Replica: r.name,
 		Env:    []string{"ASTRABOX_DOUBLE_URL=" + url},
-		Limits: p.o.Limits, Sandbox: p,
+		Limits: p.o.Limits, Sandbox: p.sandboxServer(),
 	})
 	if err != nil {
 		return fmt.Errorf("start replica %s: %w", r.name, err)
@@ -249,7 +269,6 @@ func (p *platform) startReplica(r *replica) error {
 	}
 	r.proc = proc
 	p.mu.Unlock()
-	p.hist.Events = append(p.hist.Events, &Event{Seq: len(p.hist.Events) + 1, Step: p.step, Op: "start", Kind: EventPlatform, Replica: r.name, Message: "replica " + r.name + " started and loaded " + p.o.Target})
 	return nil
 }
 
@@ -272,6 +291,7 @@ func (p *platform) finish() {
 	for _, r := range p.replicas {
 		if r.proc != nil {
 			if bg := r.proc.Background(); !bg.Empty() {
+				p.stableObservations(&bg)
 				p.event(&Event{Kind: EventBackground, Replica: r.name, Message: "observations after the last callback", Background: &bg})
 			}
 		}
@@ -443,4 +463,13 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// sandboxServer is who answers the replicas' SandboxHandle calls: the cluster when replicas are shared
+// across runs, else this platform.
+func (p *platform) sandboxServer() harness.SandboxServer {
+	if p.o.Cluster != nil {
+		return p.o.Cluster
+	}
+	return p
 }
