@@ -496,6 +496,11 @@ class CallTest(unittest.TestCase):
             self.assertEqual(sends[0]["line"], marker_line(GOOD, "HTTP_LINE"))
             self.assertEqual(sends[0]["function"], "http_post")
 
+    def test_audit_urllib_summary_drops_credentials_and_query(self):
+        audit = self.plan("urllib")["observations"]["audit"]
+        requests = [a["summary"] for a in audit if a["event"] == "urllib.Request"]
+        self.assertEqual(requests, ["GET http://127.0.0.1:9/path"])
+
     def test_audit_time_sleep_on_313(self):
         reply = self.plan("sleepy")
         sleeps = [a for a in reply["observations"]["audit"] if a["event"] == "time.sleep"]
