@@ -1,0 +1,424 @@
+// Package wrapper checks an image's CLI wrapper script against clause SESSION-CLI-PROBE: a wrapper that
+// gates the engine's CLI on Session material must pass `-v` and `--version` through unchanged, because the
+// Claude Agent SDK probes the CLI with them before it starts it, without the Session's environment.
+//
+// The check runs the wrapper the way the SDK probes it: with a minimal environment (PATH, HOME pointing at
+// an empty temporary directory, LANG) that carries no Session material, and with a stub of the real CLI
+// that records the arguments it receives and prints a known version line. A wrapper finds the real CLI
+// through the ASTRABOX_REAL_CLI environment variable when it is set, otherwise as `claude` on PATH; the check
+// sets the variable to the stub and also puts the stub first on PATH, so either convention reaches it.
+package wrapper
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Clause is the clause the check decides.
+const Clause = "SESSION-CLI-PROBE"
+
+// RealCLIEnv names the environment variable through which a wrapper finds the real CLI. When it is unset a
+// wrapper runs `claude` from PATH.
+const RealCLIEnv = "ASTRABOX_REAL_CLI"
+
+// RealCLIName is the real CLI's command name on PATH.
+const RealCLIName = "claude"
+
+// DefaultTimeout bounds each run of the wrapper.
+const DefaultTimeout = 5 * time.Second
+
+// SystemPath is the PATH after the stub's directory: the usual directories of an image.
+const SystemPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// outputLimit is how much of each of stdout and stderr a run keeps; the rest is read and dropped.
+const outputLimit = 64 << 10
+
+// waitDelay is how long a run waits for its output after the wrapper exits, for background processes that
+// keep stdout or stderr open.
+const waitDelay = 500 * time.Millisecond
+
+// Expectation is what a probe requires of the wrapper.
+type Expectation string
+
+const (
+	// PassThrough: the real CLI is reached with exactly the probe's arguments, the wrapper exits 0 and
+	// the real CLI's output reaches stdout unchanged.
+	PassThrough Expectation = "pass-through"
+	// Gated: without Session material the real CLI is not reached.
+	Gated Expectation = "gated"
+)
+
+// Probe is one run of the wrapper and its verdict.
+type Probe struct {
+	// Args are the arguments the wrapper was run with.
+	Args []string `json:"args"`
+	// Expect is what the probe requires.
+	Expect Expectation `json:"expect"`
+	// Passed is the verdict; Summary says why in one line, Problems lists each reason it failed.
+	Passed   bool     `json:"passed"`
+	Summary  string   `json:"summary"`
+	Problems []string `json:"problems,omitempty"`
+	// ExitCode is the wrapper's exit status, -1 when it was killed by a signal.
+	ExitCode int `json:"exit_code"`
+	// TimedOut is set when the run was killed at the timeout.
+	TimedOut bool `json:"timed_out,omitempty"`
+	// LeftBackground is set when something the wrapper started kept its output open after it exited.
+	LeftBackground bool `json:"left_background,omitempty"`
+	// RealCLICalls holds the arguments of each call the stub of the real CLI received, in order.
+	RealCLICalls [][]string `json:"real_cli_calls"`
+	// Stdout and Stderr are the wrapper's output (at most 64 KiB each); *Truncated say whether more was
+	// written.
+	Stdout          string `json:"stdout"`
+	Stderr          string `json:"stderr"`
+	StdoutTruncated bool   `json:"stdout_truncated,omitempty"`
+	StderrTruncated bool   `json:"stderr_truncated,omitempty"`
+}
+
+// Command is the probe's command line for display, e.g. "wrapper -v".
+func (p Probe) Command() string {
+	return strings.Join(append([]string{"wrapper"}, quoteArgs(p.Args)...), " ")
+}
+
+// Result is the outcome of checking one wrapper.
+type Result struct {
+	// Wrapper is the absolute path of the script checked.
+	Wrapper string `json:"wrapper"`
+	// Clause is always SESSION-CLI-PROBE.
+	Clause string `json:"clause"`
+	// Passed is true when every probe passed.
+	Passed bool `json:"passed"`
+	// VersionLine is what the stub of the real CLI prints.
+	VersionLine string `json:"version_line"`
+	// Timeout is the per-run bound, in seconds.
+	Timeout float64 `json:"timeout_seconds"`
+	// Probes are the runs, in order.
+	Probes []Probe `json:"probes"`
+}
+
+// Failed counts the probes that failed.
+func (r *Result) Failed() int {
+	n := 0
+	for _, p := range r.Probes {
+		if !p.Passed {
+			n++
+		}
+	}
+	return n
+}
+
+// UnusableError says the wrapper cannot be checked at all: missing, a directory, not executable, or not
+// something the system can run.
+type UnusableError struct {
+	Path   string
+	Reason string
+	Err    error
+}
+
+func (e *UnusableError) Error() string {
+	return fmt.Sprintf("wrapper %s %s", e.Path, e.Reason)
+}
+
+func (e *UnusableError) Unwrap() error { return e.Err }
+
+// Options say which wrapper to check and how.
+type Options struct {
+	// Path is the wrapper script.
+	Path string
+	// Timeout bounds each run; 0 means DefaultTimeout.
+	Timeout time.Duration
+}
+
+// probes are the runs of the check: the SDK's two version probes, then an ordinary call that must be gated.
+var probes = []struct {
+	args   []string
+	expect Expectation
+}{
+	{[]string{"-v"}, PassThrough},
+	{[]string{"--version"}, PassThrough},
+	{[]string{"-p", "hello"}, Gated},
+}
+
+// Check runs every probe against the wrapper at o.Path. It returns an *UnusableError when the wrapper
+// cannot be run at all; a wrapper that runs but misbehaves gives a Result whose probes say why.
+func Check(ctx context.Context, o Options) (*Result, error) {
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	path, err := usable(o.Path)
+	if err != nil {
+		return nil, err
+	}
+	nonce := make([]byte, 4)
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, fmt.Errorf("make a version line: %w", err)
+	}
+	res := &Result{
+		Wrapper:     path,
+		Clause:      Clause,
+		VersionLine: "2.1.0-astrabox." + hex.EncodeToString(nonce) + " (Claude Code)",
+		Timeout:     o.Timeout.Seconds(),
+		Passed:      true,
+	}
+	for _, pr := range probes {
+		p, err := runProbe(ctx, path, pr.args, pr.expect, res.VersionLine, o.Timeout)
+		if err != nil {
+			return nil, err
+		}
+		res.Probes = append(res.Probes, *p)
+		res.Passed = res.Passed && p.Passed
+	}
+	return res, nil
+}
+
+// usable resolves path and checks that it is an executable regular file.
+func usable(path string) (string, error) {
+	if path == "" {
+		return "", &UnusableError{Path: `""`, Reason: "is empty; give the path of the image's CLI wrapper script"}
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", &UnusableError{Path: path, Reason: "cannot be resolved", Err: err}
+	}
+	st, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return "", &UnusableError{Path: path, Reason: "does not exist", Err: err}
+	case err != nil:
+		return "", &UnusableError{Path: path, Reason: "cannot be read: " + err.Error(), Err: err}
+	case st.IsDir():
+		return "", &UnusableError{Path: path, Reason: "is a directory; give the wrapper script itself"}
+	case !st.Mode().IsRegular():
+		return "", &UnusableError{Path: path, Reason: "is not a regular file"}
+	case st.Mode().Perm()&0o111 == 0:
+		return "", &UnusableError{Path: path, Reason: "is not executable; the image runs it as a command (chmod +x it)"}
+	}
+	return abs, nil
+}
+
+// runProbe runs the wrapper once in a fresh temporary directory holding the stub, an empty home and a
+// working directory, and decides the probe.
+func runProbe(ctx context.Context, wrapper string, args []string, expect Expectation, version string, timeout time.Duration) (*Probe, error) {
+	tmp, err := os.MkdirTemp("", "astrabox-wrapper-")
+	if err != nil {
+		return nil, fmt.Errorf("create a temporary directory: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	bin, home, work, calls := filepath.Join(tmp, "bin"), filepath.Join(tmp, "home"), filepath.Join(tmp, "work"), filepath.Join(tmp, "calls")
+	for _, d := range []string{bin, home, work, calls} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return nil, fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	stub := filepath.Join(bin, RealCLIName)
+	if err := os.WriteFile(stub, []byte(stubScript(calls, version)), 0o755); err != nil {
+		return nil, fmt.Errorf("write the stub CLI: %w", err)
+	}
+
+	runCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(runCtx, wrapper, args...)
+	cmd.Dir = work
+	cmd.Env = []string{
+		"PATH=" + bin + string(os.PathListSeparator) + SystemPath,
+		"HOME=" + home,
+		"LANG=C.UTF-8",
+		RealCLIEnv + "=" + stub,
+	}
+	stdout, stderr := &boundedBuffer{limit: outputLimit}, &boundedBuffer{limit: outputLimit}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	setGroup(cmd)
+	cmd.Cancel = func() error {
+		killGroup(cmd.Process.Pid)
+		return nil
+	}
+	cmd.WaitDelay = waitDelay
+	if err := cmd.Start(); err != nil {
+		return nil, &UnusableError{Path: wrapper, Reason: "cannot be started: " + err.Error() + " (does it start with a #! line?)", Err: err}
+	}
+	waitErr := cmd.Wait()
+	killGroup(cmd.Process.Pid) // whatever it left behind
+
+	p := &Probe{
+		Args:            args,
+		Expect:          expect,
+		ExitCode:        cmd.ProcessState.ExitCode(),
+		TimedOut:        errors.Is(runCtx.Err(), context.DeadlineExceeded),
+		LeftBackground:  errors.Is(waitErr, exec.ErrWaitDelay),
+		Stdout:          stdout.String(),
+		Stderr:          stderr.String(),
+		StdoutTruncated: stdout.truncated,
+		StderrTruncated: stderr.truncated,
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("check interrupted: %w", err)
+	}
+	p.RealCLICalls, err = readCalls(calls)
+	if err != nil {
+		return nil, err
+	}
+	decide(p, version, timeout)
+	return p, nil
+}
+
+// decide sets the verdict of a finished run.
+func decide(p *Probe, version string, timeout time.Duration) {
+	var problems []string
+	if p.TimedOut {
+		problems = append(problems, fmt.Sprintf("did not finish within %s (killed with its process group)", timeout))
+	}
+	want := quoteArgs(p.Args)
+	switch p.Expect {
+	case PassThrough:
+		if len(p.RealCLICalls) == 0 {
+			problems = append(problems, fmt.Sprintf("the real CLI was never reached (looked for $%s, then %s on PATH)", RealCLIEnv, RealCLIName))
+		}
+		for _, call := range p.RealCLICalls {
+			if !slices.Equal(call, p.Args) {
+				problems = append(problems, fmt.Sprintf("the real CLI saw [%s] instead of [%s]", strings.Join(quoteArgs(call), " "), strings.Join(want, " ")))
+			}
+		}
+		if p.ExitCode != 0 && !p.TimedOut {
+			problems = append(problems, fmt.Sprintf("exit status %d, want 0 (the SDK takes a failed probe for a missing CLI)", p.ExitCode))
+		}
+		switch {
+		case !strings.Contains(p.Stdout, version):
+			problems = append(problems, "the real CLI's version line did not reach stdout")
+		case p.Stdout != version+"\n":
+			problems = append(problems, fmt.Sprintf("stdout carries more than the real CLI's version line (the SDK reads the version from it): %s", excerpt(p.Stdout)))
+		}
+		if len(problems) == 0 {
+			p.Summary = fmt.Sprintf("passed through unchanged: the real CLI saw [%s], exit 0, its version line reached stdout", strings.Join(want, " "))
+		}
+	case Gated:
+		if len(p.RealCLICalls) > 0 {
+			problems = append(problems, fmt.Sprintf("not gated: the real CLI ran for [%s] without Session material", strings.Join(want, " ")))
+		}
+		if len(problems) == 0 {
+			p.Summary = fmt.Sprintf("gated: exit %d without Session material; the real CLI was not reached", p.ExitCode)
+			if p.ExitCode == 0 {
+				p.Summary += " (a non-zero exit would tell the caller why)"
+			}
+		}
+	}
+	p.Problems = problems
+	p.Passed = len(problems) == 0
+	if !p.Passed {
+		p.Summary = strings.Join(problems, "; ")
+	}
+}
+
+// stubScript is the stand-in for the real CLI: each call records its arguments, one file per argument in a
+// directory of its own under calls (so any byte but NUL survives), then prints the version line.
+func stubScript(calls, version string) string {
+	return `#!/bin/sh
+# astrabox image check-wrapper: a stand-in for the real CLI that records its arguments.
+d=` + shellQuote(calls) + `
+n=1
+while ! mkdir "$d/$n" 2>/dev/null; do
+  n=$((n + 1))
+  if [ "$n" -gt 1000 ]; then exit 70; fi
+done
+i=0
+for a in "$@"; do
+  i=$((i + 1))
+  printf '%s' "$a" > "$d/$n/$i"
+done
+printf '%s' "$#" > "$d/$n/argc"
+printf '%s\n' ` + shellQuote(version) + `
+exit 0
+`
+}
+
+// readCalls reads what the stub recorded, in call order.
+func readCalls(dir string) ([][]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read the stub's record: %w", err)
+	}
+	var nums []int
+	for _, e := range entries {
+		if n, err := strconv.Atoi(e.Name()); err == nil && e.IsDir() {
+			nums = append(nums, n)
+		}
+	}
+	sort.Ints(nums)
+	calls := [][]string{}
+	for _, n := range nums {
+		call := filepath.Join(dir, strconv.Itoa(n))
+		argc := -1
+		if b, err := os.ReadFile(filepath.Join(call, "argc")); err == nil {
+			argc, _ = strconv.Atoi(string(b))
+		}
+		args := []string{}
+		for i := 1; argc < 0 || i <= argc; i++ {
+			b, err := os.ReadFile(filepath.Join(call, strconv.Itoa(i)))
+			if err != nil {
+				break // a call killed while recording keeps the arguments it wrote
+			}
+			args = append(args, string(b))
+		}
+		calls = append(calls, args)
+	}
+	return calls, nil
+}
+
+// boundedBuffer keeps the first limit bytes written to it and drops the rest, never failing a write.
+type boundedBuffer struct {
+	buf       bytes.Buffer
+	limit     int
+	truncated bool
+}
+
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	room := b.limit - b.buf.Len()
+	if room >= len(p) {
+		b.buf.Write(p)
+	} else {
+		if room > 0 {
+			b.buf.Write(p[:room])
+		}
+		b.truncated = true
+	}
+	return len(p), nil
+}
+
+func (b *boundedBuffer) String() string { return b.buf.String() }
+
+// quoteArgs shows arguments so that spaces and empty strings stay visible.
+func quoteArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\n\"'\\") {
+			out[i] = strconv.Quote(a)
+		} else {
+			out[i] = a
+		}
+	}
+	return out
+}
+
+// excerpt is the start of s on one line, for messages.
+func excerpt(s string) string {
+	const max = 80
+	if len(s) > max {
+		s = s[:max] + "..."
+	}
+	return strconv.Quote(s)
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
