@@ -41,6 +41,7 @@ class Double:
         self.consents: Dict[str, str] = {"alice": "granted", "bob": "pending"}
         self.requests: List[Dict[str, Any]] = []
         self.issued: List[str] = []
+        self.issued_for: Dict[str, Any] = {}
         self.expires_in = 600
         self.hold_credentials = threading.Event()
         self.hold_credentials.set()  # set = not held
@@ -72,11 +73,12 @@ class Double:
             def _handle(self, method: str) -> None:
                 body = self._body() if method in ("PUT", "POST") else None
                 path = self.path
-                entry = {"method": method, "path": path, "headers": dict(self.headers), "body": body}
+                entry = {"method": method, "path": path, "headers": dict(self.headers), "body": body, "at": time.time()}
                 with double.lock:
                     double.requests.append(entry)
                 status, answer = double.answer(method, path, dict(self.headers), body)
                 entry["status"] = status
+                entry["answered_at"] = time.time()
                 self._send(status, answer)
 
             def do_GET(self) -> None:
@@ -131,6 +133,7 @@ class Double:
             token = "tok-%d-%s" % (next(self._counter), secrets.token_hex(8))
             with self.lock:
                 self.issued.append(token)
+                self.issued_for[token] = body.get("principal_id")
             return 201, {"token": token, "expires_in": self.expires_in}
         if path.startswith("/v1/consents/"):
             rest = path[len("/v1/consents/"):]
