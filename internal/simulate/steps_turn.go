@@ -8,8 +8,9 @@ import (
 	"time"
 )
 
-// MaxRefreshes bounds the validity refreshes the platform makes for one live write.
-const MaxRefreshes = 3
+// MaxRefreshes bounds the validity refreshes the platform makes for one live write. A write that would need
+// more is cut when its validity runs out rather than left live on lapsed material.
+const MaxRefreshes = 100
 
 func (p *platform) turnArgs(s *session, attempt string, refresh bool) map[string]any {
 	return map[string]any{"context": map[string]any{
@@ -73,6 +74,7 @@ func (p *platform) turn(st *Step) {
 		return
 	}
 	elapsed := time.Duration(0)
+	covered := false // the current validity lasts until the write ends
 	for n := 0; n < MaxRefreshes; n++ {
 		lead := time.Duration(math.Min(validity*0.2, 30) * float64(time.Second))
 		next := time.Duration(validity*float64(time.Second)) - lead
@@ -80,6 +82,7 @@ func (p *platform) turn(st *Step) {
 			next = time.Duration(validity * float64(time.Second) / 2)
 		}
 		if elapsed+next >= live {
+			covered = true
 			break
 		}
 		p.clock.Advance(next)
@@ -94,9 +97,15 @@ func (p *platform) turn(st *Step) {
 			return
 		}
 		if v <= 0 {
+			covered = true
 			break
 		}
 		validity = v
+	}
+	if !covered && elapsed+time.Duration(validity*float64(time.Second)) < live {
+		p.clock.Advance(time.Duration(validity * float64(time.Second)))
+		p.event(&Event{Kind: EventPlatform, Replica: r.name, Message: fmt.Sprintf("write of attempt %s cut after %d refreshes: its validity lapsed while it was still live", attempt, MaxRefreshes)})
+		return
 	}
 	p.clock.Advance(live - elapsed)
 	p.event(&Event{Kind: EventPlatform, Replica: r.name, Message: "write complete; guard released"})
