@@ -93,6 +93,8 @@ file and line.`,
 		newSDKCmd(f),
 		newReportCmd(f),
 		newVersionCmd(f),
+		newInitCmd(f),
+		newImageCmd(f),
 	)
 	root.SuggestionsMinimumDistance = 2
 	return root
