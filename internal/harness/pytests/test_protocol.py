@@ -526,8 +526,14 @@ class CallTest(unittest.TestCase):
         self.assertEqual(obs["leftovers"], {"threads": [], "tasks": [], "timers": [], "children": []})
 
     def test_background_sent_while_idle(self):
-        reply = self.plan("idle-log")
-        bg = self.h.wait_background(lambda m: any(l["message"] == "logged while idle" for l in m["observations"]["logs"]))
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            flag = os.path.join(tmp, "go")
+            reply = self.plan("idle-log", flag=flag)
+            open(flag, "w").close()  # only now may the provider's thread log
+            bg = self.h.wait_background(
+                lambda m: any(l["message"] == "logged while idle" for l in m["observations"]["logs"]))
         log = [l for l in bg["observations"]["logs"] if l["message"] == "logged while idle"][0]
         self.assertEqual((log["call"], log["after_return"]), (reply["id"], True))
 
