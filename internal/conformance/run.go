@@ -250,8 +250,21 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	return rep, nil
 }
 
-// Collect runs the scenarios and gathers the evidence checks decide over.
-func Collect(ctx context.Context, t *Target, info *harness.LoadInfo, seed int64, o Options) (*Evidence, error) {
+// Env is everything needed to run scenarios against one provider and judge them: the resolved target, the
+// Agent configuration with its planted canaries, and the simulator options.
+type Env struct {
+	Target *Target
+	Info   *harness.LoadInfo
+	Seed   int64
+	Config map[string]any
+	Sim    simulate.Options
+
+	planted [][2]string
+	trusted []string
+}
+
+// NewEnv prepares the configuration and canaries of a run with a seed.
+func NewEnv(t *Target, info *harness.LoadInfo, seed int64) (*Env, error) {
 	cfg := DefaultConfig(seed)
 	if t.Settings.Config != nil {
 		mergeConfig(cfg, deepCopyMap(t.Settings.Config))
@@ -260,58 +273,160 @@ func Collect(ctx context.Context, t *Target, info *harness.LoadInfo, seed int64,
 	if err != nil {
 		return nil, undecided(err)
 	}
-	ev := &Evidence{Project: t.Project.Dir, Load: info, Secrets: &secrets.Set{}, Material: map[string]string{}, Config: cfg, Skipped: map[string]string{}}
+	e := &Env{Target: t, Info: info, Seed: seed, Config: cfg, planted: planted}
 	secretValues := map[string]bool{}
 	var simSecrets []simulate.Secret
 	for _, p := range planted {
-		ev.Secrets.Add(p[0], p[1])
 		secretValues[p[0]] = true
 		simSecrets = append(simSecrets, simulate.Secret{Value: p[0], Origin: p[1]})
 	}
-	ev.TrustedStrings = trustedStrings(cfg, secretValues)
-	ev.Static = staticFacts(t)
+	e.trusted = trustedStrings(cfg, secretValues)
+	e.Sim = simulate.Options{
+		Python: t.Python.Path, ProjectDir: t.Project.Dir, Target: t.Resolution.Chosen.Ref.Target(), Paths: t.Paths,
+		Config: cfg, Secrets: simSecrets, Limits: t.Settings.limits(), ForceDebugLogging: t.Settings.ForceDebugLogging,
+	}
+	return e, nil
+}
 
-	runnable := info.IsSubclass && info.Instantiated
-	if !runnable {
+// Runnable tells whether scenarios can run at all (the target is an instantiable provider).
+func (e *Env) Runnable() bool { return e.Info != nil && e.Info.IsSubclass && e.Info.Instantiated }
+
+// Adjust applies the project's settings (replicas, engine, deadlines) to a scenario.
+func (e *Env) Adjust(sc *simulate.Scenario) {
+	s := e.Target.Settings
+	if s.Replicas > 0 && sc.Replicas < s.Replicas {
+		sc.Replicas = s.Replicas
+	}
+	if s.Engine != "" {
+		sc.Engine = s.Engine
+	}
+	applyDeadlines(sc.Deadlines, s.Deadlines)
+}
+
+// Evidence builds the evidence of a set of histories: the planted canaries, the secrets each history planted,
+// and every material the provider returned.
+func (e *Env) Evidence(hists []*simulate.History) *Evidence {
+	ev := &Evidence{Project: e.Target.Project.Dir, Load: e.Info, Secrets: &secrets.Set{}, Material: map[string]string{}, Config: e.Config,
+		Skipped: map[string]string{}, TrustedStrings: e.trusted, Static: staticFacts(e.Target)}
+	for _, p := range e.planted {
+		ev.Secrets.Add(p[0], p[1])
+	}
+	if !e.Runnable() {
 		ev.Skipped["*"] = "the provider is not an instantiable subclass of astrabox.seams.RuntimePreparationProvider, so no scenario could run"
-		return ev, nil
+		return ev
 	}
-	scenarios := o.Scenarios
-	if len(scenarios) == 0 {
-		if scenarios, err = DefaultScenarios(); err != nil {
-			return nil, undecided(err)
+	for _, h := range hists {
+		ev.AddHistory(h)
+	}
+	return ev
+}
+
+// AddHistory adds a history and the secrets it holds to the evidence.
+func (ev *Evidence) AddHistory(h *simulate.History) {
+	ev.Histories = append(ev.Histories, h)
+	for _, s := range h.Secrets {
+		ev.Secrets.Add(s.Value, s.Origin)
+	}
+	for _, c := range h.Calls() {
+		if c.Result == nil || c.Result.Type != "RuntimeMaterials" {
+			continue
 		}
-		for _, sc := range scenarios {
-			sc.Seed = sc.Seed*1000003 + seed
+		where := fmt.Sprintf("%s of %s (%s)", c.Method, c.Ctx.Session, c.Key)
+		for _, f := range c.Result.Files {
+			if ev.Secrets.Add(string(f.Content), "material file "+f.Name+" returned by "+where) {
+				ev.Material[string(f.Content)] = "file " + f.Name + " from " + where
+			}
+		}
+		for _, k := range sortedKeys(c.Result.Environment) {
+			v := c.Result.Environment[k]
+			if strings.HasPrefix(v, "/") && strings.Contains(v, "/.astrabox/runtime/") {
+				continue // a delivered file's path is not a secret
+			}
+			if ev.Secrets.Add(v, "environment value "+k+" returned by "+where) {
+				ev.Material[v] = "environment " + k + " from " + where
+			}
 		}
 	}
-	for _, sc := range scenarios {
-		if t.Settings.Replicas > 0 && sc.Replicas < t.Settings.Replicas {
-			sc.Replicas = t.Settings.Replicas
-		}
-		if t.Settings.Engine != "" {
-			sc.Engine = t.Settings.Engine
-		}
-		applyDeadlines(sc.Deadlines, t.Settings.Deadlines)
+}
+
+// Workers runs scenarios on a fixed number of warm clusters, each scenario on one of them.
+type Workers struct {
+	env      *Env
+	clusters chan *simulate.Cluster
+	all      []*simulate.Cluster
+}
+
+// NewWorkers starts n clusters of `replicas` warm replicas each.
+func (e *Env) NewWorkers(ctx context.Context, n, replicas int) (*Workers, error) {
+	if n < 1 {
+		n = 1
 	}
-	jobs := o.Jobs
-	if jobs <= 0 {
-		jobs = runtime.NumCPU()
+	w := &Workers{env: e, clusters: make(chan *simulate.Cluster, n)}
+	errs := make([]error, n)
+	made := make([]*simulate.Cluster, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			made[i], errs[i] = simulate.NewCluster(ctx, e.Sim, replicas)
+		}(i)
 	}
+	wg.Wait()
+	for i, c := range made {
+		if c != nil {
+			w.all = append(w.all, c)
+			w.clusters <- c
+		}
+		if errs[i] != nil {
+			w.Close()
+			if errors.Is(errs[i], simulate.ErrProviderLoad) {
+				return nil, undecided(errs[i])
+			}
+			return nil, undecided(fmt.Errorf("start replicas: %w", errs[i]))
+		}
+	}
+	return w, nil
+}
+
+// Run plays one scenario on a free cluster.
+func (w *Workers) Run(ctx context.Context, sc *simulate.Scenario) (*simulate.History, error) {
+	var c *simulate.Cluster
+	select {
+	case c = <-w.clusters:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { w.clusters <- c }()
+	o := w.env.Sim
+	o.Cluster = c
+	h, err := simulate.Run(ctx, sc, o)
+	if err != nil {
+		// The cluster may be unusable (its double could not be reset): run this scenario cold instead.
+		o.Cluster = nil
+		return simulate.Run(ctx, sc, o)
+	}
+	return h, nil
+}
+
+// Close stops every cluster.
+func (w *Workers) Close() {
+	for _, c := range w.all {
+		c.Close()
+	}
+}
+
+// RunAll plays scenarios on the workers, at most len(clusters) at a time, and returns their histories in
+// order.
+func (w *Workers) RunAll(ctx context.Context, scenarios []*simulate.Scenario) ([]*simulate.History, error) {
 	hists := make([]*simulate.History, len(scenarios))
 	errs := make([]error, len(scenarios))
-	sem := make(chan struct{}, jobs)
 	var wg sync.WaitGroup
 	for i, sc := range scenarios {
 		wg.Add(1)
 		go func(i int, sc *simulate.Scenario) {
 			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			hists[i], errs[i] = simulate.Run(ctx, sc, simulate.Options{
-				Python: t.Python.Path, ProjectDir: t.Project.Dir, Target: t.Resolution.Chosen.Ref.Target(), Paths: t.Paths,
-				Config: cfg, Secrets: simSecrets, Limits: t.Settings.limits(), ForceDebugLogging: t.Settings.ForceDebugLogging,
-			})
+			hists[i], errs[i] = w.Run(ctx, sc)
 		}(i, sc)
 	}
 	wg.Wait()
@@ -322,34 +437,49 @@ func Collect(ctx context.Context, t *Target, info *harness.LoadInfo, seed int64,
 			}
 			return nil, undecided(fmt.Errorf("scenario %s could not run: %w", scenarios[i].Name, err))
 		}
-		ev.Histories = append(ev.Histories, hists[i])
 	}
-	for _, h := range ev.Histories {
-		for _, s := range h.Secrets {
-			ev.Secrets.Add(s.Value, s.Origin)
+	return hists, nil
+}
+
+// Collect runs the scenarios (the default suite when o.Scenarios is empty) and gathers the evidence checks
+// decide over.
+func Collect(ctx context.Context, t *Target, info *harness.LoadInfo, seed int64, o Options) (*Evidence, error) {
+	env, err := NewEnv(t, info, seed)
+	if err != nil {
+		return nil, err
+	}
+	if !env.Runnable() {
+		return env.Evidence(nil), nil
+	}
+	scenarios := o.Scenarios
+	if len(scenarios) == 0 {
+		if scenarios, err = DefaultScenarios(); err != nil {
+			return nil, undecided(err)
 		}
-		for _, c := range h.Calls() {
-			if c.Result == nil || c.Result.Type != "RuntimeMaterials" {
-				continue
-			}
-			where := fmt.Sprintf("%s of %s (%s)", c.Method, c.Ctx.Session, c.Key)
-			for _, f := range c.Result.Files {
-				if ev.Secrets.Add(string(f.Content), "material file "+f.Name+" returned by "+where) {
-					ev.Material[string(f.Content)] = "file " + f.Name + " from " + where
-				}
-			}
-			for _, k := range sortedKeys(c.Result.Environment) {
-				v := c.Result.Environment[k]
-				if strings.HasPrefix(v, "/") && strings.Contains(v, "/.astrabox/runtime/") {
-					continue // a delivered file's path is not a secret
-				}
-				if ev.Secrets.Add(v, "environment value "+k+" returned by "+where) {
-					ev.Material[v] = "environment " + k + " from " + where
-				}
-			}
+		for _, sc := range scenarios {
+			sc.Seed = sc.Seed*1000003 + seed
 		}
 	}
-	return ev, nil
+	maxReplicas := 1
+	for _, sc := range scenarios {
+		env.Adjust(sc)
+		maxReplicas = max(maxReplicas, sc.Replicas)
+	}
+	jobs := o.Jobs
+	if jobs <= 0 {
+		jobs = runtime.NumCPU()
+	}
+	jobs = min(jobs, len(scenarios))
+	w, err := env.NewWorkers(ctx, jobs, maxReplicas)
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	hists, err := w.RunAll(ctx, scenarios)
+	if err != nil {
+		return nil, err
+	}
+	return env.Evidence(hists), nil
 }
 
 func applyDeadlines(d *simulate.Deadlines, over simulate.Deadlines) {
