@@ -29,6 +29,16 @@ type Scenario struct {
 
 	// File is where the scenario was read from, if anywhere.
 	File string `yaml:"-" json:"-"`
+	// keyLines are the lines of the top-level keys of the file, for errors.
+	keyLines map[string]int
+}
+
+// lineOf is the line of a top-level key in the scenario's file (1 when unknown).
+func (s *Scenario) lineOf(key string) int {
+	if l := s.keyLines[key]; l > 0 {
+		return l
+	}
+	return 1
 }
 
 // Backend declares the sandbox backend's capabilities (TURN-BACKEND).
@@ -186,13 +196,16 @@ func LoadScenario(path string) (*Scenario, error) {
 	return ParseScenario(path, data)
 }
 
-var yamlLine = regexp.MustCompile(`line (\d+)`)
-
 // ParseScenario decodes and validates a scenario; errors name the file and line.
 func ParseScenario(file string, data []byte) (*Scenario, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, yamlError(file, err)
+		se := yamlError(file, err, nil).(*ScenarioError)
+		if l := firstBadLine(data); l > 0 {
+			se.Line = l
+		}
+		se.Msg = "YAML syntax error: " + se.Msg + " (check the indentation, colons and brackets here; tabs are not allowed)"
+		return nil, se
 	}
 	if len(root.Content) == 0 {
 		return nil, &ScenarioError{File: file, Line: 1, Msg: "the file is empty; a scenario needs at least `name` and `steps`"}
@@ -201,13 +214,15 @@ func ParseScenario(file string, data []byte) (*Scenario, error) {
 	dec.KnownFields(true)
 	var s Scenario
 	if err := dec.Decode(&s); err != nil {
-		return nil, yamlError(file, err)
+		return nil, yamlError(file, err, &root)
 	}
 	s.File = file
 	// Attach line numbers to steps.
 	doc := root.Content[0]
 	if doc.Kind == yaml.MappingNode {
+		s.keyLines = map[string]int{}
 		for i := 0; i+1 < len(doc.Content); i += 2 {
+			s.keyLines[doc.Content[i].Value] = doc.Content[i].Line
 			if doc.Content[i].Value == "steps" && doc.Content[i+1].Kind == yaml.SequenceNode {
 				for j, n := range doc.Content[i+1].Content {
 					if j < len(s.Steps) {
@@ -224,18 +239,113 @@ func ParseScenario(file string, data []byte) (*Scenario, error) {
 	return &s, nil
 }
 
-func yamlError(file string, err error) error {
+var (
+	yamlLeadingLine = regexp.MustCompile(`^line (\d+): `)
+	yamlTypeError   = regexp.MustCompile("^cannot unmarshal (!!\\w+)(?: `([^`]*)`)? into (\\S+)$")
+	yamlUnknown     = regexp.MustCompile(`^field (\S+) not found in type simulate\.(\w+)$`)
+)
+
+// yamlError turns a yaml.v3 error into a ScenarioError: the first problem only, at its line, in words that say
+// what to write instead. root, when the document parsed, is used to name the field of a type error.
+func yamlError(file string, err error, root *yaml.Node) error {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	msg = strings.TrimPrefix(msg, "unmarshal errors:\n")
+	msg = strings.TrimSpace(strings.SplitN(msg, "\n", 2)[0]) // the first of several unmarshal errors
 	line := 1
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+	if m := yamlLeadingLine.FindStringSubmatch(msg); m != nil {
 		fmt.Sscanf(m[1], "%d", &line)
+		msg = msg[len(m[0]):]
 	}
-	msg = strings.ReplaceAll(msg, "unmarshal errors:\n  ", "")
-	msg = yamlLine.ReplaceAllString(msg, "")
-	msg = strings.TrimLeft(strings.TrimSpace(msg), ": ")
-	msg = strings.ReplaceAll(msg, "in type simulate.Step", "in a step (see docs/scenarios.md)")
-	msg = strings.ReplaceAll(msg, "in type simulate.Scenario", "at the top level (see docs/scenarios.md)")
+	if m := yamlUnknown.FindStringSubmatch(msg); m != nil {
+		where := "at the top level"
+		switch m[2] {
+		case "Step":
+			where = "in a step"
+		case "Scenario":
+		default:
+			where = "in " + strings.ToLower(m[2])
+		}
+		msg = fmt.Sprintf("unknown field `%s` %s; see docs/scenarios.md for the fields of each op", m[1], where)
+	} else if m := yamlTypeError.FindStringSubmatch(msg); m != nil {
+		got := map[string]string{"!!str": "text", "!!int": "a number", "!!float": "a number", "!!bool": "true or false",
+			"!!seq": "a list", "!!map": "a mapping", "!!null": "empty"}[m[1]]
+		if got == "" {
+			got = m[1]
+		}
+		if m[2] != "" {
+			got = fmt.Sprintf("`%s` (%s)", m[2], got)
+		}
+		want := "a mapping"
+		switch {
+		case m[3] == "int" || m[3] == "int64" || m[3] == "float64":
+			want = "a number"
+		case m[3] == "bool":
+			want = "true or false"
+		case m[3] == "string":
+			want = "text"
+		case strings.HasPrefix(m[3], "[]"):
+			want = "a list"
+		}
+		if m[3] == "simulate.Scenario" && line == 1 {
+			msg = fmt.Sprintf("the document is %s; a scenario is a mapping with at least `name` and `steps`", got)
+		} else if m[3] == "simulate.Step" {
+			msg = fmt.Sprintf("a step is %s; each step must be a mapping such as `{op: cold_start, session: s1, agent: agent-1, principal: alice}`", got)
+		} else if key := keyAtLine(root, line, m[1], m[2]); key != "" {
+			msg = fmt.Sprintf("`%s` is %s, but it must be %s", key, got, want)
+		} else {
+			msg = fmt.Sprintf("%s where %s is expected", got, want)
+		}
+	}
 	return &ScenarioError{File: file, Line: line, Msg: msg}
+}
+
+// firstBadLine returns the first line at which the document stops being valid YAML: yaml.v3 reports where the
+// enclosing construct began, which is often a line or more too early. 0 when no prefix fails.
+func firstBadLine(data []byte) int {
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	var prefix []byte
+	for i, l := range lines {
+		prefix = append(prefix, l...)
+		var n yaml.Node
+		if yaml.Unmarshal(prefix, &n) != nil {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// keyAtLine returns the mapping key whose value starts on line and looks like the value yaml refused (the
+// scalar text, or a node of the tag's kind), or "".
+func keyAtLine(n *yaml.Node, line int, tag, value string) string {
+	if n == nil {
+		return ""
+	}
+	kind := map[string]yaml.Kind{"!!map": yaml.MappingNode, "!!seq": yaml.SequenceNode}[tag]
+	if kind == 0 {
+		kind = yaml.ScalarNode
+	}
+	value = strings.TrimSuffix(value, "...")
+	found := ""
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		if found != "" {
+			return
+		}
+		if n.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				v := n.Content[i+1]
+				if v.Line == line && v.Kind == kind && (kind != yaml.ScalarNode || strings.HasPrefix(v.Value, value)) {
+					found = n.Content[i].Value
+					return
+				}
+			}
+		}
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(n)
+	return found
 }
 
 func (st *Step) presentFields(n *yaml.Node) {
@@ -261,13 +371,13 @@ func (s *Scenario) Validate() error {
 		s.Replicas = 2
 	}
 	if s.Replicas < 1 || s.Replicas > 16 {
-		return errAt(1, "`replicas` must be between 1 and 16, got %d", s.Replicas)
+		return errAt(s.lineOf("replicas"), "`replicas` must be between 1 and 16, got %d", s.Replicas)
 	}
 	if s.Engine == "" {
 		s.Engine = EngineClaudeCode
 	}
 	if _, ok := adapters[s.Engine]; !ok {
-		return errAt(1, "unknown engine %q; use one of %s", s.Engine, strings.Join(AdapterNames(), ", "))
+		return errAt(s.lineOf("engine"), "unknown engine %q; use one of %s", s.Engine, strings.Join(AdapterNames(), ", "))
 	}
 	if s.Backend == nil {
 		s.Backend = &Backend{ProfileExclusive: true, OwnsSandbox: true}
@@ -280,7 +390,7 @@ func (s *Scenario) Validate() error {
 			p.Consent = "granted"
 		}
 		if p.Consent != "granted" && p.Consent != "pending" {
-			return errAt(1, "principal %q: consent must be granted or pending, got %q", name, p.Consent)
+			return errAt(s.lineOf("principals"), "principal %q: consent must be granted or pending, got %q", name, p.Consent)
 		}
 		s.Principals[name] = p
 	}
@@ -291,7 +401,7 @@ func (s *Scenario) Validate() error {
 	for i := range s.Agents {
 		a := &s.Agents[i]
 		if a.ID == "" {
-			return errAt(1, "agent %d has no `id`", i+1)
+			return errAt(s.lineOf("agents"), "agent %d has no `id`", i+1)
 		}
 		if a.Creator == "" {
 			a.Creator = "alice"
@@ -306,7 +416,7 @@ func (s *Scenario) Validate() error {
 	}
 	s.Deadlines.fill()
 	if len(s.Steps) == 0 {
-		return errAt(1, "no `steps`; add at least one step such as `- op: cold_start`")
+		return errAt(s.lineOf("steps"), "no `steps`; add at least one step such as `- op: cold_start`")
 	}
 	sessions := map[string]bool{}
 	for i := range s.Steps {
