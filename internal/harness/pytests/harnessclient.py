@@ -89,7 +89,7 @@ class Harness:
         # Go's ExtraFiles puts the protocol pipes on descriptors 3 and 4; a tiny launcher does the same
         # here (preexec_fn is unsafe with the drain threads running).
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", _LAUNCH, str(req_r), str(rep_w), ENTRY],
+            [sys.executable, "-I", "-S", "-c", _LAUNCH, str(req_r), str(rep_w), ENTRY],
             stdin=subprocess.DEVNULL,
             stdout=out_w,
             stderr=err_w,
