@@ -310,6 +310,9 @@ func TestProviderStubsNameTheirClauses(t *testing.T) {
 			if !known[id] {
 				t.Errorf("%s names %s, which is not a clause ID", cb, id)
 			}
+			if _, ok := conformance.Lookup(id); !ok {
+				t.Errorf("%s names %s, which `astrabox conformance explain` does not know", cb, id)
+			}
 		}
 	}
 }

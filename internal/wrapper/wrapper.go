@@ -319,23 +319,26 @@ func decide(p *Probe, version string, timeout time.Duration) {
 	}
 }
 
-// stubScript is the stand-in for the real CLI: each call records its arguments, one file per argument in a
-// directory of its own under calls (so any byte but NUL survives), then prints the version line.
+// stubScript is the stand-in for the real CLI. Each call claims a number n by creating the file n with
+// noclobber in a subshell (atomic, and no external command, so it works whatever PATH the wrapper hands on), writes each
+// argument to n.arg.i (so any byte but NUL survives) and the count to n.argc, then prints the version line.
 func stubScript(calls, version string) string {
 	return `#!/bin/sh
 # astrabox image check-wrapper: a stand-in for the real CLI that records its arguments.
 d=` + shellQuote(calls) + `
+set -C
 n=1
-while ! mkdir "$d/$n" 2>/dev/null; do
+while ! (: > "$d/$n") 2>/dev/null; do
   n=$((n + 1))
   if [ "$n" -gt 1000 ]; then exit 70; fi
 done
+set +C
 i=0
 for a in "$@"; do
   i=$((i + 1))
-  printf '%s' "$a" > "$d/$n/$i"
+  printf '%s' "$a" > "$d/$n.arg.$i"
 done
-printf '%s' "$#" > "$d/$n/argc"
+printf '%s' "$#" > "$d/$n.argc"
 printf '%s\n' ` + shellQuote(version) + `
 exit 0
 `
@@ -349,21 +352,21 @@ func readCalls(dir string) ([][]string, error) {
 	}
 	var nums []int
 	for _, e := range entries {
-		if n, err := strconv.Atoi(e.Name()); err == nil && e.IsDir() {
+		if n, err := strconv.Atoi(e.Name()); err == nil && e.Type().IsRegular() {
 			nums = append(nums, n)
 		}
 	}
 	sort.Ints(nums)
 	calls := [][]string{}
 	for _, n := range nums {
-		call := filepath.Join(dir, strconv.Itoa(n))
+		prefix := filepath.Join(dir, strconv.Itoa(n))
 		argc := -1
-		if b, err := os.ReadFile(filepath.Join(call, "argc")); err == nil {
+		if b, err := os.ReadFile(prefix + ".argc"); err == nil {
 			argc, _ = strconv.Atoi(string(b))
 		}
 		args := []string{}
 		for i := 1; argc < 0 || i <= argc; i++ {
-			b, err := os.ReadFile(filepath.Join(call, strconv.Itoa(i)))
+			b, err := os.ReadFile(prefix + ".arg." + strconv.Itoa(i))
 			if err != nil {
 				break // a call killed while recording keeps the arguments it wrote
 			}

@@ -234,3 +234,22 @@ func TestUnusableWrappers(t *testing.T) {
 		}
 	}
 }
+
+func TestStubRecordsUnderAnyPath(t *testing.T) {
+	// The wrapper hands the real CLI an empty PATH; the stub still records its call.
+	res := check(t, script(t, "nopath.sh", "#!/bin/sh\n[ \"$1\" = -p ] && exit 1\nreal=\"$ASTRABOX_REAL_CLI\"\nPATH=/nonexistent exec \"$real\" \"$@\"\n"), 0)
+	if !res.Passed {
+		t.Fatalf("want a pass: %+v", res)
+	}
+}
+
+func TestEachCallIsRecorded(t *testing.T) {
+	res := check(t, script(t, "twice.sh", "#!/bin/sh\n[ \"$1\" = -p ] && exit 1\nclaude --version >/dev/null\nexec claude \"$@\"\n"), 0)
+	p := res.Probes[0]
+	if len(p.RealCLICalls) != 2 || strings.Join(p.RealCLICalls[0], " ") != "--version" || strings.Join(p.RealCLICalls[1], " ") != "-v" {
+		t.Fatalf("calls %q", p.RealCLICalls)
+	}
+	if p.Passed || !strings.Contains(p.Summary, "the real CLI saw [--version] instead of [-v]") {
+		t.Errorf("-v probe: %+v", p)
+	}
+}
