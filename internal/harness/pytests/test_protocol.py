@@ -104,12 +104,14 @@ class LaunchTest(unittest.TestCase):
 
 class ProcessTest(unittest.TestCase):
     def test_limits_from_environment(self):
-        with Harness(env={"ASTRABOX_LIMIT_NOFILE": "200"}) as h:
+        four_gib = 4 * 1024 * 1024 * 1024
+        with Harness(env={"ASTRABOX_LIMIT_NOFILE": "200", "ASTRABOX_LIMIT_AS": str(four_gib)}) as h:
             h.hello()
             h.load("fixprov.good:Good")
             decl = h.call("plan", {"config": {"mode": "limits"}})["value"]["declaration"]
             self.assertEqual(decl["nofile"][0], 200)
             self.assertEqual(decl["core"], [0, 0])
+            self.assertEqual(decl["as"][0], four_gib)
 
     def test_sigusr1_dumps_stacks_and_keeps_serving(self):
         with Harness() as h:
