@@ -7,7 +7,7 @@ import inspect
 import logging
 import os
 import sys
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from astrabox import seams
 from astrabox._harness.contexts import ArgumentError
