@@ -284,6 +284,27 @@ class CallTest(unittest.TestCase):
         self.assertEqual(v["user_action"]["problems"], [])
         self.assertIs(v["was_sync"], True)
 
+    def test_synchronize_context_from_json(self):
+        args = {"context": {
+            "operation": {"agent_id": "agent-1", "operation_id": "op-1", "deadline": 1e12},
+            "creator_user_id": "u", "config_version": 3, "preparation_id": "prep", "runtime_generation": "g",
+            "config": {"tags": ["a", "b"], "nested": {"x": 1}},
+            "sandbox": {"sandbox_id": "sb-2", "home": "/home/workload", "workspace": "/ws"},
+            "packages": [{"source": {"git": "https://example/x"}, "path": "/cache/x"}],
+            "skills_path": None,
+        }}
+        seen = []
+
+        def answer(msg):
+            seen.append((msg["op"], msg["path"], msg["sandbox_id"]))
+            return {"ok": True, "value": ["SKILL.md"], "error": None}
+
+        reply = self.h.call("synchronize", args, sandbox=answer)
+        self.assertEqual(reply["value"]["type"], "none")
+        self.assertEqual(seen, [("list_dir", "/cache/x", "sb-2")])
+        messages = [l["message"] for l in reply["observations"]["logs"]]
+        self.assertEqual(messages, ["sync mappingproxy tuple tuple mappingproxy agent-1 sb-2 None ('SKILL.md',)"])
+
     def test_recover_bool_and_default_perform(self):
         op = {"agent_id": "a", "operation_id": "done", "deadline": 1.0}
         self.assertEqual(self.h.call("recover", {"operation": op})["value"]["value"], True)
