@@ -22,6 +22,12 @@ func newImageCmd(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "image",
 		Short: "Check what a sandbox image must bring with it",
+		Long: `Check the parts of a sandbox image that a provider cannot supply itself. Wrappers and system
+services must be baked into the image: a provider cannot retrofit them into a box (IMAGE-NO-RETROFIT).
+
+A CLI wrapper finds the real CLI through the ASTRABOX_REAL_CLI environment variable when it is set, and
+otherwise runs "claude" from PATH.`,
+		Example: `  astrabox image check-wrapper images/agent/claude-wrapper.sh`,
 	}
 	cmd.AddCommand(newCheckWrapperCmd(f, nil))
 	return cmd

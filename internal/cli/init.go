@@ -30,7 +30,8 @@ func newInitCmdWith(f *Factory, runF func(*InitOptions) error) *cobra.Command {
 		Long: `Write a new runtime preparation provider project into DIR (default: the current directory),
 creating it when missing:
 
-  pyproject.toml                   the entry point in [project.entry-points."astrabox.providers.runtime_preparation"]
+  pyproject.toml                   the entry point, in the group
+                                   [project.entry-points."astrabox.providers.runtime_preparation"],
                                    and a commented [tool.astrabox] table of conformance settings
   src/PACKAGE/provider.py          the provider class; every callback stubbed to the platform's default
                                    behaviour, with a comment naming the clauses it must keep
