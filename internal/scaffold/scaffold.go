@@ -60,8 +60,8 @@ func (e *ExistsError) Error() string {
 	if len(e.Paths) == 1 {
 		return fmt.Sprintf("%s already exists; not overwriting it (use --force to replace it)", e.Paths[0])
 	}
-	return fmt.Sprintf("%d files already exist: %s; not overwriting them (use --force to replace them)",
-		len(e.Paths), strings.Join(e.Paths, ", "))
+	return fmt.Sprintf("%d files already exist; not overwriting them (use --force to replace them):\n  %s",
+		len(e.Paths), strings.Join(e.Paths, "\n  "))
 }
 
 // InvalidError is returned for a provider name or package name that cannot be used.

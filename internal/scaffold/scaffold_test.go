@@ -390,3 +390,18 @@ func TestGeneratedUnitTestsExplainAMissingSDK(t *testing.T) {
 		t.Errorf("the failure does not say how to fix it:\n%s", out)
 	}
 }
+
+func TestSecondRunNamesEveryExistingFile(t *testing.T) {
+	dir := t.TempDir()
+	first := scaffold(t, Options{Dir: dir, Name: "tools"})
+	_, err := Write(Options{Dir: dir, Name: "tools"})
+	var ex *ExistsError
+	if !errors.As(err, &ex) || len(ex.Paths) != len(first.Files) {
+		t.Fatalf("got %v, want all %d files named", err, len(first.Files))
+	}
+	for _, rel := range first.Files {
+		if !strings.Contains(err.Error(), filepath.Join(dir, filepath.FromSlash(rel))) {
+			t.Errorf("message does not name %s:\n%v", rel, err)
+		}
+	}
+}
