@@ -144,8 +144,8 @@ class LoadTest(unittest.TestCase):
             self.assertEqual(m["plan"]["line"], marker_line(GOOD, "PLAN_LINE"))
             self.assertEqual((m["prepare_turn"]["overridden"], m["prepare_turn"]["async"]), (True, True))
             self.assertEqual((m["read_user_actions"]["overridden"], m["read_user_actions"]["async"]), (True, False))
-            self.assertEqual((m["synchronize"]["overridden"], m["synchronize"]["async"]), (False, True))
-            self.assertTrue(m["synchronize"]["file"].endswith(os.path.join("astrabox", "seams.py")))
+            self.assertEqual((m["perform_user_action"]["overridden"], m["perform_user_action"]["async"]), (False, True))
+            self.assertTrue(m["perform_user_action"]["file"].endswith(os.path.join("astrabox", "seams.py")))
 
     def test_top_level_module_root(self):
         with Harness() as h:

@@ -218,7 +218,11 @@ class Runner:
         ctx = contextvars.copy_context()
         ctx.run(CURRENT_CALL.set, call_id)
         started = time.perf_counter_ns()
-        ok, value, error = await self._dispatch(ctx, call_id, method, args)
+        try:
+            ok, value, error = await self._dispatch(ctx, call_id, method, args)
+        except Exception as exc:  # a harness bug must still produce exactly one reply
+            ok, value = False, None
+            error = harness_error("astrabox.harness.InternalError", "the harness failed: %s" % safe_repr(exc, 2048))
         duration = time.perf_counter_ns() - started
         self.observer.mark_returned(call_id)
         leftovers, cut = self.observer.safe_leftovers(loop, before, call_id, self.own_tasks | {self.call_task})
