@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/astrabox-dev/astrabox/internal/conformance"
+	"github.com/astrabox-dev/astrabox/internal/explore"
 	"github.com/astrabox-dev/astrabox/internal/report"
 	"github.com/astrabox-dev/astrabox/internal/term"
 )
@@ -44,6 +45,7 @@ type RunOptions struct {
 	SARIF    string
 	GitHub   string
 	Jobs     int
+	Explore  ExploreOptions
 }
 
 // projectFlags adds the flags every provider-facing command shares.
@@ -87,7 +89,8 @@ providers).`,
 	cmd.Flags().StringVar(&o.JUnit, "junit", "", "also write a JUnit XML report to this file")
 	cmd.Flags().StringVar(&o.SARIF, "sarif", "", "also write a SARIF 2.1.0 report to this file")
 	cmd.Flags().StringVar(&o.GitHub, "github", "", "also write GitHub workflow annotations to this file")
-	cmd.Flags().IntVarP(&o.Jobs, "jobs", "j", 0, "scenarios run at once (default: the number of cores)")
+	cmd.Flags().IntVarP(&o.Jobs, "jobs", "j", 0, "scenarios run at once on independent replica sets (default: the number of cores)")
+	exploreFlags(cmd, &o.Explore, 0)
 	_ = cmd.RegisterFlagCompletionFunc("check", completeCheckIDs)
 	_ = cmd.RegisterFlagCompletionFunc("skip", completeCheckIDs)
 	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(report.Formats(), cobra.ShellCompDirectiveNoFileComp))
@@ -130,6 +133,12 @@ func runConformance(parent context.Context, f *Factory, o *RunOptions) error {
 		seed := o.Seed
 		opts.Seed = &seed
 	}
+	var explored *explore.Result
+	hook, err := exploreHook(f, &o.Explore, true, o.Jobs, o.Checks, o.Skip, &explored)
+	if err != nil {
+		return err
+	}
+	opts.After = hook
 	rep, err := conformance.Run(ctx, opts)
 	if err != nil {
 		return &exitError{code: ExitUndecided, err: err}

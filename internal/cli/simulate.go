@@ -133,7 +133,7 @@ platform's answers. --format json prints the full history with every secret mask
 			return runSimulation(c, f, o, sc)
 		},
 	}
-	cmd.AddCommand(cold, claim, reattach, replace, prewarm, turn, ua, recover, run)
+	cmd.AddCommand(cold, claim, reattach, replace, prewarm, turn, ua, recover, run, newSimulateExploreCmd(f, o))
 	return cmd
 }
 

@@ -91,6 +91,11 @@ type Options struct {
 	Verbose bool
 	// Version is the kit's version for the report.
 	Version string
+	// NoSuite skips the default suite (exploration only).
+	NoSuite bool
+	// After, when set, runs with the warm workers before they close (exploration), and may add results to
+	// the report.
+	After func(ctx context.Context, env *Env, w *Workers, rep *report.Report) error
 }
 
 // Target is a resolved provider project: everything needed to load and simulate the provider.
@@ -241,13 +246,74 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	if info == nil {
 		return nil, LoadError(t, reply)
 	}
-	ev, err := Collect(ctx, t, info, seed, o)
+	env, err := NewEnv(t, info, seed)
 	if err != nil {
 		return nil, err
 	}
-	rep := Decide(ev, t, seed, o)
+	if !env.Runnable() {
+		rep := Decide(env.Evidence(nil), t, seed, o)
+		rep.Tool = report.Tool{Name: "astrabox", Version: o.Version}
+		return rep, nil
+	}
+	scenarios, err := env.suite(o)
+	if err != nil {
+		return nil, err
+	}
+	w, err := env.NewWorkers(ctx, o.jobs(len(scenarios)), maxReplicas(scenarios, 3))
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	var hists []*simulate.History
+	if !o.NoSuite {
+		if hists, err = w.RunAll(ctx, scenarios); err != nil {
+			return nil, err
+		}
+	}
+	rep := Decide(env.Evidence(hists), t, seed, o)
 	rep.Tool = report.Tool{Name: "astrabox", Version: o.Version}
+	if o.After != nil {
+		if err := o.After(ctx, env, w, rep); err != nil {
+			return rep, err
+		}
+		rep.Summarize()
+	}
 	return rep, nil
+}
+
+// suite returns the scenarios to run: the given ones, else the default suite seeded with the run's seed,
+// adjusted to the project's settings.
+func (e *Env) suite(o Options) ([]*simulate.Scenario, error) {
+	scenarios := o.Scenarios
+	if len(scenarios) == 0 {
+		var err error
+		if scenarios, err = DefaultScenarios(); err != nil {
+			return nil, undecided(err)
+		}
+		for _, sc := range scenarios {
+			sc.Seed = sc.Seed*1000003 + e.Seed
+		}
+	}
+	for _, sc := range scenarios {
+		e.Adjust(sc)
+	}
+	return scenarios, nil
+}
+
+func (o Options) jobs(n int) int {
+	jobs := o.Jobs
+	if jobs <= 0 {
+		jobs = runtime.NumCPU()
+	}
+	return max(1, min(jobs, n))
+}
+
+func maxReplicas(scenarios []*simulate.Scenario, floor int) int {
+	m := floor
+	for _, sc := range scenarios {
+		m = max(m, sc.Replicas)
+	}
+	return m
 }
 
 // Env is everything needed to run scenarios against one provider and judge them: the resolved target, the
@@ -451,26 +517,11 @@ func Collect(ctx context.Context, t *Target, info *harness.LoadInfo, seed int64,
 	if !env.Runnable() {
 		return env.Evidence(nil), nil
 	}
-	scenarios := o.Scenarios
-	if len(scenarios) == 0 {
-		if scenarios, err = DefaultScenarios(); err != nil {
-			return nil, undecided(err)
-		}
-		for _, sc := range scenarios {
-			sc.Seed = sc.Seed*1000003 + seed
-		}
+	scenarios, err := env.suite(o)
+	if err != nil {
+		return nil, err
 	}
-	maxReplicas := 1
-	for _, sc := range scenarios {
-		env.Adjust(sc)
-		maxReplicas = max(maxReplicas, sc.Replicas)
-	}
-	jobs := o.Jobs
-	if jobs <= 0 {
-		jobs = runtime.NumCPU()
-	}
-	jobs = min(jobs, len(scenarios))
-	w, err := env.NewWorkers(ctx, jobs, maxReplicas)
+	w, err := env.NewWorkers(ctx, o.jobs(len(scenarios)), maxReplicas(scenarios, 1))
 	if err != nil {
 		return nil, err
 	}
@@ -652,4 +703,31 @@ func maskResult(r report.Result, s *secrets.Set) report.Result {
 		}
 	}
 	return r
+}
+
+// Selected tells whether a check is selected by --check and --skip patterns.
+func Selected(c *Check, checks, skip []string) bool {
+	return selected(c, Options{Checks: checks, Skip: skip})
+}
+
+// Failing decides the selected checks over the evidence and returns the IDs of those that failed (warnings
+// excluded), in table order, with their first message.
+func Failing(ev *Evidence, checks, skip []string, skipped map[string]string) (ids []string, messages map[string]string) {
+	messages = map[string]string{}
+	for _, c := range Checks() {
+		if !Selected(c, checks, skip) || c.WarningOnly != "" {
+			continue
+		}
+		if _, ok := skipped[c.ID]; ok {
+			continue
+		}
+		for _, f := range c.Decide(ev) {
+			if !f.Warning {
+				ids = append(ids, c.ID)
+				messages[c.ID] = ev.Secrets.Mask(f.Message)
+				break
+			}
+		}
+	}
+	return ids, messages
 }

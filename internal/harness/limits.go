@@ -24,7 +24,7 @@ type Limits struct {
 	// process is dumped and killed, and how long Close waits after SIGTERM
 	// (default 2 s).
 	Grace time.Duration
-	// StartTimeout bounds the wait for hello (default 10 s).
+	// StartTimeout bounds the wait for hello (default 30 s).
 	StartTimeout time.Duration
 	// LoadTimeout bounds the load call: importing and instantiating the
 	// provider (default 60 s).
@@ -36,7 +36,7 @@ type Limits struct {
 
 // DefaultLimits returns the default limits: address space 4 GiB, 1024 open
 // files, resident memory 1 GiB, 64 KiB of output kept per call and stream
-// (32 KiB head, 32 KiB tail), grace 2 s, start timeout 10 s, load timeout
+// (32 KiB head, 32 KiB tail), grace 2 s, start timeout 30 s, load timeout
 // 60 s, close timeout 2 s.
 func DefaultLimits() Limits {
 	return Limits{
@@ -45,7 +45,7 @@ func DefaultLimits() Limits {
 		MemoryRSS:    1 << 30,
 		CaptureBytes: 64 << 10,
 		Grace:        2 * time.Second,
-		StartTimeout: 10 * time.Second,
+		StartTimeout: 30 * time.Second,
 		LoadTimeout:  60 * time.Second,
 		CloseTimeout: 2 * time.Second,
 	}

@@ -1,0 +1,165 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/astrabox-dev/astrabox/internal/conformance"
+	"github.com/astrabox-dev/astrabox/internal/explore"
+	"github.com/astrabox-dev/astrabox/internal/report"
+)
+
+// ExploreOptions are the exploration flags shared by `conformance run` and `simulate explore`.
+type ExploreOptions struct {
+	N            int
+	Shard        string
+	LastFailed   bool
+	FailuresDir  string
+	ShrinkBudget int
+}
+
+func exploreFlags(cmd *cobra.Command, o *ExploreOptions, defaultN int) {
+	cmd.Flags().IntVar(&o.N, "explore", defaultN, "after the default suite, judge N generated scenarios (seeded by --seed), shrinking every failure")
+	cmd.Flags().StringVar(&o.Shard, "shard", "", "run only shard I of N of the explored scenarios (I/N, e.g. 2/4), for CI matrix jobs")
+	cmd.Flags().BoolVar(&o.LastFailed, "last-failed", false, "re-run only the scenarios that failed in the last exploration")
+	cmd.Flags().StringVar(&o.FailuresDir, "failures-dir", "", "where shrunk failures are written (default: .astrabox/failures in the project)")
+	cmd.Flags().IntVar(&o.ShrinkBudget, "shrink-budget", 60, "scenario runs spent shrinking one failure")
+}
+
+func parseShard(s string) (int, int, error) {
+	if s == "" {
+		return 1, 1, nil
+	}
+	parts := strings.Split(s, "/")
+	if len(parts) != 2 {
+		return 0, 0, usagef("--shard %q: use I/N, for example 2/4", s)
+	}
+	i, err1 := strconv.Atoi(parts[0])
+	n, err2 := strconv.Atoi(parts[1])
+	if err1 != nil || err2 != nil || n < 1 || i < 1 || i > n {
+		return 0, 0, usagef("--shard %q: use I/N with 1 <= I <= N, for example 2/4", s)
+	}
+	return i, n, nil
+}
+
+// exploreHook returns the After hook that explores with the run's warm workers and folds the result into the
+// report; res receives the exploration result.
+func exploreHook(f *Factory, eo *ExploreOptions, summary bool, jobs int, checks, skip []string, res **explore.Result) (func(context.Context, *conformance.Env, *conformance.Workers, *report.Report) error, error) {
+	if eo.N <= 0 && !eo.LastFailed {
+		return nil, nil
+	}
+	si, sn, err := parseShard(eo.Shard)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, env *conformance.Env, w *conformance.Workers, rep *report.Report) error {
+		o := explore.Options{N: eo.N, Seed: env.Seed, Jobs: jobs, ShardIndex: si, ShardCount: sn, Checks: checks, Skip: skip,
+			Skipped: env.Target.Settings.Skip, FailuresDir: eo.FailuresDir, ShrinkBudget: eo.ShrinkBudget, Project: env.Target.Project.Dir}
+		if o.FailuresDir == "" {
+			o.FailuresDir = env.Target.Project.Dir + "/.astrabox/failures"
+		}
+		if eo.LastFailed {
+			scs, err := explore.LastFailed(o.FailuresDir)
+			if err != nil {
+				return &exitError{code: ExitUndecided, err: err}
+			}
+			o.Scenarios = scs
+		}
+		if f.IO.ErrTTY && !f.Quiet {
+			o.Progress = f.IO.Err
+		}
+		if o.Jobs <= 0 {
+			o.Jobs = 2
+		}
+		r, err := explore.Explore(ctx, env, w, o)
+		if err != nil {
+			return &exitError{code: ExitUndecided, err: fmt.Errorf("exploration: %w", err)}
+		}
+		*res = r
+		explore.Apply(rep, r)
+		if summary && !f.Quiet {
+			writeExploreSummary(f.IO.Err, r)
+		}
+		return nil
+	}, nil
+}
+
+func writeExploreSummary(w io.Writer, r *explore.Result) {
+	rate := 0.0
+	if r.Elapsed > 0 {
+		rate = float64(r.Callbacks) / r.Elapsed.Seconds()
+	}
+	fmt.Fprintf(w, "explored %d scenario(s) with seed %d in %s: %d callbacks (%.0f/s), %d failing check(s)\n",
+		r.Scenarios, r.Seed, r.Elapsed.Round(1e6), r.Callbacks, rate, len(r.Failures))
+	for _, e := range r.Errors {
+		fmt.Fprintf(w, "  could not run %s\n", e)
+	}
+	for _, fl := range r.Failures {
+		state := "failed"
+		if fl.Flaky {
+			state = "flaky"
+		}
+		fmt.Fprintf(w, "  %s %s in scenario %d, shrunk to %d step(s)\n    replay: %s\n", fl.Check, state, fl.Index, len(fl.Shrunk), fl.Command)
+	}
+}
+
+func newSimulateExploreCmd(f *Factory, so *SimOptions) *cobra.Command {
+	eo := &ExploreOptions{}
+	var checks, skip []string
+	var jobs int
+	cmd := &cobra.Command{
+		Use:   "explore",
+		Short: "Judge generated lifecycle scenarios with faults, shrinking and saving every failure",
+		Long: `Generate N seeded lifecycle scenarios (platform steps and faults, only in orders the platform
+could produce), run each against the provider, judge every history with the conformance checks, shrink
+each failure to a smallest scenario that still fails the same check, save it as YAML and print the
+command that replays it. A failure whose replay does not fail the same way is reported as flaky.`,
+		Example: `  astrabox simulate explore --explore 500 --seed 7
+  astrabox simulate explore --last-failed
+  astrabox simulate explore --explore 2000 --shard 1/4 --jobs 2`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if so.Format != "text" && so.Format != "json" {
+				return usagef("unknown format %q; use text or json", so.Format)
+			}
+			var res *explore.Result
+			hook, err := exploreHook(f, eo, false, jobs, checks, skip, &res)
+			if err != nil {
+				return err
+			}
+			if hook == nil {
+				return usagef("nothing to explore: give --explore N or --last-failed")
+			}
+			ctx, cancel := signalContext(cmd.Context())
+			defer cancel()
+			seed := so.Seed
+			_, err = conformance.Run(ctx, conformance.Options{Project: so.Project, Python: so.Python, Provider: so.Provider, Seed: &seed,
+				Checks: checks, Skip: skip, Jobs: jobs, Getenv: f.Getenv, NoSuite: true, After: hook, Version: f.Version})
+			if err != nil {
+				return asUndecided(err)
+			}
+			if so.Format == "json" {
+				if err := writeJSON(f.IO.Out, res); err != nil {
+					return err
+				}
+			} else {
+				writeExploreSummary(f.IO.Out, res)
+			}
+			if len(res.Failures) > 0 {
+				return errFailed
+			}
+			return nil
+		},
+	}
+	exploreFlags(cmd, eo, 100)
+	cmd.Flags().StringSliceVar(&checks, "check", nil, "judge only checks matching these IDs, globs or areas")
+	cmd.Flags().StringSliceVar(&skip, "skip", nil, "do not judge checks matching these IDs, globs or areas")
+	cmd.Flags().IntVarP(&jobs, "jobs", "j", 0, "worker sets running scenarios at once (default: the number of cores)")
+	_ = cmd.RegisterFlagCompletionFunc("check", completeCheckIDs)
+	return cmd
+}

@@ -1,0 +1,41 @@
+package explore
+
+import (
+	"fmt"
+
+	"github.com/astrabox-dev/astrabox/internal/report"
+)
+
+// Apply folds an exploration's failures into a report: a check that the default suite passed but an explored
+// scenario failed becomes failed (or flaky, when its replay did not fail the same way), with the shrunk steps
+// and the replay command as evidence.
+func Apply(rep *report.Report, res *Result) {
+	for _, f := range res.Failures {
+		for i := range rep.Results {
+			r := &rep.Results[i]
+			if r.Check != f.Check {
+				continue
+			}
+			text := fmt.Sprintf("explored scenario %d (seed %d) failed: %s; shrunk from %d to %d steps; replay: %s", f.Index, f.Seed, f.Message, f.Steps, len(f.Shrunk), f.Command)
+			status := report.StatusFailed
+			if f.Flaky {
+				status = report.StatusFlaky
+				text = fmt.Sprintf("explored scenario %d (seed %d) is flaky for this check: %s; replay: %s", f.Index, f.Seed, f.Differed, f.Command)
+			}
+			switch r.Status {
+			case report.StatusPassed, report.StatusWarning, report.StatusSkipped:
+				r.Status = status
+				r.Message = "found by exploration: " + f.Message
+				if f.Flaky {
+					r.Message = "flaky under exploration: " + f.Differed
+				}
+			case report.StatusFlaky:
+				if !f.Flaky {
+					r.Status = report.StatusFailed
+				}
+			}
+			r.Evidence = append(r.Evidence, report.Evidence{Text: text, Scenario: f.Scenario.Name, Steps: f.Shrunk})
+		}
+	}
+	rep.Summarize()
+}

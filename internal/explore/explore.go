@@ -1,0 +1,292 @@
+package explore
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/astrabox-dev/astrabox/internal/conformance"
+	"github.com/astrabox-dev/astrabox/internal/simulate"
+)
+
+// Options configure an exploration.
+type Options struct {
+	// N is the number of generated scenarios (before sharding).
+	N int
+	// Seed selects the generated scenarios.
+	Seed int64
+	// Jobs is the number of worker clusters running scenarios at once.
+	Jobs int
+	// ShardIndex (1-based) and ShardCount split the N scenarios across CI jobs: scenario i runs in shard
+	// i mod ShardCount + 1.
+	ShardIndex, ShardCount int
+	// Checks and Skip select checks; Skipped are checks the project skips with a reason.
+	Checks, Skip []string
+	Skipped      map[string]string
+	// Scenarios, when set, are judged instead of generated ones (--last-failed).
+	Scenarios []*simulate.Scenario
+	// FailuresDir is where shrunk failures are written (default .astrabox/failures under the project).
+	FailuresDir string
+	// ShrinkBudget bounds the runs spent shrinking one failure (default 60).
+	ShrinkBudget int
+	// Replays is how many times a shrunk failure is replayed to tell flaky from failing (default 2).
+	Replays int
+	// Progress, when set, receives a one-line progress display (a terminal).
+	Progress io.Writer
+	// Project is the provider project directory, for replay commands.
+	Project string
+}
+
+// Failure is one check that a generated scenario broke.
+type Failure struct {
+	Check    string   `json:"check"`
+	Message  string   `json:"message"`
+	Index    int      `json:"index"`
+	Seed     int64    `json:"seed"`
+	Steps    int      `json:"original_steps"`
+	Shrunk   []string `json:"shrunk_steps"`
+	File     string   `json:"file"`
+	Command  string   `json:"replay"`
+	Flaky    bool     `json:"flaky"`
+	Differed string   `json:"differed,omitempty"`
+	// Scenario is the shrunk scenario.
+	Scenario *simulate.Scenario `json:"-"`
+}
+
+// Result is the outcome of an exploration.
+type Result struct {
+	Seed      int64         `json:"seed"`
+	Scenarios int           `json:"scenarios"`
+	Callbacks int64         `json:"callbacks"`
+	Elapsed   time.Duration `json:"elapsed_ns"`
+	Failures  []Failure     `json:"failures"`
+	// Errors are scenarios the kit itself could not run.
+	Errors []string `json:"errors,omitempty"`
+}
+
+// judge runs a scenario and returns the checks it fails with their messages, and its history.
+func judge(ctx context.Context, env *conformance.Env, w *conformance.Workers, sc *simulate.Scenario, o Options) ([]string, map[string]string, *simulate.History, error) {
+	h, err := w.Run(ctx, clone(sc))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ev := env.Evidence([]*simulate.History{h})
+	ids, msgs := conformance.Failing(ev, o.Checks, o.Skip, o.Skipped)
+	return ids, msgs, h, nil
+}
+
+// Explore generates (or takes) scenarios, judges each, and shrinks, saves and replays every failure. Memory
+// stays flat: only failures are kept.
+func Explore(ctx context.Context, env *conformance.Env, w *conformance.Workers, o Options) (*Result, error) {
+	if o.ShrinkBudget <= 0 {
+		o.ShrinkBudget = 60
+	}
+	if o.Replays <= 0 {
+		o.Replays = 2
+	}
+	if o.ShardCount <= 0 {
+		o.ShardIndex, o.ShardCount = 1, 1
+	}
+	if o.ShardIndex < 1 || o.ShardIndex > o.ShardCount {
+		return nil, fmt.Errorf("shard %d/%d: the index must be between 1 and %d", o.ShardIndex, o.ShardCount, o.ShardCount)
+	}
+	if o.FailuresDir == "" {
+		o.FailuresDir = filepath.Join(env.Target.Project.Dir, ".astrabox", "failures")
+	}
+	var indexes []int
+	if len(o.Scenarios) == 0 {
+		for i := 0; i < o.N; i++ {
+			if i%o.ShardCount == o.ShardIndex-1 {
+				indexes = append(indexes, i)
+			}
+		}
+	} else {
+		for i := range o.Scenarios {
+			indexes = append(indexes, i)
+		}
+	}
+	res := &Result{Seed: o.Seed, Scenarios: len(indexes)}
+	start := time.Now()
+	jobs := o.Jobs
+	if jobs < 1 {
+		jobs = 1
+	}
+	type found struct {
+		index int
+		sc    *simulate.Scenario
+		ids   []string
+		msgs  map[string]string
+	}
+	var (
+		mu       sync.Mutex
+		failing  []found
+		done     atomic.Int64
+		nfail    atomic.Int64
+		calls    atomic.Int64
+		next     atomic.Int64
+		errs     []string
+		progress = newProgress(o.Progress, len(indexes))
+	)
+	var wg sync.WaitGroup
+	for j := 0; j < jobs; j++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				k := int(next.Add(1)) - 1
+				if k >= len(indexes) || ctx.Err() != nil {
+					return
+				}
+				idx := indexes[k]
+				var sc *simulate.Scenario
+				if len(o.Scenarios) > 0 {
+					sc = o.Scenarios[idx]
+				} else {
+					sc = Generate(o.Seed, idx)
+				}
+				env.Adjust(sc)
+				ids, msgs, h, err := judge(ctx, env, w, sc, o)
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Sprintf("%s: %v", sc.Name, err))
+					mu.Unlock()
+				} else {
+					calls.Add(int64(len(h.Calls())))
+					if len(ids) > 0 {
+						nfail.Add(1)
+						mu.Lock()
+						failing = append(failing, found{idx, sc, ids, msgs})
+						mu.Unlock()
+					}
+				}
+				progress.update(done.Add(1), nfail.Load(), calls.Load())
+			}
+		}()
+	}
+	wg.Wait()
+	progress.finish()
+	res.Errors = errs
+	res.Callbacks = calls.Load()
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	// Shrink one failure per check, from the lowest scenario index, so that the outcome is deterministic.
+	sort.Slice(failing, func(i, j int) bool { return failing[i].index < failing[j].index })
+	seen := map[string]bool{}
+	for _, f := range failing {
+		for _, id := range f.ids {
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			fl, err := settle(ctx, env, w, f.sc, f.index, id, f.msgs[id], o)
+			if err != nil {
+				return res, err
+			}
+			res.Failures = append(res.Failures, *fl)
+		}
+	}
+	sort.Slice(res.Failures, func(i, j int) bool { return res.Failures[i].Check < res.Failures[j].Check })
+	res.Elapsed = time.Since(start)
+	if err := saveLastFailed(o.FailuresDir, res.Failures); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// settle shrinks one failure, replays the shrunk scenario to tell flaky from failing, and saves it.
+func settle(ctx context.Context, env *conformance.Env, w *conformance.Workers, sc *simulate.Scenario, index int, check, msg string, o Options) (*Failure, error) {
+	fl := &Failure{Check: check, Message: msg, Index: index, Seed: sc.Seed, Steps: len(sc.Steps)}
+	stillFails := func(ctx context.Context, cand *simulate.Scenario) (bool, error) {
+		ids, _, _, err := judge(ctx, env, w, cand, o)
+		if err != nil {
+			return false, nil
+		}
+		return contains(ids, check), nil
+	}
+	// Replay the original first: if it does not fail again, the failure is flaky before any shrinking.
+	again, err := stillFails(ctx, sc)
+	if err != nil {
+		return nil, err
+	}
+	shrunk := sc
+	if again {
+		if shrunk, _, err = Shrink(ctx, sc, stillFails, o.ShrinkBudget); err != nil {
+			return nil, err
+		}
+	} else {
+		fl.Flaky = true
+		fl.Differed = "the same scenario did not fail " + check + " when replayed"
+	}
+	// Replays of the shrunk scenario must fail the same way and give the same history.
+	var first []byte
+	for i := 0; i < o.Replays && !fl.Flaky; i++ {
+		ids, _, h, err := judge(ctx, env, w, shrunk, o)
+		if err != nil {
+			return nil, err
+		}
+		if !contains(ids, check) {
+			fl.Flaky = true
+			fl.Differed = fmt.Sprintf("replay %d of the shrunk scenario did not fail %s", i+1, check)
+			break
+		}
+		raw, _ := json.Marshal(h)
+		if first == nil {
+			first = raw
+		} else if !bytes.Equal(first, raw) {
+			fl.Differed = "replays failed the same way but their histories differed: " + firstDifference(first, raw)
+		}
+	}
+	shrunk.Name = fmt.Sprintf("%s-%s", strings.ToLower(check), shrunkName(sc))
+	fl.Scenario = shrunk
+	fl.Shrunk = Describe(shrunk)
+	file, err := save(o.FailuresDir, check, shrunk, fl)
+	if err != nil {
+		return nil, err
+	}
+	fl.File = file
+	fl.Command = fmt.Sprintf("astrabox simulate run %s --project %s", relOrAbs(file), relOrAbs(env.Target.Project.Dir))
+	return fl, nil
+}
+
+func shrunkName(sc *simulate.Scenario) string {
+	return strings.TrimPrefix(sc.Name, "explore-")
+}
+
+func firstDifference(a, b []byte) string {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	lo := max(0, i-60)
+	return fmt.Sprintf("at byte %d: %q vs %q", i, a[lo:min(len(a), i+60)], b[lo:min(len(b), i+60)])
+}
+
+func relOrAbs(p string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return p
+	}
+	if rel, err := filepath.Rel(wd, p); err == nil && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	return p
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,184 @@
+// Package explore finds contract breaches that only show in particular orders: it generates seeded random
+// lifecycle scenarios with faults (only in orders the platform itself could produce), judges every history
+// with the conformance checks, shrinks a failing scenario to a smallest one that still fails the same check,
+// saves it as a replayable YAML file, and tells flaky results apart from failures.
+package explore
+
+import (
+	"fmt"
+	"math/rand"
+
+	"github.com/astrabox-dev/astrabox/internal/simulate"
+)
+
+// principals used by generated scenarios: one granted, one pending, one whose consent completes on check.
+var principals = []string{"alice", "bob", "dave"}
+
+// Generate returns generated scenario number index of a seed. The same (seed, index) always gives the same
+// scenario.
+func Generate(seed int64, index int) *simulate.Scenario {
+	rng := rand.New(rand.NewSource(seed*7919 + int64(index)*104729 + 1))
+	g := &gen{rng: rng, attempts: map[string][]string{}}
+	g.replicas = 2 + rng.Intn(2)
+	sc := &simulate.Scenario{
+		Name:     fmt.Sprintf("explore-%d-%d", seed, index),
+		Seed:     seed*1000003 + int64(index),
+		Replicas: g.replicas,
+		Principals: map[string]simulate.Principal{
+			"alice": {Consent: "granted"},
+			"bob":   {Consent: "pending"},
+			"dave":  {Consent: "granted", ConsentOnCheck: "granted"},
+		},
+		Agents: []simulate.AgentSpec{{ID: "agent-1", Creator: "alice"}},
+	}
+	n := 3 + rng.Intn(10)
+	for len(g.steps) < n {
+		g.step()
+	}
+	sc.Steps = g.steps
+	if err := sc.Validate(); err != nil {
+		// The generator only emits valid orders; a failure here is a bug in it.
+		panic(fmt.Sprintf("explore: generated an invalid scenario: %v", err))
+	}
+	return sc
+}
+
+type gen struct {
+	rng      *rand.Rand
+	replicas int
+	steps    []simulate.Step
+	sessions []string
+	attempts map[string][]string
+	nAttempt int
+	ops      int
+	held     bool
+}
+
+func (g *gen) replica() string { return fmt.Sprintf("r%d", 1+g.rng.Intn(g.replicas)) }
+
+func (g *gen) chance(p float64) bool { return g.rng.Float64() < p }
+
+func (g *gen) session() string { return g.sessions[g.rng.Intn(len(g.sessions))] }
+
+func (g *gen) add(st simulate.Step) { g.steps = append(g.steps, st) }
+
+// step appends one platform step whose preconditions hold.
+func (g *gen) step() {
+	type choice struct {
+		weight int
+		ok     bool
+		do     func()
+	}
+	hasSession := len(g.sessions) > 0
+	hasAttempt := false
+	for _, a := range g.attempts {
+		if len(a) > 0 {
+			hasAttempt = true
+		}
+	}
+	choices := []choice{
+		{10, true, g.prewarm},
+		{8, true, func() { g.start(simulate.OpColdStart) }},
+		{8, true, func() { g.start(simulate.OpClaim) }},
+		{20, hasSession, g.turn},
+		{12, hasAttempt, g.retry},
+		{4, hasSession, func() { g.add(simulate.Step{Op: simulate.OpReattach, Session: g.session(), Replica: g.replica()}) }},
+		{4, hasSession, func() {
+			g.add(simulate.Step{Op: simulate.OpReplaceSandbox, Session: g.session(), Replica: g.replica()})
+		}},
+		{5, true, func() { g.add(simulate.Step{Op: simulate.OpAdvance, Seconds: float64(30 + g.rng.Intn(670))}) }},
+		{6, hasSession, func() {
+			g.add(simulate.Step{Op: simulate.OpReadUserActions, Session: g.session(), Replica: g.replica()})
+		}},
+		{4, hasSession, func() {
+			g.add(simulate.Step{Op: simulate.OpPerformUserAction, Session: g.session(), Action: "check-consent", Replica: g.replica()})
+		}},
+		{6, g.ops > 0, func() {
+			g.add(simulate.Step{Op: simulate.OpRecover, Operation: fmt.Sprintf("op-%d", 1+g.rng.Intn(g.ops)), Replica: g.replica()})
+		}},
+		{5, g.held, func() { g.add(simulate.Step{Op: simulate.OpRelease}); g.held = false }},
+		{3, true, func() { g.add(simulate.Step{Op: simulate.OpHostLoss, Replica: g.replica()}) }},
+		{3, true, func() { g.add(simulate.Step{Op: simulate.OpConfigChange, Agent: "agent-1"}) }},
+		{3, true, func() {
+			consent := "pending"
+			if g.chance(0.5) {
+				consent = "granted"
+			}
+			g.add(simulate.Step{Op: simulate.OpSetConsent, Principal: principals[g.rng.Intn(len(principals))], Consent: consent})
+		}},
+	}
+	total := 0
+	for _, c := range choices {
+		if c.ok {
+			total += c.weight
+		}
+	}
+	pick := g.rng.Intn(total)
+	for _, c := range choices {
+		if !c.ok {
+			continue
+		}
+		if pick < c.weight {
+			c.do()
+			return
+		}
+		pick -= c.weight
+	}
+}
+
+func (g *gen) prewarm() {
+	st := simulate.Step{Op: simulate.OpPrewarm, Agent: "agent-1", Boxes: 1 + g.rng.Intn(2), Replica: g.replica()}
+	switch {
+	case g.chance(0.15):
+		st.Boxes = 1
+		st.Fault = &simulate.Fault{Kind: simulate.FaultHostLoss}
+		st.Double = []simulate.DoubleFault{{Kind: "hold", Method: "PUT", Times: 1}}
+		g.held = true
+	case g.chance(0.05):
+		st.Boxes = 1
+		st.Fault = &simulate.Fault{Kind: simulate.FaultSupersede}
+	}
+	g.ops += st.Boxes
+	g.add(st)
+}
+
+func (g *gen) start(op string) {
+	s := fmt.Sprintf("s%d", len(g.sessions)+1)
+	g.sessions = append(g.sessions, s)
+	g.add(simulate.Step{Op: op, Session: s, Agent: "agent-1", Principal: principals[g.rng.Intn(len(principals))], Replica: g.replica()})
+}
+
+func (g *gen) turn() {
+	s := g.session()
+	g.nAttempt++
+	a := fmt.Sprintf("t%d", g.nAttempt)
+	g.attempts[s] = append(g.attempts[s], a)
+	st := simulate.Step{Op: simulate.OpTurn, Session: s, Attempt: a, Replica: g.replica()}
+	if g.chance(0.2) {
+		st.LiveFor = 600
+	}
+	if g.chance(0.1) {
+		st.Via = "console"
+	}
+	switch {
+	case g.chance(0.1):
+		st.Fault = &simulate.Fault{Kind: simulate.FaultCancel, After: 0.1}
+		st.Double = []simulate.DoubleFault{{Kind: "delay", Delay: 0.3}}
+	case g.chance(0.05):
+		st.Double = []simulate.DoubleFault{{Kind: "unavailable", Times: 1}}
+	case g.chance(0.05):
+		st.Double = []simulate.DoubleFault{{Kind: "drop", Method: "POST", Times: 1}}
+	}
+	g.add(st)
+}
+
+func (g *gen) retry() {
+	var candidates [][2]string
+	for _, s := range g.sessions {
+		for _, a := range g.attempts[s] {
+			candidates = append(candidates, [2]string{s, a})
+		}
+	}
+	c := candidates[g.rng.Intn(len(candidates))]
+	g.add(simulate.Step{Op: simulate.OpRetry, Session: c[0], Attempt: c[1], Replica: g.replica()})
+}

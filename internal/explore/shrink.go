@@ -1,0 +1,197 @@
+package explore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/astrabox-dev/astrabox/internal/simulate"
+)
+
+// Predicate runs a candidate scenario and tells whether it still fails the check being shrunk.
+type Predicate func(ctx context.Context, sc *simulate.Scenario) (bool, error)
+
+// Shrink reduces a failing scenario to a smaller one that still fails, deterministically: it removes runs of
+// steps (halving their length), then faults, then simplifies values, then removes replicas, and repeats while
+// something shrank, within budget runs. It returns the smallest failing scenario found and the runs spent.
+func Shrink(ctx context.Context, sc *simulate.Scenario, fails Predicate, budget int) (*simulate.Scenario, int, error) {
+	best := clone(sc)
+	runs := 0
+	try := func(cand *simulate.Scenario) (bool, error) {
+		if runs >= budget {
+			return false, nil
+		}
+		if err := cand.Validate(); err != nil {
+			return false, nil // not an order the platform could play: skip without spending a run
+		}
+		runs++
+		return fails(ctx, cand)
+	}
+	for progress := true; progress && runs < budget; {
+		progress = false
+		// 1. Remove runs of steps, largest first.
+		for chunk := len(best.Steps) / 2; chunk >= 1; chunk /= 2 {
+			for i := len(best.Steps) - chunk; i >= 0; i-- {
+				if len(best.Steps) <= 1 {
+					break
+				}
+				if i+chunk > len(best.Steps) {
+					continue
+				}
+				cand := clone(best)
+				cand.Steps = append(append([]simulate.Step{}, best.Steps[:i]...), best.Steps[i+chunk:]...)
+				ok, err := try(cand)
+				if err != nil {
+					return best, runs, err
+				}
+				if ok {
+					best = cand
+					progress = true
+				}
+			}
+		}
+		// 2. Remove faults.
+		for i := range best.Steps {
+			if best.Steps[i].Fault == nil && len(best.Steps[i].Double) == 0 {
+				continue
+			}
+			for _, strip := range []func(*simulate.Step){
+				func(st *simulate.Step) { st.Fault = nil; st.Double = nil },
+				func(st *simulate.Step) { st.Fault = nil },
+				func(st *simulate.Step) { st.Double = nil },
+			} {
+				cand := clone(best)
+				strip(&cand.Steps[i])
+				if sameStep(cand.Steps[i], best.Steps[i]) {
+					continue
+				}
+				ok, err := try(cand)
+				if err != nil {
+					return best, runs, err
+				}
+				if ok {
+					best = cand
+					progress = true
+					break
+				}
+			}
+		}
+		// 3. Simpler values.
+		for i := range best.Steps {
+			cand := clone(best)
+			st := &cand.Steps[i]
+			st.LiveFor, st.Images, st.Via = 0, 0, ""
+			if st.Boxes > 1 {
+				st.Boxes = 1
+			}
+			if st.Op == simulate.OpAdvance && st.Seconds > 60 {
+				st.Seconds = 60
+			}
+			if sameStep(*st, best.Steps[i]) {
+				continue
+			}
+			ok, err := try(cand)
+			if err != nil {
+				return best, runs, err
+			}
+			if ok {
+				best = cand
+				progress = true
+			}
+		}
+		// 4. Fewer replicas.
+		for n := 1; n < best.Replicas; n++ {
+			cand := withReplicas(best, n)
+			ok, err := try(cand)
+			if err != nil {
+				return best, runs, err
+			}
+			if ok {
+				best = cand
+				progress = true
+				break
+			}
+		}
+	}
+	return best, runs, nil
+}
+
+func sameStep(a, b simulate.Step) bool {
+	return fmt.Sprintf("%+v %+v %+v", a, a.Fault, a.Double) == fmt.Sprintf("%+v %+v %+v", b, b.Fault, b.Double)
+}
+
+// withReplicas maps every replica rK of a scenario onto n replicas.
+func withReplicas(sc *simulate.Scenario, n int) *simulate.Scenario {
+	out := clone(sc)
+	out.Replicas = n
+	for i := range out.Steps {
+		r := out.Steps[i].Replica
+		if r == "" {
+			continue
+		}
+		var k int
+		if _, err := fmt.Sscanf(r, "r%d", &k); err == nil && k > n {
+			out.Steps[i].Replica = fmt.Sprintf("r%d", (k-1)%n+1)
+		}
+	}
+	return out
+}
+
+// clone deep-copies a scenario through its YAML form, so that shrinking never aliases steps.
+func clone(sc *simulate.Scenario) *simulate.Scenario {
+	out := *sc
+	out.Steps = make([]simulate.Step, len(sc.Steps))
+	for i, st := range sc.Steps {
+		c := st
+		if st.Fault != nil {
+			f := *st.Fault
+			c.Fault = &f
+		}
+		c.Double = append([]simulate.DoubleFault(nil), st.Double...)
+		out.Steps[i] = c
+	}
+	if sc.Principals != nil {
+		out.Principals = map[string]simulate.Principal{}
+		for k, v := range sc.Principals {
+			out.Principals[k] = v
+		}
+	}
+	out.Agents = append([]simulate.AgentSpec(nil), sc.Agents...)
+	if sc.Deadlines != nil {
+		d := *sc.Deadlines
+		out.Deadlines = &d
+	}
+	if sc.Backend != nil {
+		b := *sc.Backend
+		out.Backend = &b
+	}
+	return &out
+}
+
+// Describe lists a scenario's steps, one per line, for reports.
+func Describe(sc *simulate.Scenario) []string {
+	var out []string
+	for i, st := range sc.Steps {
+		var parts []string
+		add := func(k, v string) {
+			if v != "" {
+				parts = append(parts, k+"="+v)
+			}
+		}
+		add("session", st.Session)
+		add("attempt", st.Attempt)
+		add("principal", st.Principal)
+		add("operation", st.Operation)
+		add("action", st.Action)
+		add("consent", st.Consent)
+		add("replica", st.Replica)
+		if st.Fault != nil {
+			add("fault", st.Fault.Kind)
+		}
+		for _, d := range st.Double {
+			add("double", d.Kind)
+		}
+		out = append(out, fmt.Sprintf("%d. %s %s", i+1, st.Op, strings.Join(parts, " ")))
+	}
+	return out
+}
