@@ -122,6 +122,9 @@ func writeWrapperText(f *Factory, res *wrapper.Result) {
 		}
 		pad := strings.Repeat(" ", width-len(p.Command()))
 		fmt.Fprintf(w, "  %s  %s%s  %s\n", mark, s.Code.Render(p.Command()), pad, p.Summary)
+		if p.LeftRunning {
+			fmt.Fprintf(w, "          %s something it started was still running after it exited (killed)\n", s.Dim.Render("note:"))
+		}
 		if !p.Passed {
 			if lines := firstLines(p.Stderr, 3); lines != "" {
 				fmt.Fprintf(w, "          %s %s\n", s.Dim.Render("stderr:"), lines)

@@ -74,8 +74,9 @@ type Probe struct {
 	ExitCode int `json:"exit_code"`
 	// TimedOut is set when the run was killed at the timeout.
 	TimedOut bool `json:"timed_out,omitempty"`
-	// LeftBackground is set when something the wrapper started kept its output open after it exited.
-	LeftBackground bool `json:"left_background,omitempty"`
+	// LeftRunning is set when something the wrapper started was still running after it exited (it was
+	// killed with the process group).
+	LeftRunning bool `json:"left_running,omitempty"`
 	// RealCLICalls holds the arguments of each call the stub of the real CLI received, in order.
 	RealCLICalls [][]string `json:"real_cli_calls"`
 	// Stdout and Stderr are the wrapper's output (at most 64 KiB each); *Truncated say whether more was
@@ -247,7 +248,8 @@ func runProbe(ctx context.Context, wrapper string, args []string, expect Expecta
 	if err := cmd.Start(); err != nil {
 		return nil, &UnusableError{Path: wrapper, Reason: "cannot be started: " + err.Error() + " (does it start with a #! line?)", Err: err}
 	}
-	waitErr := cmd.Wait()
+	_ = cmd.Wait() // the exit status is read from ProcessState below
+	leftRunning := groupAlive(cmd.Process.Pid)
 	killGroup(cmd.Process.Pid) // whatever it left behind
 
 	p := &Probe{
@@ -255,7 +257,7 @@ func runProbe(ctx context.Context, wrapper string, args []string, expect Expecta
 		Expect:          expect,
 		ExitCode:        cmd.ProcessState.ExitCode(),
 		TimedOut:        errors.Is(runCtx.Err(), context.DeadlineExceeded),
-		LeftBackground:  errors.Is(waitErr, exec.ErrWaitDelay),
+		LeftRunning:     leftRunning,
 		Stdout:          stdout.String(),
 		Stderr:          stderr.String(),
 		StdoutTruncated: stdout.truncated,

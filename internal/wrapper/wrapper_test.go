@@ -49,6 +49,11 @@ func check(t *testing.T, path string, timeout time.Duration) *Result {
 
 func TestPassingWrapper(t *testing.T) {
 	res := check(t, fixture(t, "passes.sh"), 0)
+	for _, p := range res.Probes {
+		if p.LeftRunning {
+			t.Errorf("%s: reported as leaving a process running", p.Command())
+		}
+	}
 	if !res.Passed || res.Failed() != 0 {
 		t.Fatalf("want a pass, got %+v", res)
 	}
@@ -179,8 +184,10 @@ func TestBackgroundChildDoesNotHoldTheCheck(t *testing.T) {
 	if !res.Passed {
 		t.Fatalf("want a pass: %+v", res)
 	}
-	if !res.Probes[0].LeftBackground {
-		t.Errorf("the background child was not noticed")
+	for _, p := range res.Probes {
+		if !p.LeftRunning {
+			t.Errorf("%s: the background child was not noticed", p.Command())
+		}
 	}
 }
 
