@@ -1,0 +1,95 @@
+package explore
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/astrabox-dev/astrabox/internal/simulate"
+)
+
+func TestGenerateIsDeterministicAndValid(t *testing.T) {
+	ops := map[string]int{}
+	for i := 0; i < 500; i++ {
+		a, _ := Generate(7, i).YAML()
+		b, _ := Generate(7, i).YAML()
+		if !bytes.Equal(a, b) {
+			t.Fatalf("scenario %d differs between two generations", i)
+		}
+		sc, err := simulate.ParseScenario("generated.yaml", a)
+		if err != nil {
+			t.Fatalf("scenario %d does not parse back: %v\n%s", i, err, a)
+		}
+		for _, st := range sc.Steps {
+			ops[st.Op]++
+		}
+	}
+	for _, op := range []string{simulate.OpPrewarm, simulate.OpClaim, simulate.OpColdStart, simulate.OpTurn, simulate.OpRetry,
+		simulate.OpReattach, simulate.OpReplaceSandbox, simulate.OpAdvance, simulate.OpReadUserActions, simulate.OpPerformUserAction,
+		simulate.OpRecover, simulate.OpRelease, simulate.OpHostLoss, simulate.OpConfigChange, simulate.OpSetConsent} {
+		if ops[op] == 0 {
+			t.Errorf("500 generated scenarios never used %s", op)
+		}
+	}
+	if a, _ := Generate(7, 1).YAML(); bytes.Equal(a, must(Generate(8, 1).YAML())) {
+		t.Error("different seeds gave the same scenario")
+	}
+}
+
+func must(b []byte, _ error) []byte { return b }
+
+// retryElsewhere is a synthetic failure: a retry of an attempt on another replica than its turn.
+func retryElsewhere(_ context.Context, sc *simulate.Scenario) (bool, error) {
+	where := map[string]string{}
+	for _, st := range sc.Steps {
+		switch st.Op {
+		case simulate.OpTurn:
+			where[st.Session+"/"+st.Attempt] = st.Replica
+		case simulate.OpRetry:
+			if r, ok := where[st.Session+"/"+st.Attempt]; ok && r != st.Replica {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
+func TestShrinkFindsASmallestFailingScenario(t *testing.T) {
+	var start *simulate.Scenario
+	for i := 0; i < 500 && start == nil; i++ {
+		sc := Generate(11, i)
+		if ok, _ := retryElsewhere(context.Background(), sc); ok && len(sc.Steps) >= 8 {
+			start = sc
+		}
+	}
+	if start == nil {
+		t.Fatal("no generated scenario has the synthetic failure")
+	}
+	shrunk, runs, err := Shrink(context.Background(), start, retryElsewhere, 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := retryElsewhere(context.Background(), shrunk); !ok {
+		t.Fatal("the shrunk scenario no longer fails")
+	}
+	if len(shrunk.Steps) != 3 {
+		t.Fatalf("shrunk to %d steps (want 3: start, turn, retry elsewhere): %v", len(shrunk.Steps), Describe(shrunk))
+	}
+	if shrunk.Replicas != 2 {
+		t.Errorf("shrunk to %d replicas, want 2", shrunk.Replicas)
+	}
+	for _, st := range shrunk.Steps {
+		if st.Fault != nil || len(st.Double) > 0 || st.LiveFor != 0 {
+			t.Errorf("a fault or value survived shrinking: %+v", st)
+		}
+	}
+	again, runs2, _ := Shrink(context.Background(), start, retryElsewhere, 200)
+	a, _ := shrunk.YAML()
+	b, _ := again.YAML()
+	if !bytes.Equal(a, b) || runs != runs2 {
+		t.Fatal("shrinking is not deterministic")
+	}
+	if _, used, _ := Shrink(context.Background(), start, retryElsewhere, 5); used > 5 {
+		t.Fatalf("shrinking spent %d runs with a budget of 5", used)
+	}
+}
