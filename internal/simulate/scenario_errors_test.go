@@ -1,11 +1,15 @@
 package simulate
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/astrabox-dev/astrabox/internal/harness"
 )
 
 func TestParseScenarioErrors(t *testing.T) {
@@ -131,4 +135,92 @@ func TestShippedScenariosParse(t *testing.T) {
 	if examples < 3 {
 		t.Errorf("%d example scenarios in examples/scenarios, want at least 3", examples)
 	}
+}
+
+// TestExampleScenariosPlay plays every file of examples/scenarios against the reference provider through the
+// real harness: each step is played and reaches the provider where it should.
+func TestExampleScenariosPlay(t *testing.T) {
+	files, _ := filepath.Glob("../../examples/scenarios/*.yaml")
+	dir, _ := filepath.Abs("../../examples/providers/reference")
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			t.Parallel()
+			sc, err := LoadScenario(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			h, err := Run(ctx, sc, Options{Python: "python3", ProjectDir: dir, Target: "reference_provider.provider:ReferenceProvider",
+				Paths: []string{filepath.Join(dir, "src")}, Config: testConfig(), Limits: harness.DefaultLimits()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dumpOnFailure(t, h)
+			if h.Aborted != "" || h.Provider == "" {
+				t.Fatalf("aborted %q, provider %q", h.Aborted, h.Provider)
+			}
+			for i, st := range sc.Steps {
+				ev := stepEvents(h, i+1)
+				if len(ev) == 0 || ev[0].Kind != EventStep {
+					t.Errorf("step %d (%s) was not played", i+1, st.Op)
+				}
+			}
+			if len(h.Calls()) == 0 {
+				t.Errorf("no callback reached the provider")
+			}
+			if check := exampleExpectations[filepath.Base(f)]; check != nil {
+				check(t, h)
+			} else {
+				t.Errorf("no expectations for %s: add them to exampleExpectations", f)
+			}
+		})
+	}
+}
+
+// exampleExpectations say what each example shows with the reference provider, as its comments promise.
+var exampleExpectations = map[string]func(t *testing.T, h *History){
+	"session-bound-claim.yaml": func(t *testing.T, h *History) {
+		if b := inventory(h, "box-1"); b == nil || b.State != "claimed" || b.EngineInitialized {
+			t.Errorf("box-1: %+v", b)
+		}
+		if len(writes(h, "a1")) != 1 || len(callsIn(h, 3, "prepare_turn")) < 2 || len(callsIn(h, 4, "prepare_turn")) != 1 {
+			t.Errorf("turn a1: %d writes, %d calls, retry %d calls", len(writes(h, "a1")), len(callsIn(h, 3, "prepare_turn")), len(callsIn(h, 4, "prepare_turn")))
+		}
+	},
+	"lost-host-recovery.yaml": func(t *testing.T, h *History) {
+		if !hasCode(h, 1, "OPERATION_UNRESOLVED") || !hasCode(h, 4, "OPERATION_UNRESOLVED") || len(callsIn(h, 2, "recover")) != 1 {
+			t.Errorf("unresolved: %v %v", codes(h, 1), codes(h, 4))
+		}
+		if !hasCode(h, 6, "OPERATION_EXPIRED") || len(callsIn(h, 6, "recover")) != 0 {
+			t.Errorf("expiry: %v", codes(h, 6))
+		}
+		if b := inventory(h, "box-3"); b == nil || b.State != "waiting" {
+			t.Errorf("final prewarm: %+v", b)
+		}
+	},
+	"consent-user-action.yaml": func(t *testing.T, h *History) {
+		for step, code := range map[int]string{3: CodeTurnUserActionRequired, 5: "CONSOLE_SEND_BLOCKED", 6: CodeForbidden} {
+			if !hasCode(h, step, code) {
+				t.Errorf("step %d: %v, want %s", step, codes(h, step), code)
+			}
+		}
+		if len(callsIn(h, 7, "perform_user_action")) != 1 {
+			t.Errorf("the offered operation was not performed: %v", codes(h, 7))
+		}
+		if w := writes(h, "b1"); len(w) != 1 || w[0].Step != 8 {
+			t.Errorf("explicit retry of b1: %d writes", len(w))
+		}
+	},
+	"turn-deadlines.yaml": func(t *testing.T, h *History) {
+		for _, step := range []int{2, 3} {
+			c := callsIn(h, step, "prepare_turn")
+			if len(c) != 1 || c[0].Outcome == OutcomeReturned || !hasCode(h, step, CodeTurnPreparationFailed) {
+				t.Errorf("step %d: %v", step, codes(h, step))
+			}
+		}
+		if len(writes(h, "t2")) != 0 || len(writes(h, "t1")) != 1 || len(writes(h, "t3")) != 1 {
+			t.Errorf("writes t1 %d t2 %d t3 %d", len(writes(h, "t1")), len(writes(h, "t2")), len(writes(h, "t3")))
+		}
+	},
 }
