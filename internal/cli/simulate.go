@@ -182,7 +182,17 @@ func runSimulation(c *cobra.Command, f *Factory, o *SimOptions, sc *simulate.Sce
 		return err
 	}
 	writeTimeline(f.IO.Out, f.IO.OutStyles(), h, ev.Secrets)
-	return nil
+	ids, msgs := conformance.Failing(ev, nil, nil, t.Settings.Skip)
+	st := f.IO.OutStyles()
+	if len(ids) == 0 {
+		fmt.Fprintln(f.IO.Out, st.Pass.Render("no check fails on this scenario"))
+		return nil
+	}
+	fmt.Fprintln(f.IO.Out, st.Fail.Render(fmt.Sprintf("%d check(s) fail on this scenario:", len(ids))))
+	for _, id := range ids {
+		fmt.Fprintf(f.IO.Out, "  %s  %s\n", st.ID.Render(id), msgs[id])
+	}
+	return errFailed
 }
 
 // writeTimeline prints a history as a readable timeline, secrets masked.
