@@ -1,0 +1,357 @@
+package conformance
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/astrabox-dev/astrabox/internal/harness"
+	"github.com/astrabox-dev/astrabox/internal/report"
+	"github.com/astrabox-dev/astrabox/internal/simulate"
+)
+
+func init() {
+	register(
+		&Check{
+			ID: "TURN-IDEMPOTENT", Title: "prepare_turn is idempotent for a dispatch attempt", Area: AreaTurn, Severity: report.SeverityError,
+			Clauses:   []string{"TURN-IDEMPOTENT"},
+			Rationale: "A reconnect retry of an engine write calls prepare_turn again with the same dispatch_attempt_id, possibly on another replica. The engine may already hold the first answer's material; a retry that issues a new credential or returns different bytes swaps material under a live write and piles up external credentials and records for one write.",
+			Hint:      "Store the attempt's material in the deployment under dispatch_attempt_id (create-if-absent) and return the stored material on every retry, on any replica.",
+			Wrong:     "async def prepare_turn(self, *, context):\n    token = await self._issue(context.principal_id)  # a new credential on every retry\n    return RuntimeMaterials(files=(RuntimeFile(name=\"token.json\", content=token),))",
+			Right:     "async def prepare_turn(self, *, context):\n    token = await self._store.get_or_create(context.dispatch_attempt_id,\n                                            lambda: self._issue(context.principal_id))\n    return RuntimeMaterials(files=(RuntimeFile(name=\"token.json\", content=token),))",
+			Decide:    decideTurnIdempotent,
+		},
+		&Check{
+			ID: "TURN-FILES-ONLY", Title: "prepare_turn refreshes delivered files only", Area: AreaTurn, Severity: report.SeverityError,
+			Clauses:   []string{"TURN-FILES-ONLY"},
+			Rationale: "The engine's environment was fixed when prepare_session started it, so prepare_turn cannot change it: a non-empty environment fails the write. Turn files replace files at the paths prepare_session delivered; a name that was never delivered is a file no variable of the running engine points at.",
+			Hint:      "Return only RuntimeFile entries whose names prepare_session returned for the Session, and no environment.",
+			Wrong:     "return RuntimeMaterials(files=(RuntimeFile(name=\"token.json\", content=t),),\n                        environment={\"TOKEN_FILE\": context.file_path(\"token.json\")})",
+			Right:     "return RuntimeMaterials(files=(RuntimeFile(name=\"token.json\", content=t),))",
+			Decide:    decideTurnFilesOnly,
+		},
+		&Check{
+			ID: "TURN-WITHIN-DEADLINE", Title: "prepare_turn finishes within its deadline and honours cancellation", Area: AreaTurn, Severity: report.SeverityError,
+			Clauses:   []string{"TURN-WITHIN-DEADLINE"},
+			Rationale: "prepare_turn runs on the path of every engine write under a host-clock deadline. When the platform cancels it, the write is already refused; a callback that swallows the cancellation and keeps working, or never returns, holds the Session's guard and a worker for nothing and can still reach external systems after the platform gave up.",
+			Hint:      "Derive request timeouts from context.deadline and let asyncio.CancelledError propagate (clean up, then re-raise).",
+			Wrong:     "try:\n    return await self._prepare(context)\nexcept asyncio.CancelledError:\n    return await self._prepare(context)  # finishes anyway",
+			Right:     "try:\n    return await self._prepare(context)\nexcept asyncio.CancelledError:\n    await self._close_pending()\n    raise",
+			Decide:    decideTurnWithinDeadline,
+		},
+		&Check{
+			ID: "TURN-VALIDITY-FRESH", Title: "A validity refresh returns fresh material and a valid period", Area: AreaTurn, Severity: report.SeverityError,
+			Clauses:   []string{"TURN-VALIDITY-FRESH", "TURN-VALIDITY"},
+			Rationale: "With turn_validity_seconds the provider tells the platform when turn material expires; the platform calls prepare_turn with refresh=True before that moment while the write is live. A refresh that returns the same bytes leaves the expiring material in place, and a validity that is not a positive finite number (or missing after one was set) breaks the platform's refresh schedule and fails the write.",
+			Hint:      "On refresh=True issue new material, store it for the attempt and return it with a positive, finite turn_validity_seconds.",
+			Wrong:     "if context.refresh:\n    return self._cached[context.dispatch_attempt_id]  # the expiring material again",
+			Right:     "if context.refresh:\n    material = await self._renew(context)\n    return RuntimeMaterials(files=material.files, turn_validity_seconds=240.0)",
+			Decide:    decideTurnValidityFresh,
+		},
+	)
+}
+
+// attemptKey identifies one write attempt of one Session in one scenario.
+type attemptKey struct {
+	h       *simulate.History
+	session string
+	attempt string
+}
+
+// fileSet is the material of a result by file name.
+func fileSet(m *harness.Result) map[string][]byte {
+	out := make(map[string][]byte, len(m.Files))
+	for _, f := range m.Files {
+		out[f.Name] = f.Content
+	}
+	return out
+}
+
+// materialDiff describes how two results' files differ, or "" when they are equivalent (same names and bytes).
+func materialDiff(before, after map[string][]byte) string {
+	var names []string
+	for n := range before {
+		names = append(names, n)
+	}
+	for n := range after {
+		if _, ok := before[n]; !ok {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	var diffs []string
+	for _, n := range names {
+		a, inA := before[n]
+		b, inB := after[n]
+		switch {
+		case !inA:
+			diffs = append(diffs, "adds file "+shortName(n))
+		case !inB:
+			diffs = append(diffs, "drops file "+shortName(n))
+		case !bytes.Equal(a, b):
+			diffs = append(diffs, "file "+shortName(n)+" has different bytes")
+		}
+	}
+	return strings.Join(diffs, ", ")
+}
+
+// writeSignature identifies an external write by what it did, so that an exact repeat compares equal.
+func writeSignature(r simulate.Request) string {
+	body := r.RawBody()
+	if len(body) == 0 {
+		body = r.Body
+	}
+	return strings.ToUpper(r.Method) + " " + r.Path + " " + string(canonicalJSON(body))
+}
+
+func decideTurnIdempotent(ev *Evidence) []Finding {
+	type state struct {
+		latest   map[string][]byte
+		from     *simulate.CallRecord
+		writes   map[string]bool
+		answered bool
+	}
+	var out []Finding
+	seen := map[string]bool{}
+	for _, h := range ev.Histories {
+		states := map[attemptKey]*state{}
+		for _, cs := range ev.callsIn(h, "prepare_turn") {
+			c := cs.c
+			k := attemptKey{h, c.Ctx.Session, c.Ctx.Attempt}
+			st := states[k]
+			if st == nil {
+				st = &state{writes: map[string]bool{}}
+				states[k] = st
+			}
+			m := cs.materials()
+			if !c.Ctx.Refresh && st.answered {
+				if m != nil {
+					if d := materialDiff(st.latest, fileSet(m)); d != "" && !seen["m|"+h.Scenario+"|"+c.Ctx.Attempt] {
+						seen["m|"+h.Scenario+"|"+c.Ctx.Attempt] = true
+						loc := ev.methodLocation("prepare_turn")
+						msg := fmt.Sprintf("a retry of attempt %s of session %s on %s returned material different from what the attempt got on %s (%s): %s",
+							c.Ctx.Attempt, c.Ctx.Session, c.Replica, st.from.Replica, st.from.Key, d)
+						out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(cs, msg, loc)}})
+					}
+				}
+				for _, r := range requestsOf(cs) {
+					if !r.Applied || !isWrite(r.Method) || st.writes[writeSignature(r)] {
+						continue
+					}
+					key := "w|" + h.Scenario + "|" + c.Ctx.Attempt + "|" + r.Method + " " + r.Path
+					if seen[key] {
+						continue
+					}
+					seen[key] = true
+					loc := ev.methodLocation("prepare_turn")
+					msg := fmt.Sprintf("a retry of attempt %s of session %s on %s made a new external write after the attempt already had its material: %s",
+						c.Ctx.Attempt, c.Ctx.Session, c.Replica, describeRequest(r))
+					out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(cs, msg, loc)}})
+				}
+			}
+			for _, r := range requestsOf(cs) {
+				if r.Applied && isWrite(r.Method) {
+					st.writes[writeSignature(r)] = true
+				}
+			}
+			if m != nil {
+				st.latest, st.from, st.answered = fileSet(m), c, true
+			}
+		}
+	}
+	return out
+}
+
+// callsIn returns the calls of one history of the given methods, in order.
+func (ev *Evidence) callsIn(h *simulate.History, methods ...string) []callSite {
+	var out []callSite
+	for _, e := range h.Events {
+		if e.Call != nil && contains(methods, e.Call.Method) {
+			out = append(out, callSite{h: h, c: e.Call, e: e})
+		}
+	}
+	return out
+}
+
+func decideTurnFilesOnly(ev *Evidence) []Finding {
+	var out []Finding
+	seen := map[string]bool{}
+	for _, h := range ev.Histories {
+		delivered := map[string]map[string]bool{} // session -> names its latest prepare_session delivered
+		sessionCall := map[string]string{}        // prepare_session call key -> session
+		for _, e := range h.Events {
+			if d := e.Delivery; e.Kind == simulate.EventDelivery && d != nil {
+				if s, ok := sessionCall[d.From]; ok && delivered[s] != nil {
+					delivered[s][d.Name] = true
+				}
+				continue
+			}
+			c := e.Call
+			if c == nil {
+				continue
+			}
+			cs := callSite{h: h, c: c, e: e}
+			switch c.Method {
+			case "prepare_session":
+				if cs.materials() != nil {
+					delivered[c.Ctx.Session] = map[string]bool{}
+					sessionCall[c.Key] = c.Ctx.Session
+				}
+			case "prepare_turn":
+				m := cs.materials()
+				if m == nil {
+					continue
+				}
+				loc := ev.methodLocation("prepare_turn")
+				if len(m.Environment) > 0 && !seen["env"] {
+					seen["env"] = true
+					msg := fmt.Sprintf("prepare_turn returned an environment (%s); turn preparation returns files only and a non-empty environment fails the write (%s)",
+						strings.Join(sortedKeys(m.Environment), ", "), sessionLabel(c))
+					out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(cs, msg, loc)}})
+				}
+				for _, f := range m.Files {
+					if delivered[c.Ctx.Session][f.Name] || seen["file|"+f.Name] {
+						continue
+					}
+					seen["file|"+f.Name] = true
+					msg := fmt.Sprintf("prepare_turn returned the file %s, which prepare_session did not deliver for session %s (%s)",
+						shortName(f.Name), c.Ctx.Session, sessionLabel(c))
+					out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(cs, msg, loc)}})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// turnProcessFailure explains a process death that prepare_turn caused, or "".
+func turnProcessFailure(kind string) string {
+	switch harness.ErrorKind(kind) {
+	case harness.KindHung:
+		return "did not settle within the grace period after the platform cancelled it, and the replica was killed"
+	case harness.KindExited:
+		return "made the process exit"
+	case harness.KindSignaled:
+		return "made the process die on a signal"
+	case harness.KindMemoryLimit:
+		return "exhausted the process's memory"
+	}
+	return ""
+}
+
+func decideTurnWithinDeadline(ev *Evidence) []Finding {
+	var out []Finding
+	seen := map[string]bool{}
+	for _, cs := range ev.calls("prepare_turn") {
+		c := cs.c
+		var msg string
+		loc := ev.methodLocation("prepare_turn")
+		switch c.Outcome {
+		case simulate.OutcomeOverran:
+			switch {
+			case c.Result != nil:
+				msg = fmt.Sprintf("prepare_turn ignored the platform's cancellation and returned %s instead of ending cancelled", resultName(c.Result))
+			case c.Error != nil:
+				msg = fmt.Sprintf("prepare_turn ignored the platform's cancellation and raised %s instead of ending cancelled", c.Error.Type)
+				loc = ev.errorLocation(cs)
+			default:
+				msg = "prepare_turn ignored the platform's cancellation instead of ending cancelled"
+			}
+		case simulate.OutcomeDied:
+			why := turnProcessFailure(c.ProcessKind)
+			if why == "" {
+				continue
+			}
+			msg = "prepare_turn " + why
+		default:
+			continue
+		}
+		msg += fmt.Sprintf(" (deadline %gs, %s)", c.DeadlineS, sessionLabel(c))
+		key := c.Outcome + "|" + c.ProcessKind
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(cs, msg, loc)}})
+	}
+	return out
+}
+
+// resultName is the Python type a callback returned.
+func resultName(r *harness.Result) string {
+	if r.Type == "other" && r.PythonType != "" {
+		return r.PythonType
+	}
+	return r.Type
+}
+
+// validity classifies turn_validity_seconds: set reports a value was given; problem is why it is invalid.
+func validity(raw json.RawMessage) (set bool, problem string) {
+	t := strings.TrimSpace(string(raw))
+	if t == "" || t == "null" {
+		return false, ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return true, "is " + s
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil {
+		return true, "is not a number"
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
+		return true, "is " + t
+	}
+	return true, ""
+}
+
+func decideTurnValidityFresh(ev *Evidence) []Finding {
+	type prev struct {
+		files    map[string][]byte
+		validity bool
+		c        *simulate.CallRecord
+	}
+	var out []Finding
+	seen := map[string]bool{}
+	for _, h := range ev.Histories {
+		latest := map[attemptKey]*prev{}
+		for _, cs := range ev.callsIn(h, "prepare_turn") {
+			c := cs.c
+			m := cs.materials()
+			if m == nil {
+				continue
+			}
+			k := attemptKey{h, c.Ctx.Session, c.Ctx.Attempt}
+			set, problem := validity(m.TurnValiditySeconds)
+			files := fileSet(m)
+			type issue struct{ kind, msg string }
+			var msgs []issue
+			if problem != "" {
+				msgs = append(msgs, issue{"invalid", fmt.Sprintf("prepare_turn returned turn_validity_seconds that %s; it must be a positive, finite number or None", problem)})
+			}
+			if p := latest[k]; c.Ctx.Refresh && p != nil {
+				if !set && p.validity {
+					msgs = append(msgs, issue{"missing", fmt.Sprintf("a refresh of attempt %s returned no turn_validity_seconds although the material it renews (%s) had one", c.Ctx.Attempt, p.c.Key)})
+				}
+				if len(p.files) > 0 && materialDiff(p.files, files) == "" {
+					msgs = append(msgs, issue{"stale", fmt.Sprintf("a refresh of attempt %s returned the same material, byte for byte, as the call it renews (%s on %s)", c.Ctx.Attempt, p.c.Key, p.c.Replica)})
+				}
+			}
+			for _, is := range msgs {
+				if seen[is.kind] {
+					continue
+				}
+				seen[is.kind] = true
+				msg := is.msg + " (" + sessionLabel(c) + ")"
+				loc := ev.methodLocation("prepare_turn")
+				out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(cs, msg, loc)}})
+			}
+			latest[k] = &prev{files: files, validity: set && problem == "", c: c}
+		}
+	}
+	return out
+}
