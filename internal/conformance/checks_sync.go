@@ -471,7 +471,7 @@ func (ev *Evidence) configLeaks(obs harness.Observations) []configLeak {
 			text += "\n" + *l.ExcText
 		}
 		if f := ev.trustedIn(text); f != "" {
-			out = append(out, configLeak{f, fmt.Sprintf("a %s log record of logger %q", l.Level, l.Logger), at(l.File, l.Line)})
+			out = append(out, configLeak{f, fmt.Sprintf("a log record (level %s, logger %q)", l.Level, l.Logger), at(l.File, l.Line)})
 		}
 	}
 	for _, w := range obs.Warnings {
