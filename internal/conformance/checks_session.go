@@ -397,9 +397,11 @@ type principalToken struct {
 // principalTokens lists a history's per-principal tokens with their owners where the history tells them.
 func principalTokens(h *simulate.History) []*principalToken {
 	sessionOwner := map[string]string{}
+	sessionPrincipals := map[string]bool{}
 	for _, c := range h.Calls() {
 		if c.Ctx.Session != "" && c.Ctx.Principal != "" {
 			sessionOwner[c.Ctx.Session] = c.Ctx.Principal
+			sessionPrincipals[c.Ctx.Principal] = true
 		}
 	}
 	// The double issues one credential per applied POST /v1/credentials, in apply order.
@@ -423,12 +425,23 @@ func principalTokens(h *simulate.History) []*principalToken {
 			out = append(out, &principalToken{value: s.Value, owner: sessionOwner[session], what: "the workload identity token of session " + session})
 		}
 	}
-	if len(creds) == len(issues) {
-		for i, t := range creds {
-			t.owner = requestPrincipal(issues[i])
+	if len(creds) != len(issues) {
+		return out // owners unknown: the first Session that receives a credential is taken as its owner
+	}
+	drop := map[*principalToken]bool{}
+	for i, t := range creds {
+		t.owner = requestPrincipal(issues[i])
+		// A credential issued for no Session's principal (an Agent or service identity) is not one
+		// principal's material, so sharing it is not this clause's concern.
+		drop[t] = !sessionPrincipals[t.owner]
+	}
+	var kept []*principalToken
+	for _, t := range out {
+		if !drop[t] {
+			kept = append(kept, t)
 		}
 	}
-	return out
+	return kept
 }
 
 // requestPrincipal is the principal_id of a credential request's JSON body, or "".

@@ -1,0 +1,167 @@
+package conformance
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/astrabox-dev/astrabox/internal/harness"
+	"github.com/astrabox-dev/astrabox/internal/secrets"
+	"github.com/astrabox-dev/astrabox/internal/simulate"
+)
+
+// fakeHistory builds a history from call records, one step each, with the given double requests.
+func fakeHistory(calls []*simulate.CallRecord, reqs ...simulate.Request) *simulate.History {
+	h := &simulate.History{Scenario: "fake", Requests: reqs}
+	for i, c := range calls {
+		h.Events = append(h.Events, &simulate.Event{Seq: 2 * i, Step: i + 1, Kind: simulate.EventStep, Message: c.Method})
+		h.Events = append(h.Events, &simulate.Event{Seq: 2*i + 1, Step: i + 1, Kind: simulate.EventCall, Call: c})
+	}
+	return h
+}
+
+func fakeEvidence(hs ...*simulate.History) *Evidence {
+	return &Evidence{Histories: hs, Secrets: &secrets.Set{}, Material: map[string]string{}}
+}
+
+// turnCall is a prepare_turn that returned one token.json file.
+func turnCall(key, replica, attempt string, refresh bool, content string, validity string) *simulate.CallRecord {
+	return &simulate.CallRecord{
+		Key: key, Replica: replica, Method: "prepare_turn", Outcome: simulate.OutcomeReturned,
+		Ctx: simulate.CallContext{Session: "s1", Principal: "alice", Attempt: attempt, Refresh: refresh},
+		Result: &harness.Result{Type: "RuntimeMaterials", Files: []harness.MaterialFile{{Name: "token.json", Content: []byte(content)}},
+			TurnValiditySeconds: json.RawMessage(validity)},
+	}
+}
+
+func write(call, method, path, body string, order int64) simulate.Request {
+	return simulate.Request{Call: call, Method: method, Path: path, Applied: true, ApplyOrder: order, Status: 201, Body: json.RawMessage(body)}
+}
+
+func TestTurnIdempotentAcceptsRepeatsAndRefreshedMaterial(t *testing.T) {
+	h := fakeHistory([]*simulate.CallRecord{
+		turnCall("r1#1", "r1", "t1", false, "material-one", "300"),
+		turnCall("r2#1", "r2", "t1", false, "material-one", "300"),
+		turnCall("r1#2", "r1", "t1", true, "material-two", "300"),
+		turnCall("r3#1", "r3", "t1", false, "material-two", "300"),
+	},
+		write("r1#1", "POST", "/v1/credentials", `{"principal_id":"alice"}`, 1),
+		write("r1#1", "PUT", "/v1/records/turns/s1/t1", `{"value":1}`, 2),
+		// An exact repeat of an earlier write is idempotent.
+		write("r2#1", "PUT", "/v1/records/turns/s1/t1", `{"value":1}`, 3),
+		write("r1#2", "POST", "/v1/credentials", `{"principal_id":"alice"}`, 4),
+	)
+	if f := decideTurnIdempotent(fakeEvidence(h)); len(f) != 0 {
+		t.Fatalf("expected no finding, got %+v", f)
+	}
+}
+
+func TestTurnIdempotentFindsNewMaterialAndNewWrites(t *testing.T) {
+	h := fakeHistory([]*simulate.CallRecord{
+		turnCall("r1#1", "r1", "t1", false, "material-one", "300"),
+		turnCall("r2#1", "r2", "t1", false, "material-new", "300"),
+	},
+		write("r1#1", "POST", "/v1/credentials", `{"principal_id":"alice","n":1}`, 1),
+		write("r2#1", "POST", "/v1/credentials", `{"principal_id":"alice","n":2}`, 2),
+	)
+	f := decideTurnIdempotent(fakeEvidence(h))
+	if len(f) != 2 {
+		t.Fatalf("expected a material and a write finding, got %+v", f)
+	}
+	if !strings.Contains(f[0].Message, "different bytes") || !strings.Contains(f[1].Message, "POST /v1/credentials") {
+		t.Fatalf("unexpected messages: %q / %q", f[0].Message, f[1].Message)
+	}
+}
+
+func TestTurnIdempotentIgnoresRetryAfterFailedFirstCall(t *testing.T) {
+	first := turnCall("r1#1", "r1", "t1", false, "", "null")
+	first.Outcome, first.Result = simulate.OutcomeCancelled, nil
+	h := fakeHistory([]*simulate.CallRecord{first, turnCall("r2#1", "r2", "t1", false, "material-one", "300")},
+		write("r2#1", "POST", "/v1/credentials", `{"principal_id":"alice"}`, 1))
+	if f := decideTurnIdempotent(fakeEvidence(h)); len(f) != 0 {
+		t.Fatalf("a retry after a call that delivered nothing may issue material; got %+v", f)
+	}
+}
+
+func TestValidity(t *testing.T) {
+	cases := []struct {
+		raw     string
+		set     bool
+		invalid bool
+	}{
+		{"", false, false}, {"null", false, false}, {"300", true, false}, {"0.5", true, false},
+		{"0", true, true}, {"-1", true, true}, {`"inf"`, true, true}, {`"nan"`, true, true}, {`"-inf"`, true, true},
+		{"true", true, true},
+	}
+	for _, c := range cases {
+		set, problem := validity(json.RawMessage(c.raw))
+		if set != c.set || (problem != "") != c.invalid {
+			t.Errorf("validity(%s) = %v, %q; want set=%v invalid=%v", c.raw, set, problem, c.set, c.invalid)
+		}
+	}
+}
+
+func TestTurnValidityFresh(t *testing.T) {
+	stale := fakeHistory([]*simulate.CallRecord{
+		turnCall("r1#1", "r1", "t1", false, "material-one", "300"),
+		turnCall("r1#2", "r1", "t1", true, "material-one", "300"),
+	})
+	if f := decideTurnValidityFresh(fakeEvidence(stale)); len(f) != 1 || !strings.Contains(f[0].Message, "byte for byte") {
+		t.Fatalf("expected one stale-refresh finding, got %+v", f)
+	}
+	missing := fakeHistory([]*simulate.CallRecord{
+		turnCall("r1#1", "r1", "t1", false, "material-one", "300"),
+		turnCall("r1#2", "r1", "t1", true, "material-two", "null"),
+	})
+	if f := decideTurnValidityFresh(fakeEvidence(missing)); len(f) != 1 || !strings.Contains(f[0].Message, "no turn_validity_seconds") {
+		t.Fatalf("expected one missing-validity finding, got %+v", f)
+	}
+	invalid := fakeHistory([]*simulate.CallRecord{turnCall("r1#1", "r1", "t1", false, "material-one", `"inf"`)})
+	if f := decideTurnValidityFresh(fakeEvidence(invalid)); len(f) != 1 || !strings.Contains(f[0].Message, "positive, finite") {
+		t.Fatalf("expected one invalid-validity finding, got %+v", f)
+	}
+	good := fakeHistory([]*simulate.CallRecord{
+		turnCall("r1#1", "r1", "t1", false, "material-one", "null"),
+		turnCall("r1#2", "r1", "t2", false, "material-one", "300"),
+		turnCall("r1#3", "r1", "t2", true, "material-two", "240.5"),
+	})
+	if f := decideTurnValidityFresh(fakeEvidence(good)); len(f) != 0 {
+		t.Fatalf("expected no finding, got %+v", f)
+	}
+}
+
+func TestTurnFilesOnlyUsesLatestSessionDelivery(t *testing.T) {
+	sess := &simulate.CallRecord{Key: "r1#1", Replica: "r1", Method: "prepare_session", Outcome: simulate.OutcomeReturned,
+		Ctx:    simulate.CallContext{Session: "s1", Principal: "alice"},
+		Result: &harness.Result{Type: "RuntimeMaterials", Files: []harness.MaterialFile{{Name: "token.json", Content: []byte("x")}}}}
+	h := fakeHistory([]*simulate.CallRecord{sess})
+	h.Events = append(h.Events, &simulate.Event{Seq: 10, Step: 1, Kind: simulate.EventDelivery,
+		Delivery: &simulate.Delivery{Session: "s1", Name: "token.json", From: "r1#1"}})
+	ok := turnCall("r1#2", "r1", "t1", false, "material-one", "300")
+	extra := turnCall("r1#3", "r1", "t2", false, "material-one", "300")
+	extra.Result.Files = append(extra.Result.Files, harness.MaterialFile{Name: "other.json", Content: []byte("y")})
+	env := turnCall("r1#4", "r1", "t3", false, "material-one", "300")
+	env.Result.Environment = map[string]string{"TOKEN_FILE": "/x/token.json"}
+	for i, c := range []*simulate.CallRecord{ok, extra, env} {
+		h.Events = append(h.Events, &simulate.Event{Seq: 20 + i, Step: 2 + i, Kind: simulate.EventCall, Call: c})
+	}
+	f := decideTurnFilesOnly(fakeEvidence(h))
+	if len(f) != 2 || !strings.Contains(f[0].Message, `"other.json"`) || !strings.Contains(f[1].Message, "TOKEN_FILE") {
+		t.Fatalf("expected an undelivered-name and an environment finding, got %+v", f)
+	}
+}
+
+func TestTurnWithinDeadline(t *testing.T) {
+	over := turnCall("r1#1", "r1", "t1", false, "material-one", "300")
+	over.Outcome, over.CancelSent = simulate.OutcomeOverran, true
+	cancelled := &simulate.CallRecord{Key: "r1#2", Replica: "r1", Method: "prepare_turn", Outcome: simulate.OutcomeCancelled, CancelSent: true}
+	lost := &simulate.CallRecord{Key: "r1#3", Replica: "r1", Method: "prepare_turn", Outcome: simulate.OutcomeHostLoss}
+	hung := &simulate.CallRecord{Key: "r2#1", Replica: "r2", Method: "prepare_turn", Outcome: simulate.OutcomeDied, ProcessKind: string(harness.KindHung)}
+	if f := decideTurnWithinDeadline(fakeEvidence(fakeHistory([]*simulate.CallRecord{cancelled, lost}))); len(f) != 0 {
+		t.Fatalf("a cancelled call and a host loss keep the clause; got %+v", f)
+	}
+	f := decideTurnWithinDeadline(fakeEvidence(fakeHistory([]*simulate.CallRecord{over, cancelled, hung})))
+	if len(f) != 2 || !strings.Contains(f[0].Message, "ignored the platform's cancellation") || !strings.Contains(f[1].Message, "grace") {
+		t.Fatalf("expected an overrun and a hang finding, got %+v", f)
+	}
+}
