@@ -45,6 +45,7 @@ steps:
 `
 
 func TestEP_CONFLICT(t *testing.T) {
+	t.Parallel()
 	decl := func(name, value, dist string) discovery.Declaration {
 		ref, err := discovery.ParseObjectRef(value)
 		if err != nil {
@@ -108,6 +109,7 @@ func platformShape(h *History) []string {
 }
 
 func TestEP_NONE(t *testing.T) {
+	t.Parallel()
 	h := play(t, "none", defaultsYAML)
 	dumpOnFailure(t, h)
 	for _, e := range h.Events {
@@ -143,6 +145,7 @@ func TestEP_NONE(t *testing.T) {
 }
 
 func TestEP_DEFAULTS(t *testing.T) {
+	t.Parallel()
 	h := play(t, "defaults", defaultsYAML)
 	dumpOnFailure(t, h)
 	want := map[string]string{"plan": "RuntimePreparationPlan", "synchronize": "none", "prepare_session": "RuntimeMaterials",
@@ -198,6 +201,7 @@ func TestEP_DEFAULTS(t *testing.T) {
 }
 
 func TestPLAN_DETACHED(t *testing.T) {
+	t.Parallel()
 	h := play(t, "probe", lifecycleYAML)
 	dumpOnFailure(t, h)
 	plans := h.CallsOf("plan")
@@ -264,6 +268,7 @@ func walkStrings(v any, f func(key, s string)) {
 }
 
 func TestBOUND_INIT(t *testing.T) {
+	t.Parallel()
 	h := play(t, "probe", lifecycleYAML)
 	dumpOnFailure(t, h)
 	for _, e := range stepEvents(h, 1) {
@@ -297,6 +302,7 @@ func TestBOUND_INIT(t *testing.T) {
 }
 
 func TestBOUND_INVENTORY(t *testing.T) {
+	t.Parallel()
 	h := play(t, "probe", lifecycleYAML)
 	dumpOnFailure(t, h)
 	b := inventory(h, "box-2")
@@ -339,6 +345,7 @@ func TestBOUND_INVENTORY(t *testing.T) {
 }
 
 func TestBOUND_CLAIM(t *testing.T) {
+	t.Parallel()
 	h := play(t, "probe", lifecycleYAML)
 	dumpOnFailure(t, h)
 	box1 := inventory(h, "box-1")
@@ -386,6 +393,7 @@ steps:
 `
 
 func TestBOUND_DISCARD(t *testing.T) {
+	t.Parallel()
 	h := play(t, "probe", discardYAML)
 	dumpOnFailure(t, h)
 	states := map[string]string{}
@@ -435,6 +443,7 @@ steps:
 `
 
 func TestBOUND_GENERATION(t *testing.T) {
+	t.Parallel()
 	h := play(t, "probe", churnYAML)
 	dumpOnFailure(t, h)
 	plans := h.CallsOf("plan")
@@ -479,6 +488,7 @@ func TestBOUND_GENERATION(t *testing.T) {
 }
 
 func TestBOUND_VAULT(t *testing.T) {
+	t.Parallel()
 	o := play(t, "probe", ordinaryYAML)
 	dumpOnFailure(t, o)
 	inits := 0
@@ -527,6 +537,7 @@ func contains(list []string, s string) bool {
 }
 
 func TestSYNC_WHEN(t *testing.T) {
+	t.Parallel()
 	h := play(t, "probe", lifecycleYAML)
 	dumpOnFailure(t, h)
 	syncs := h.CallsOf("synchronize")
@@ -569,6 +580,7 @@ func TestSYNC_WHEN(t *testing.T) {
 }
 
 func TestSYNC_CONTEXT(t *testing.T) {
+	t.Parallel()
 	h := play(t, "probe", casYAML)
 	dumpOnFailure(t, h)
 	var echoes []map[string]any
@@ -638,6 +650,7 @@ func toStrings(v any) []string {
 }
 
 func TestSYNC_CAS(t *testing.T) {
+	t.Parallel()
 	h := play(t, "probe", casYAML)
 	dumpOnFailure(t, h)
 	if !hasCode(h, 1, "PREPARATION_SUPERSEDED") {
@@ -698,6 +711,7 @@ steps:
 `
 
 func TestSYNC_UNRESOLVED(t *testing.T) {
+	t.Parallel()
 	h := play(t, "probe", unresolvedYAML)
 	dumpOnFailure(t, h)
 	outcomes := []string{OutcomeRaised, OutcomeCancelled, OutcomeCancelled, OutcomeHostLoss}
@@ -755,6 +769,7 @@ func TestSYNC_UNRESOLVED(t *testing.T) {
 }
 
 func TestRECOVER_DEFAULT(t *testing.T) {
+	t.Parallel()
 	h := play(t, "slow-sync", `name: recover-default
 replicas: 1
 steps:
@@ -792,6 +807,7 @@ steps:
 }
 
 func TestSESSION_WHEN(t *testing.T) {
+	t.Parallel()
 	h := play(t, "probe", lifecycleYAML)
 	dumpOnFailure(t, h)
 	if n := len(callsIn(h, 1, "prepare_session")); n != 0 {
@@ -844,6 +860,7 @@ func echoOf(t *testing.T, c *CallRecord) sessionEcho {
 }
 
 func TestSESSION_CONTEXT(t *testing.T) {
+	t.Parallel()
 	h := play(t, "probe", lifecycleYAML)
 	dumpOnFailure(t, h)
 	box1 := inventory(h, "box-1")
@@ -889,6 +906,7 @@ func TestSESSION_CONTEXT(t *testing.T) {
 }
 
 func TestSESSION_DELIVERY(t *testing.T) {
+	t.Parallel()
 	h := play(t, "probe", lifecycleYAML)
 	dumpOnFailure(t, h)
 	paths := map[string]string{} // session/name -> path
@@ -955,6 +973,7 @@ steps:
 `
 
 func TestSESSION_ENV_FIXED(t *testing.T) {
+	t.Parallel()
 	h := play(t, "probe", envYAML)
 	dumpOnFailure(t, h)
 	starts := engineStarts(h, "s1")
@@ -985,6 +1004,7 @@ steps:
 `
 
 func TestSESSION_ENV_ADAPTER(t *testing.T) {
+	t.Parallel()
 	t.Run("claude-code", func(t *testing.T) {
 		h := play(t, "probe", lifecycleYAML)
 		dumpOnFailure(t, h)
@@ -1029,6 +1049,7 @@ func noLeak(t *testing.T, h *History, text string) {
 }
 
 func TestTURN_WHEN(t *testing.T) {
+	t.Parallel()
 	h := play(t, "probe", lifecycleYAML)
 	dumpOnFailure(t, h)
 	for _, step := range []int{5, 6, 10, 11} {
@@ -1077,6 +1098,7 @@ steps:
 `
 
 func TestTURN_DEADLINE(t *testing.T) {
+	t.Parallel()
 	h := play(t, "probe", deadlineYAML)
 	dumpOnFailure(t, h)
 	for step, attempt := range map[int]string{2: "raise1", 3: "sleep1", 4: "selfcancel1", 5: "sleep2"} {
@@ -1115,6 +1137,7 @@ steps:
 `
 
 func TestTURN_VALIDITY(t *testing.T) {
+	t.Parallel()
 	h := play(t, "probe", validityYAML)
 	dumpOnFailure(t, h)
 	calls := callsIn(h, 2, "prepare_turn")
@@ -1158,6 +1181,7 @@ func TestTURN_VALIDITY(t *testing.T) {
 }
 
 func TestTURN_BACKEND(t *testing.T) {
+	t.Parallel()
 	for _, backend := range []string{"{profile_exclusive: false, owns_sandbox: true}", "{profile_exclusive: true, owns_sandbox: false}"} {
 		h := play(t, "probe", `name: backend
 replicas: 1
@@ -1196,6 +1220,7 @@ steps:
 `
 
 func TestUA_RAISE(t *testing.T) {
+	t.Parallel()
 	h := play(t, "probe", uaYAML)
 	dumpOnFailure(t, h)
 	for _, step := range []int{3, 6} {
@@ -1225,6 +1250,7 @@ func TestUA_RAISE(t *testing.T) {
 }
 
 func TestUA_NO_RESEND(t *testing.T) {
+	t.Parallel()
 	h := play(t, "probe", uaYAML)
 	dumpOnFailure(t, h)
 	kept := false
@@ -1276,6 +1302,7 @@ steps:
 `
 
 func TestUA_ENDPOINTS(t *testing.T) {
+	t.Parallel()
 	h := play(t, "probe", uaEndpointsYAML)
 	dumpOnFailure(t, h)
 	noCalls := func(step int) {
@@ -1362,6 +1389,7 @@ func TestUA_ENDPOINTS(t *testing.T) {
 }
 
 func TestGEN_DELIVERY_ACK(t *testing.T) {
+	t.Parallel()
 	h := play(t, "probe", lifecycleYAML)
 	dumpOnFailure(t, h)
 	// Platform deliveries of a call are complete before the step goes on (engine activation or write).

@@ -10,6 +10,7 @@ import (
 // ports) and requires byte-identical history JSON: wall-clock durations, ports, process ids and tokens must
 // not show. The scenarios talk to the double, lose a host, recover and time out.
 func TestSameSeedSameHistory(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, provider, yaml string
 		reseed               bool
@@ -18,6 +19,7 @@ func TestSameSeedSameHistory(t *testing.T) {
 		{"unresolved", "probe", unresolvedYAML, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			first := mustJSON(t, play(t, tc.provider, tc.yaml))
 			again, err := playFresh(tc.provider, tc.yaml)
 			if err != nil {

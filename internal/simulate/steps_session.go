@@ -190,8 +190,11 @@ func (p *platform) deliver(r *replica, rec *CallRecord, s *session, files []harn
 		dest := RuntimeFileDir(s.id) + "/" + f.Name
 		s.sandbox.PlatformWrite(dest, f.Content, 0o600, OwnerWorkload)
 		s.delivered[f.Name] = true
-		p.event(&Event{Kind: EventDelivery, Replica: r.name, Message: fmt.Sprintf("delivered %s to %s (0600, workload)", f.Name, dest),
-			Delivery: &Delivery{SandboxID: s.sandbox.ID, Session: s.id, Name: f.Name, Path: dest, Mode: "0600", Owner: OwnerWorkload, Size: len(f.Content), From: rec.Key}})
+		// The record says what the sandbox now holds, not what was meant.
+		got, _ := s.sandbox.Stat(dest)
+		mode := fmt.Sprintf("%04o", got.Mode)
+		p.event(&Event{Kind: EventDelivery, Replica: r.name, Message: fmt.Sprintf("delivered %s to %s (%s, %s)", f.Name, dest, mode, got.Owner),
+			Delivery: &Delivery{SandboxID: s.sandbox.ID, Session: s.id, Name: f.Name, Path: dest, Mode: mode, Owner: got.Owner, Size: len(got.Content), From: rec.Key}})
 	}
 	return true
 }
