@@ -360,6 +360,7 @@ func pendingTurns(h *simulate.History) (through []uaBreach, refused []callSite) 
 	// principal's consent is not known from the scenario).
 	readPending := map[string]bool{}
 	sessionOwner := map[string]string{}
+	aware := prerequisitePrincipals(h)
 	for _, e := range h.Events {
 		if e.Kind == simulate.EventPlatform {
 			if p, s, ok := parseConsentEvent(e.Message); ok {
@@ -411,6 +412,9 @@ func pendingTurns(h *simulate.History) (through []uaBreach, refused []callSite) 
 			p := c.Ctx.Principal
 			basis := ""
 			switch {
+			case !aware[p]:
+				// The provider never consulted this principal's consent nor reported a user action for them:
+				// it has no such prerequisite, and the double's answer does not concern it.
 			case consent[p] == "pending":
 				basis = "the identity service answered pending for principal " + p
 			case consent[p] == "" && readPending[c.Ctx.Session]:
@@ -427,6 +431,33 @@ func pendingTurns(h *simulate.History) (through []uaBreach, refused []callSite) 
 		}
 	}
 	return through, refused
+}
+
+// prerequisitePrincipals are the principals for whom the provider shows it has a prerequisite: it asked the
+// consent service about them, or raised or returned a user action for one of their Sessions.
+func prerequisitePrincipals(h *simulate.History) map[string]bool {
+	out := map[string]bool{}
+	for _, r := range h.Requests {
+		if rest, ok := strings.CutPrefix(r.Path, "/v1/consents/"); ok {
+			p, _, _ := strings.Cut(rest, "/")
+			if p != "" {
+				out[p] = true
+			}
+		}
+	}
+	for _, e := range h.Events {
+		if e.Call == nil || e.Call.Ctx.Principal == "" {
+			continue
+		}
+		cs := callSite{h: h, c: e.Call, e: e}
+		if raisedUserAction(cs) != nil {
+			out[e.Call.Ctx.Principal] = true
+		}
+		if st := stateOf(cs); st != nil && !st.Ready {
+			out[e.Call.Ctx.Principal] = true
+		}
+	}
+	return out
 }
 
 func decideUAAuthority(ev *Evidence) []Finding {

@@ -190,3 +190,17 @@ func TestUAIdempotentNewRecordPerCall(t *testing.T) {
 		t.Fatalf("findings = %+v", fs)
 	}
 }
+
+func TestUAAuthorityIgnoresProvidersWithoutPrerequisites(t *testing.T) {
+	b := newHist("custom")
+	b.platform("consent of dave is now pending at the identity service")
+	b.call(turn("r1", "s-dave", "dave", false, true))
+	if fs := decideUAAuthority(evidenceOf(b.h)); len(fs) != 0 {
+		t.Fatalf("a provider that never consults consent was blamed: %+v", fs)
+	}
+	first := b.h.Events[1].Call
+	b.request(simulate.Request{Replica: "r1", Call: first.Key, Method: "GET", Path: "/v1/consents/dave", Status: 200})
+	if fs := decideUAAuthority(evidenceOf(b.h)); len(fs) != 1 {
+		t.Fatalf("a provider that read the pending consent and went on was not blamed: %+v", fs)
+	}
+}
