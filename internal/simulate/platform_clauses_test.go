@@ -1134,6 +1134,8 @@ steps:
   - {op: turn, session: s1, attempt: valid1, live_for: 1200}
   - {op: turn, session: s1, attempt: refreshfail1, live_for: 600}
   - {op: turn, session: s1, attempt: t3}
+  - {op: cold_start, session: s2, agent: agent-1, principal: alice}
+  - {op: turn, session: s2, attempt: tiny1, live_for: 200}
 `
 
 func TestTURN_VALIDITY(t *testing.T) {
@@ -1177,6 +1179,32 @@ func TestTURN_VALIDITY(t *testing.T) {
 	}
 	if !hasCode(h, 4, CodeTurnPreparationFailed) || len(callsIn(h, 4, "prepare_turn")) != 0 || len(writes(h, "t3")) != 0 {
 		t.Errorf("turn on a quarantined guard: %v", codes(h, 4))
+	}
+	// A validity of 1 s over a 200 s write needs more refreshes than the platform makes: the write is cut
+	// when the last validity lapses, never left live on lapsed material.
+	tiny := callsIn(h, 6, "prepare_turn")
+	if len(tiny) != MaxRefreshes+1 {
+		t.Fatalf("%d prepare_turn calls, want the first and %d refreshes", len(tiny), MaxRefreshes)
+	}
+	prev = h.EventOf(tiny[0]).At
+	for _, c := range tiny[1:] {
+		if at := h.EventOf(c).At; at >= prev+1 {
+			t.Fatalf("refresh at %g after validity lapsed at %g", at, prev+1)
+		} else {
+			prev = at
+		}
+	}
+	var cut *Event
+	for _, e := range stepEvents(h, 6) {
+		if strings.Contains(e.Message, "write complete") {
+			t.Errorf("a write whose validity lapsed was reported complete")
+		}
+		if strings.Contains(e.Message, "cut after") {
+			cut = e
+		}
+	}
+	if cut == nil || cut.At != prev+1 {
+		t.Errorf("cut %v, want an event when validity lapsed at %g", cut, prev+1)
 	}
 }
 

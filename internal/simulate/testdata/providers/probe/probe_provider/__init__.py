@@ -11,8 +11,8 @@ drive every platform clause test of the simulator. Standard library only.
 - prepare_session: principal "raiser" raises, "ua-at-start" raises PreparationUserActionRequired, "noenv"
   returns files only; otherwise token.json and session.json (an echo of the context) and one environment
   variable naming token.json.
-- prepare_turn: the attempt ID's prefix picks the behaviour (raise, sleep, selfcancel, env, badua, ua, valid,
-  refreshfail, inspect); anything else returns token.json.
+- prepare_turn: the attempt ID's prefix picks the behaviour (raise, sleep, selfcancel, env, badua, ua, tiny,
+  valid, refreshfail, inspect, reread); anything else returns token.json.
 - read_user_actions / perform_user_action: owner "uaraise" raises, "needs-action" is pending with one action
   "check", "unknown" has status unknown; others are ready.
 """
@@ -141,6 +141,8 @@ class Probe(RuntimePreparationProvider):
             consent = _double("GET", "/v1/consents/" + context.principal_id)
             if consent["status"] != "granted":
                 raise PreparationUserActionRequired(message="Complete consent first.", url="https://identity.example/consent")
+        if attempt.startswith("tiny"):
+            return RuntimeMaterials(files=(token,), turn_validity_seconds=1.0)
         if attempt.startswith("valid"):
             return RuntimeMaterials(files=(token,), turn_validity_seconds=300.0)
         if attempt.startswith("refreshfail"):
