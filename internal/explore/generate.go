@@ -52,6 +52,7 @@ type gen struct {
 	nAttempt int
 	ops      int
 	held     bool
+	lost     []int // operations lost with their host while a write was held
 }
 
 func (g *gen) replica() string { return fmt.Sprintf("r%d", 1+g.rng.Intn(g.replicas)) }
@@ -93,10 +94,8 @@ func (g *gen) step() {
 		{4, hasSession, func() {
 			g.add(simulate.Step{Op: simulate.OpPerformUserAction, Session: g.session(), Action: "check-consent", Replica: g.replica()})
 		}},
-		{6, g.ops > 0, func() {
-			g.add(simulate.Step{Op: simulate.OpRecover, Operation: fmt.Sprintf("op-%d", 1+g.rng.Intn(g.ops)), Replica: g.replica()})
-		}},
-		{5, g.held, func() { g.add(simulate.Step{Op: simulate.OpRelease}); g.held = false }},
+		{g.lostWeight(6, 16), g.ops > 0, g.recover},
+		{g.lostWeight(5, 10), g.held, func() { g.add(simulate.Step{Op: simulate.OpRelease}); g.held = false }},
 		{3, true, func() { g.add(simulate.Step{Op: simulate.OpHostLoss, Replica: g.replica()}) }},
 		{3, true, func() { g.add(simulate.Step{Op: simulate.OpConfigChange, Agent: "agent-1"}) }},
 		{3, true, func() {
@@ -126,14 +125,31 @@ func (g *gen) step() {
 	}
 }
 
+// lostWeight favours recovery steps once an operation was lost with its host.
+func (g *gen) lostWeight(normal, lost int) int {
+	if len(g.lost) > 0 {
+		return lost
+	}
+	return normal
+}
+
+func (g *gen) recover() {
+	op := 1 + g.rng.Intn(g.ops)
+	if len(g.lost) > 0 && g.chance(0.8) {
+		op = g.lost[g.rng.Intn(len(g.lost))]
+	}
+	g.add(simulate.Step{Op: simulate.OpRecover, Operation: fmt.Sprintf("op-%d", op), Replica: g.replica()})
+}
+
 func (g *gen) prewarm() {
 	st := simulate.Step{Op: simulate.OpPrewarm, Agent: "agent-1", Boxes: 1 + g.rng.Intn(2), Replica: g.replica()}
 	switch {
-	case g.chance(0.15):
+	case g.chance(0.25):
 		st.Boxes = 1
 		st.Fault = &simulate.Fault{Kind: simulate.FaultHostLoss}
 		st.Double = []simulate.DoubleFault{{Kind: "hold", Method: "PUT", Times: 1}}
 		g.held = true
+		g.lost = append(g.lost, g.ops+1)
 	case g.chance(0.05):
 		st.Boxes = 1
 		st.Fault = &simulate.Fault{Kind: simulate.FaultSupersede}
