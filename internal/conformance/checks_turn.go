@@ -249,17 +249,24 @@ func decideTurnWithinDeadline(ev *Evidence) []Finding {
 	for _, cs := range ev.calls("prepare_turn") {
 		c := cs.c
 		var msg string
+		warning := false
 		loc := ev.methodLocation("prepare_turn")
 		switch c.Outcome {
 		case simulate.OutcomeOverran:
+			ended := "settled"
 			switch {
 			case c.Result != nil:
-				msg = fmt.Sprintf("prepare_turn ignored the platform's cancellation and returned %s instead of ending cancelled", resultName(c.Result))
+				ended = "returned " + resultName(c.Result)
 			case c.Error != nil:
-				msg = fmt.Sprintf("prepare_turn ignored the platform's cancellation and raised %s instead of ending cancelled", c.Error.Type)
+				ended = "raised " + c.Error.Type
 				loc = ev.errorLocation(cs)
-			default:
-				msg = "prepare_turn ignored the platform's cancellation instead of ending cancelled"
+			}
+			if waitedPastCancel(cs) {
+				msg = fmt.Sprintf("prepare_turn ignored the platform's cancellation and %s instead of ending cancelled", ended)
+			} else {
+				// The reply may have crossed the cancellation on the wire: not proof of an ignored cancel.
+				warning = true
+				msg = fmt.Sprintf("prepare_turn %s after the platform had sent its cancellation instead of ending cancelled; it either ignored the cancellation or finished just as it was sent", ended)
 			}
 		case simulate.OutcomeDied:
 			why := turnProcessFailure(c.ProcessKind)
@@ -271,14 +278,26 @@ func decideTurnWithinDeadline(ev *Evidence) []Finding {
 			continue
 		}
 		msg += fmt.Sprintf(" (deadline %gs, %s)", c.DeadlineS, sessionLabel(c))
-		key := c.Outcome + "|" + c.ProcessKind
+		key := fmt.Sprintf("%s|%s|%v", c.Outcome, c.ProcessKind, warning)
 		if seen[key] {
 			continue
 		}
 		seen[key] = true
-		out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(cs, msg, loc)}})
+		out = append(out, Finding{Warning: warning, Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(cs, msg, loc)}})
 	}
 	return out
+}
+
+// waitedPastCancel tells whether an overrunning call was provably still running when the platform cancelled
+// it: it was waiting on a deployment request the double slowed down (the deadline scenarios delay requests
+// well past the cancellation), so its late reply cannot have crossed the cancel on the wire.
+func waitedPastCancel(cs callSite) bool {
+	for _, r := range requestsOf(cs) {
+		if r.Delayed {
+			return true
+		}
+	}
+	return false
 }
 
 // resultName is the Python type a callback returned.

@@ -160,8 +160,15 @@ func TestTurnWithinDeadline(t *testing.T) {
 	if f := decideTurnWithinDeadline(fakeEvidence(fakeHistory([]*simulate.CallRecord{cancelled, lost}))); len(f) != 0 {
 		t.Fatalf("a cancelled call and a host loss keep the clause; got %+v", f)
 	}
-	f := decideTurnWithinDeadline(fakeEvidence(fakeHistory([]*simulate.CallRecord{over, cancelled, hung})))
-	if len(f) != 2 || !strings.Contains(f[0].Message, "ignored the platform's cancellation") || !strings.Contains(f[1].Message, "grace") {
-		t.Fatalf("expected an overrun and a hang finding, got %+v", f)
+	// A reply that may have crossed the cancel on the wire is only a warning.
+	f := decideTurnWithinDeadline(fakeEvidence(fakeHistory([]*simulate.CallRecord{over, cancelled})))
+	if len(f) != 1 || !f[0].Warning {
+		t.Fatalf("expected one warning, got %+v", f)
+	}
+	// Waiting on a request the double delayed past the cancel proves it; a hang is always a failure.
+	h := fakeHistory([]*simulate.CallRecord{over, cancelled, hung}, simulate.Request{Call: "r1#1", Method: "GET", Path: "/v1/consents/alice", Delayed: true})
+	f = decideTurnWithinDeadline(fakeEvidence(h))
+	if len(f) != 2 || f[0].Warning || f[1].Warning || !strings.Contains(f[0].Message, "ignored the platform's cancellation") || !strings.Contains(f[1].Message, "grace") {
+		t.Fatalf("expected an overrun and a hang failure, got %+v", f)
 	}
 }
