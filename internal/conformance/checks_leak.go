@@ -56,7 +56,7 @@ func observationTexts(obs harness.Observations) []leakText {
 		if l.ExcText != nil {
 			t += "\n" + *l.ExcText
 		}
-		out = append(out, leakText{where: fmt.Sprintf("a %s log record of logger %s", l.Level, l.Logger), text: t, loc: at(l.File, l.Line)})
+		out = append(out, leakText{where: fmt.Sprintf("a log record (level %s, logger %s)", l.Level, l.Logger), text: t, loc: at(l.File, l.Line)})
 	}
 	for _, w := range obs.Warnings {
 		out = append(out, leakText{where: "a " + w.Category + " warning", text: w.Message, loc: at(w.File, w.Line)})
@@ -70,7 +70,7 @@ func decideLeakLog(ev *Evidence) []Finding {
 	report1 := func(t leakText, m string, evd report.Evidence) {
 		key := t.where + "|" + m
 		if t.loc != nil {
-			key = fmt.Sprintf("%s:%d|%s", t.loc.Path, t.loc.Line, m)
+			key = fmt.Sprintf("%s:%d|%s", t.loc.Path, t.loc.Line, t.where)
 		}
 		if seen[key] {
 			return
@@ -140,7 +140,7 @@ func decideLeakError(ev *Evidence) []Finding {
 			loc := ev.errorLocation(cs)
 			key := cs.c.Method + "|" + m[0].Origin
 			if loc != nil {
-				key = fmt.Sprintf("%s:%d|%s", loc.Path, loc.Line, m[0].Origin)
+				key = fmt.Sprintf("%s:%d", loc.Path, loc.Line)
 			}
 			if seen[key] {
 				break
@@ -162,7 +162,7 @@ func decideLeakUserAction(ev *Evidence) []Finding {
 		if len(m) == 0 {
 			return
 		}
-		key := cs.c.Method + "|" + what + "|" + m[0].Origin
+		key := cs.c.Method + "|" + what
 		if seen[key] {
 			return
 		}

@@ -1,0 +1,78 @@
+package conformance
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/astrabox-dev/astrabox/internal/harness"
+	"github.com/astrabox-dev/astrabox/internal/simulate"
+)
+
+// lateWriteHistory has one call of the given outcome whose write the double applied after the call settled.
+func lateWriteHistory(outcome string, cancelSent bool) *simulate.History {
+	b := newHist("x")
+	c := b.call(&simulate.CallRecord{Replica: "r1", Method: "prepare_turn", Outcome: outcome, CancelSent: cancelSent, ApplyMark: 1})
+	b.request(simulate.Request{Replica: "r1", Call: c.Key, Method: "POST", Path: "/v1/credentials", Status: 201, Applied: true, ApplyOrder: 1})
+	b.request(simulate.Request{Replica: "r1", Call: c.Key, Method: "PUT", Path: "/v1/records/turns/s1/c1", Status: 200, Applied: true, ApplyOrder: 2})
+	return b.h
+}
+
+func TestLateWritesSplitBetweenCancelAndBackground(t *testing.T) {
+	cases := []struct {
+		outcome          string
+		cancel           bool
+		cancelFindings   int
+		dispatchFindings int
+	}{
+		{simulate.OutcomeCancelled, true, 1, 0},
+		{simulate.OutcomeOverran, true, 1, 0},
+		{simulate.OutcomeReturned, false, 0, 1},
+		{simulate.OutcomeRaised, false, 0, 1},
+		{simulate.OutcomeHostLoss, false, 0, 0},
+	}
+	for _, c := range cases {
+		ev := evidenceOf(lateWriteHistory(c.outcome, c.cancel))
+		if n := len(decideGenCancelClean(ev)); n != c.cancelFindings {
+			t.Errorf("%s: GEN-CANCEL-CLEAN findings = %d, want %d", c.outcome, n, c.cancelFindings)
+		}
+		fs := decideGenNoDispatch(ev)
+		if len(fs) != c.dispatchFindings {
+			t.Errorf("%s: GEN-NO-DISPATCH findings = %+v, want %d", c.outcome, fs, c.dispatchFindings)
+		}
+	}
+	fs := decideGenCancelClean(evidenceOf(lateWriteHistory(simulate.OutcomeCancelled, true)))
+	if !strings.Contains(fs[0].Message, "PUT /v1/records/turns/s1/c1") || strings.Contains(fs[0].Message, "POST /v1/credentials") {
+		t.Fatalf("the message should name only the write that landed late: %q", fs[0].Message)
+	}
+}
+
+func TestGenNoDispatchForbiddenAndBackground(t *testing.T) {
+	b := newHist("x")
+	c := b.call(&simulate.CallRecord{Replica: "r1", Method: "perform_user_action", Outcome: simulate.OutcomeReturned, ApplyMark: 1,
+		Observations: harness.Observations{Leftovers: harness.Leftovers{Threads: []harness.LeftoverThread{{Name: "poller", File: "p.py", Line: 9}}}}})
+	b.request(simulate.Request{Replica: "r1", Call: c.Key, Callback: "perform_user_action", Method: "POST", Path: "/v1/consents/bob/flows", Status: 201, Applied: true, ApplyOrder: 1, Forbidden: true})
+	b.request(simulate.Request{Replica: "r1", Method: "PUT", Path: "/v1/records/x", Status: 200, Applied: true, ApplyOrder: 2})
+	b.request(simulate.Request{Replica: "r1", Method: "GET", Path: "/v1/records/x", Status: 200})
+	fs := decideGenNoDispatch(evidenceOf(b.h))
+	if len(fs) != 2 {
+		t.Fatalf("findings = %+v", fs)
+	}
+	if !strings.Contains(fs[0].Message, "/v1/consents/bob/flows") {
+		t.Errorf("forbidden finding = %q", fs[0].Message)
+	}
+	if !strings.Contains(fs[1].Message, "thread poller") || fs[1].Location == nil || fs[1].Location.Path != "p.py" {
+		t.Errorf("background finding should blame the leftover thread: %+v", fs[1])
+	}
+}
+
+func TestGenSettlesOnlyProviderCausedDeaths(t *testing.T) {
+	b := newHist("x")
+	b.call(&simulate.CallRecord{Replica: "r1", Method: "prepare_session", Outcome: simulate.OutcomeDied, ProcessKind: string(harness.KindHung)})
+	b.call(&simulate.CallRecord{Replica: "r1", Method: "prepare_turn", Outcome: simulate.OutcomeDied, ProcessKind: string(harness.KindClosed)})
+	b.call(&simulate.CallRecord{Replica: "r2", Method: "synchronize", Outcome: simulate.OutcomeHostLoss})
+	b.call(&simulate.CallRecord{Replica: "r2", Method: "prepare_session", Outcome: simulate.OutcomeDied, ProcessKind: string(harness.KindHung)})
+	fs := decideGenSettles(evidenceOf(b.h))
+	if len(fs) != 1 || !strings.HasPrefix(fs[0].Message, "prepare_session never settled") {
+		t.Fatalf("findings = %+v", fs)
+	}
+}
