@@ -179,18 +179,22 @@ func decideLeakUserAction(ev *Evidence) []Finding {
 			}
 		}
 		if st := stateOf(cs); st != nil {
+			// One finding per state: name the most specific place the secret is in.
 			loc := ev.methodLocation(cs.c.Method)
-			if ua, ok := stateUserAction(st); ok {
-				add(cs, "a user-action state's message", ua.Message, loc)
-				if ua.URL != nil {
-					add(cs, "a user-action state's URL", *ua.URL, loc)
-				}
-			}
 			var labels []string
 			for _, a := range st.Actions {
 				labels = append(labels, a.ID, a.Label)
 			}
-			add(cs, "a user-action state", string(st.UserAction)+"\n"+strings.Join(labels, "\n")+"\n"+st.Repr, loc)
+			what := "a returned user-action state"
+			if ua, ok := stateUserAction(st); ok {
+				switch {
+				case ua.URL != nil && len(ev.Secrets.FindString(*ua.URL)) > 0:
+					what = "a returned state's user-action URL"
+				case len(ev.Secrets.FindString(ua.Message)) > 0:
+					what = "a returned state's user-action message"
+				}
+			}
+			add(cs, what, string(st.UserAction)+"\n"+strings.Join(labels, "\n")+"\n"+st.Repr, loc)
 		}
 	}
 	return out

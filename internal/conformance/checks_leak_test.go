@@ -62,3 +62,18 @@ func TestUserActionSecretIsNotAlsoAnErrorLeak(t *testing.T) {
 		t.Fatalf("a secret elsewhere in the traceback was missed: %+v", fs)
 	}
 }
+
+func TestLeakUserActionStateOneFindingNamingTheURL(t *testing.T) {
+	b := newHist("x")
+	st := pendingState()
+	st.UserAction = []byte(`{"message":"Grant consent","status":"pending","url":"https://identity.example/c?a=` + testTokenA + `"}`)
+	st.Repr = "SessionUserActionState(ready=False, user_action=SessionUserAction(url='https://identity.example/c?a=" + testTokenA + "'))"
+	b.call(&simulate.CallRecord{Replica: "r1", Method: "read_user_actions", Outcome: simulate.OutcomeReturned, Result: st})
+	fs := decideLeakUserAction(leakEvidence(b.h))
+	if len(fs) != 1 || !strings.Contains(fs[0].Message, "user-action URL") {
+		t.Fatalf("findings = %+v", fs)
+	}
+	if fs := decideLeakUserAction(leakEvidence(newHist("y").h)); len(fs) != 0 {
+		t.Fatalf("an empty history gave findings: %+v", fs)
+	}
+}
