@@ -1,0 +1,174 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/astrabox-dev/astrabox/internal/conformance"
+	"github.com/astrabox-dev/astrabox/internal/report"
+)
+
+// TestInitThenConformanceIsGreen scaffolds a provider and runs the suite on it, as a newcomer would.
+func TestInitThenConformanceIsGreen(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "acme-provider")
+	if code, _, stderr := run(t, "init", dir); code != 0 {
+		t.Fatalf("init: exit %d: %s", code, stderr)
+	}
+	code, stdout, stderr := run(t, "conformance", "run", "--project", dir)
+	if code != 0 {
+		t.Fatalf("conformance run on a fresh scaffold: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}
+
+var canaryPattern = regexp.MustCompile(`astx_(canary|cred|wid)_[0-9A-Za-z]{4}`)
+
+// TestReportsNeverPrintASecret runs leaking providers and requires that no report format carries a planted
+// secret, in any encoding the kit searches for.
+func TestReportsNeverPrintASecret(t *testing.T) {
+	for _, fixture := range []string{"leak-log", "leak-error", "leak-user-action"} {
+		fixture := fixture
+		t.Run(fixture, func(t *testing.T) {
+			project := repoPath("testdata/providers/broken/" + fixture)
+			out := t.TempDir()
+			files := map[string]string{"json": filepath.Join(out, "r.json"), "junit": filepath.Join(out, "r.xml"), "sarif": filepath.Join(out, "r.sarif"), "github": filepath.Join(out, "r.txt")}
+			code, stdout, stderr := run(t, "conformance", "run", "--project", project, "--seed", "3",
+				"--json", files["json"], "--junit", files["junit"], "--sarif", files["sarif"], "--github", files["github"])
+			if code != ExitFailed {
+				t.Fatalf("exit %d, want 1\n%s\n%s", code, stdout, stderr)
+			}
+			// The same seed plants the same canaries: collect them to search every output.
+			ctx := context.Background()
+			tg, err := conformance.Resolve(ctx, conformance.Options{Project: project, Python: "python3", Getenv: os.Getenv})
+			if err != nil {
+				t.Fatal(err)
+			}
+			info, _, err := conformance.Inspect(ctx, tg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev, err := conformance.Collect(ctx, tg, info, 3, conformance.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			outputs := map[string]string{"stdout": stdout, "stderr": stderr}
+			for k, p := range files {
+				b, err := os.ReadFile(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				outputs[k] = string(b)
+			}
+			for name, text := range outputs {
+				if m := canaryPattern.FindString(text); m != "" {
+					t.Errorf("%s output holds a planted secret (%s...)", name, m[:12])
+				}
+				for _, m := range ev.Secrets.FindString(text) {
+					if strings.HasPrefix(m.Origin, "material") || strings.HasPrefix(m.Origin, "environment") {
+						continue // material differs between runs of a provider that makes it up
+					}
+					t.Errorf("%s output holds %s (%s)", name, m.Origin, m.Encoding)
+				}
+			}
+		})
+	}
+}
+
+// TestReportFormatsAgree checks that the SARIF output validates against the SARIF 2.1.0 schema and that the
+// JUnit counts match the JSON summary, on a real run with failures.
+func TestReportFormatsAgree(t *testing.T) {
+	out := t.TempDir()
+	jsonFile, junitFile, sarifFile := filepath.Join(out, "r.json"), filepath.Join(out, "r.xml"), filepath.Join(out, "r.sarif")
+	code, _, stderr := run(t, "conformance", "run", "--project", repoPath("testdata/providers/broken/plan-no-io"),
+		"--format", "github", "--json", jsonFile, "--junit", junitFile, "--sarif", sarifFile)
+	if code != ExitFailed {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	data, _ := os.ReadFile(jsonFile)
+	rep, err := report.ReadJSON(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var suites struct {
+		Suites []struct {
+			Tests    int `xml:"tests,attr"`
+			Failures int `xml:"failures,attr"`
+			Skipped  int `xml:"skipped,attr"`
+		} `xml:"testsuite"`
+	}
+	xb, _ := os.ReadFile(junitFile)
+	if err := xml.Unmarshal(xb, &suites); err != nil {
+		t.Fatalf("junit does not parse: %v", err)
+	}
+	tests, failures := 0, 0
+	for _, s := range suites.Suites {
+		tests += s.Tests
+		failures += s.Failures
+	}
+	if tests != rep.Summary.Total || failures != rep.Summary.Failed+rep.Summary.Flaky {
+		t.Fatalf("junit counts %d/%d, json %d/%d", tests, failures, rep.Summary.Total, rep.Summary.Failed)
+	}
+	c := jsonschema.NewCompiler()
+	schemaDoc, err := jsonschema.UnmarshalJSON(bytes.NewReader(mustRead(t, repoPath("internal/report/testdata/sarif-schema-2.1.0.json"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddResource("sarif.json", schemaDoc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile("sarif.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(mustRead(t, sarifFile)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sch.Validate(doc); err != nil {
+		t.Fatalf("SARIF does not validate: %v", err)
+	}
+	var sarif struct {
+		Runs []struct {
+			Results []struct {
+				RuleID    string `json:"ruleId"`
+				Locations []struct {
+					Physical struct {
+						Artifact struct {
+							URI string `json:"uri"`
+						} `json:"artifactLocation"`
+						Region struct {
+							StartLine int `json:"startLine"`
+						} `json:"region"`
+					} `json:"physicalLocation"`
+				} `json:"locations"`
+			} `json:"results"`
+		} `json:"runs"`
+	}
+	json.Unmarshal(mustRead(t, sarifFile), &sarif)
+	found := false
+	for _, r := range sarif.Runs[0].Results {
+		if r.RuleID == "PLAN-NO-IO" && len(r.Locations) > 0 && strings.HasSuffix(r.Locations[0].Physical.Artifact.URI, ".py") && r.Locations[0].Physical.Region.StartLine > 0 {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("SARIF has no PLAN-NO-IO result pointing at the provider's Python file")
+	}
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
