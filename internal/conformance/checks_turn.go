@@ -99,6 +99,13 @@ func materialDiff(before, after map[string][]byte) string {
 	return strings.Join(diffs, ", ")
 }
 
+// idempotentMethod tells whether repeating a write with the same method, path and body changes nothing more
+// (PUT and DELETE); a repeated POST creates again (a second credential, a second record).
+func idempotentMethod(method string) bool {
+	m := strings.ToUpper(method)
+	return m == "PUT" || m == "DELETE"
+}
+
 // writeSignature identifies an external write by what it did, so that an exact repeat compares equal.
 func writeSignature(r simulate.Request) string {
 	body := r.RawBody()
@@ -139,7 +146,7 @@ func decideTurnIdempotent(ev *Evidence) []Finding {
 					}
 				}
 				for _, r := range requestsOf(cs) {
-					if !r.Applied || !isWrite(r.Method) || st.writes[writeSignature(r)] {
+					if !r.Applied || !isWrite(r.Method) || (idempotentMethod(r.Method) && st.writes[writeSignature(r)]) {
 						continue
 					}
 					key := "w|" + h.Scenario + "|" + c.Ctx.Attempt + "|" + r.Method + " " + r.Path
@@ -261,6 +268,9 @@ func decideTurnWithinDeadline(ev *Evidence) []Finding {
 				ended = "raised " + c.Error.Type
 				loc = ev.errorLocation(cs)
 			}
+			if !waitedPastCancel(cs) && !providerOverrides(ev, "prepare_turn") {
+				continue // the platform's default returns at once; a late reply only crossed the cancel
+			}
 			if waitedPastCancel(cs) {
 				msg = fmt.Sprintf("prepare_turn ignored the platform's cancellation and %s instead of ending cancelled", ended)
 			} else {
@@ -286,6 +296,15 @@ func decideTurnWithinDeadline(ev *Evidence) []Finding {
 		out = append(out, Finding{Warning: warning, Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(cs, msg, loc)}})
 	}
 	return out
+}
+
+// providerOverrides tells whether the provider defines a callback itself (true when unknown).
+func providerOverrides(ev *Evidence, method string) bool {
+	if ev.Load == nil {
+		return true
+	}
+	m, ok := ev.Load.Methods[method]
+	return !ok || m.Overridden
 }
 
 // waitedPastCancel tells whether an overrunning call was provably still running when the platform cancelled

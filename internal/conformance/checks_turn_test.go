@@ -61,8 +61,9 @@ func TestTurnIdempotentFindsNewMaterialAndNewWrites(t *testing.T) {
 		turnCall("r1#1", "r1", "t1", false, "material-one", "300"),
 		turnCall("r2#1", "r2", "t1", false, "material-new", "300"),
 	},
-		write("r1#1", "POST", "/v1/credentials", `{"principal_id":"alice","n":1}`, 1),
-		write("r2#1", "POST", "/v1/credentials", `{"principal_id":"alice","n":2}`, 2),
+		write("r1#1", "POST", "/v1/credentials", `{"principal_id":"alice"}`, 1),
+		// The same POST again issues a second credential: not an idempotent repeat.
+		write("r2#1", "POST", "/v1/credentials", `{"principal_id":"alice"}`, 2),
 	)
 	f := decideTurnIdempotent(fakeEvidence(h))
 	if len(f) != 2 {
@@ -160,10 +161,16 @@ func TestTurnWithinDeadline(t *testing.T) {
 	if f := decideTurnWithinDeadline(fakeEvidence(fakeHistory([]*simulate.CallRecord{cancelled, lost}))); len(f) != 0 {
 		t.Fatalf("a cancelled call and a host loss keep the clause; got %+v", f)
 	}
-	// A reply that may have crossed the cancel on the wire is only a warning.
-	f := decideTurnWithinDeadline(fakeEvidence(fakeHistory([]*simulate.CallRecord{over, cancelled})))
+	// A reply that may have crossed the cancel on the wire is only a warning, and nothing at all when the
+	// provider keeps the platform's default prepare_turn.
+	ev := fakeEvidence(fakeHistory([]*simulate.CallRecord{over, cancelled}))
+	f := decideTurnWithinDeadline(ev)
 	if len(f) != 1 || !f[0].Warning {
 		t.Fatalf("expected one warning, got %+v", f)
+	}
+	ev.Load = &harness.LoadInfo{Methods: map[string]harness.MethodInfo{"prepare_turn": {Overridden: false}}}
+	if f := decideTurnWithinDeadline(ev); len(f) != 0 {
+		t.Fatalf("the default prepare_turn cannot ignore a cancellation; got %+v", f)
 	}
 	// Waiting on a request the double delayed past the cancel proves it; a hang is always a failure.
 	h := fakeHistory([]*simulate.CallRecord{over, cancelled, hung}, simulate.Request{Call: "r1#1", Method: "GET", Path: "/v1/consents/alice", Delayed: true})
