@@ -215,6 +215,10 @@ def _unwrap_job(fn: Any, args: Tuple[Any, ...]) -> Any:
     return fn
 
 
+# Audit events that start a process; after one, leftovers include child processes.
+SPAWN_EVENTS = frozenset({"subprocess.Popen", "os.system", "os.exec", "os.fork", "os.forkpty", "os.posix_spawn", "os.spawn", "pty.spawn"})
+
+
 def child_processes() -> Dict[int, str]:
     """Live (non-zombie) processes whose parent is this process, with their command lines."""
     me = os.getpid()
@@ -266,6 +270,9 @@ class Observer:
         self.own_threads: Set[Any] = set()
         self.own_timers: Set[Any] = set()
         self._jobs: List[Tuple[Optional[int], Any, Any]] = []
+        # Scanning /proc for children costs a file open per process on the machine: only do it once the
+        # provider has started a process (an audited spawn) at least once.
+        self.spawned = False
         self.pkg_dirs: List[str] = []
         self.roots: List[str] = []
         self._kinds: Dict[str, str] = {}
@@ -507,6 +514,8 @@ class Observer:
             self._jobs.append((call, future, fn))
 
     def _audit_hook(self, event: str, args: Tuple[Any, ...]) -> None:
+        if event in SPAWN_EVENTS:
+            self.spawned = True
         if event not in AUDIT_EVENTS and not event.startswith("shutil."):
             return
         if getattr(self._local, "busy", False):
@@ -564,7 +573,7 @@ class Observer:
                     set(threading.enumerate()),
                     set(asyncio.all_tasks(loop)),
                     set(self._timers(loop)),
-                    set(child_processes()),
+                    set(child_processes()) if self.spawned else set(),
                 )
             except BaseException:  # noqa: B036 - e.g. a provider thread with a broken __hash__
                 return Snapshot(set(), set(), set(), set())
@@ -637,7 +646,7 @@ class Observer:
                 if name.startswith("asyncio."):
                     continue  # the wake-up of a sleeping task, already reported as a task
                 out["timers"].append({"callback": name, "when_s": round(h.when() - now, 6)})
-            for pid, cmd in sorted(child_processes().items()):
+            for pid, cmd in sorted((child_processes() if self.spawned else {}).items()):
                 if pid not in before.children:
                     out["children"].append({"pid": pid, "cmdline": cmd})
         dropped = 0
