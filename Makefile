@@ -26,7 +26,7 @@ docs:
 	$(GO) run ./internal/tools/gendocs
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 3x ./internal/...
+	scripts/bench.sh
 
 clean:
 	rm -rf bin

@@ -1,0 +1,203 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/astrabox-dev/astrabox/internal/conformance"
+	"github.com/astrabox-dev/astrabox/internal/explore"
+	"github.com/astrabox-dev/astrabox/internal/harness"
+)
+
+func reference() string {
+	abs, _ := filepath.Abs(filepath.Join("..", "..", "examples", "providers", "reference"))
+	return abs
+}
+
+func env(b *testing.B, seed int64) (*conformance.Env, *conformance.Target) {
+	b.Helper()
+	ctx := context.Background()
+	t, err := conformance.Resolve(ctx, conformance.Options{Project: reference(), Python: "python3", Getenv: os.Getenv})
+	if err != nil {
+		b.Fatal(err)
+	}
+	info, _, err := conformance.Inspect(ctx, t)
+	if err != nil || info == nil {
+		b.Fatalf("inspect: %v", err)
+	}
+	e, err := conformance.NewEnv(t, info, seed)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return e, t
+}
+
+// BenchmarkDefaultSuite measures the wall time of `astrabox conformance run` on the reference provider, from
+// discovery to report (target: at most 2 s on a 2-core machine).
+func BenchmarkDefaultSuite(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		rep, err := conformance.Run(context.Background(), conformance.Options{Project: reference(), Python: "python3", Getenv: os.Getenv})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if rep.Summary.Failed > 0 {
+			b.Fatalf("the reference provider failed %d checks", rep.Summary.Failed)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/suite")
+}
+
+// turnArgs are prepare_turn arguments for the reference provider that never touch the double (a user-action
+// refusal needs no network); the benchmark measures the kit, not the provider's I/O.
+func planArgs() map[string]any {
+	return map[string]any{"config": conformance.DefaultConfig(1)}
+}
+
+// BenchmarkCallbackOverhead measures one plan round trip through the harness and subtracts the floor: the same
+// method called in a plain Python loop in one process. The metric is the kit's median overhead per callback
+// (target: at most 100 µs).
+func BenchmarkCallbackOverhead(b *testing.B) {
+	ctx := context.Background()
+	p, err := harness.Start(ctx, harness.Options{Python: "python3", ProjectDir: reference(), Replica: "bench", Limits: harness.DefaultLimits()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := p.Load(ctx, harness.LoadArgs{Target: "reference_provider.provider:ReferenceProvider", Paths: []string{filepath.Join(reference(), "src")}, ProjectRoot: reference()}); err != nil {
+		b.Fatal(err)
+	}
+	args := planArgs()
+	for i := 0; i < 50; i++ { // warm up
+		p.Call(ctx, "plan", args, 5*time.Second)
+	}
+	n := max(b.N, 200)
+	durs := make([]time.Duration, 0, n)
+	b.ResetTimer()
+	for i := 0; i < n; i++ {
+		start := time.Now()
+		rep, err := p.Call(ctx, "plan", args, 5*time.Second)
+		if err != nil || !rep.OK {
+			b.Fatalf("plan: %v", err)
+		}
+		durs = append(durs, time.Since(start))
+	}
+	b.StopTimer()
+	sort.Slice(durs, func(i, j int) bool { return durs[i] < durs[j] })
+	median := durs[len(durs)/2]
+	floor := pythonFloor(b)
+	b.ReportMetric(float64(median.Microseconds()), "µs/roundtrip")
+	b.ReportMetric(floor, "µs/floor")
+	b.ReportMetric(float64(median.Microseconds())-floor, "µs/overhead")
+}
+
+// pythonFloor times the provider's plan in a plain Python loop (median of 2,000 calls), in microseconds.
+func pythonFloor(b *testing.B) float64 {
+	script := `
+import sys, time, statistics
+sys.path.insert(0, sys.argv[1])
+from reference_provider.provider import ReferenceProvider
+import types
+p = ReferenceProvider()
+cfg = types.MappingProxyType({"agent": {"display_name": "x", "model": "m", "instructions": "i"}, "deployment": {"base_url": "u", "audience": "a"}, "packages": [], "skills": [], "secrets": {}})
+ts = []
+for _ in range(2000):
+    t = time.perf_counter(); p.plan(config=cfg); ts.append(time.perf_counter() - t)
+print(statistics.median(ts) * 1e6)
+`
+	cmd := exec.Command("python3", "-c", script, filepath.Join(reference(), "src"))
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+mustSDK(b))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		b.Fatalf("python floor: %v\n%s", err, out)
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
+	if err != nil {
+		b.Fatalf("python floor: %q", out)
+	}
+	return v
+}
+
+func mustSDK(b *testing.B) string {
+	dir, err := harness.SDKDir()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return dir
+}
+
+// benchExplore explores n scenarios with jobs worker sets and reports callbacks per second.
+func benchExplore(b *testing.B, jobs, n int) *explore.Result {
+	e, _ := env(b, 1)
+	ctx := context.Background()
+	w, err := e.NewWorkers(ctx, jobs, 3)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	res, err := explore.Explore(ctx, e, w, explore.Options{N: n, Seed: 1, Jobs: jobs, FailuresDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(res.Failures) > 0 {
+		b.Fatalf("the reference provider failed under exploration: %+v", res.Failures[0])
+	}
+	return res
+}
+
+// BenchmarkExploreThroughput reports callbacks per second with 1 and 2 worker sets (target: at least 1,000 per
+// worker, scaling near-linearly).
+func BenchmarkExploreThroughput(b *testing.B) {
+	for _, jobs := range []int{1, 2} {
+		b.Run(fmt.Sprintf("jobs=%d", jobs), func(b *testing.B) {
+			var calls int64
+			var elapsed time.Duration
+			for i := 0; i < b.N; i++ {
+				res := benchExplore(b, jobs, 100)
+				calls += res.Callbacks
+				elapsed += res.Elapsed
+			}
+			b.ReportMetric(float64(calls)/elapsed.Seconds(), "callbacks/s")
+			b.ReportMetric(float64(calls)/elapsed.Seconds()/float64(jobs), "callbacks/s/worker")
+		})
+	}
+}
+
+// BenchmarkExploreMemory reports the kit's peak heap while exploring 1,000 and 10,000 scenarios: it must stay
+// flat, not grow with N. Run it with ASTRABOX_BENCH_MEMORY=1 (it takes minutes).
+func BenchmarkExploreMemory(b *testing.B) {
+	if os.Getenv("ASTRABOX_BENCH_MEMORY") == "" {
+		b.Skip("set ASTRABOX_BENCH_MEMORY=1 to explore 10,000 scenarios")
+	}
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("scenarios=%d", n), func(b *testing.B) {
+			stop := make(chan struct{})
+			peak := make(chan uint64)
+			go func() {
+				var m runtime.MemStats
+				var hi uint64
+				for {
+					select {
+					case <-stop:
+						peak <- hi
+						return
+					case <-time.After(50 * time.Millisecond):
+						runtime.ReadMemStats(&m)
+						hi = max(hi, m.HeapInuse)
+					}
+				}
+			}()
+			benchExplore(b, 2, n)
+			close(stop)
+			b.ReportMetric(float64(<-peak)/(1<<20), "MiB-peak-heap")
+		})
+	}
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Runs the kit's benchmarks and prints the four figures that docs/performance.md records:
+# default suite wall time, callback overhead against a plain Python loop, exploration throughput with 1 and
+# 2 jobs, and peak memory while exploring 1,000 and 10,000 scenarios (ASTRABOX_BENCH_MEMORY=1, minutes).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+go test -run '^$' -bench . -benchtime "${BENCHTIME:-3x}" -timeout 60m ./internal/bench | tee "$out"
+echo
+echo "== astrabox performance ($(nproc) cores, $(python3 --version 2>&1), $(go version | cut -d' ' -f3)) =="
+awk '
+/^BenchmarkDefaultSuite/      { for (i=1;i<=NF;i++) if ($i=="ms/suite") printf "default suite, reference provider:   %s ms wall\n", $(i-1) }
+/^BenchmarkCallbackOverhead/  { for (i=1;i<=NF;i++) { if ($i=="µs/overhead") o=$(i-1); if ($i=="µs/roundtrip") r=$(i-1); if ($i=="µs/floor") f=$(i-1) }
+                                printf "callback overhead (median):          %s µs (round trip %s µs, Python floor %s µs)\n", o, r, f }
+/^BenchmarkExploreThroughput/ { split($1, a, "="); j=a[2]; sub(/-.*/, "", j); for (i=1;i<=NF;i++) { if ($i=="callbacks/s") c=$(i-1); if ($i=="callbacks/s/worker") w=$(i-1) }
+                                printf "exploration, %s job(s):               %s callbacks/s (%s per worker)\n", j, c, w }
+/^BenchmarkExploreMemory/     { split($1, a, "="); n=a[2]; sub(/-.*/, "", n); for (i=1;i<=NF;i++) if ($i=="MiB-peak-heap") printf "peak heap exploring %s scenarios:  %s MiB\n", n, $(i-1) }
+' "$out"
+if ! grep -q '^BenchmarkExploreMemory/' "$out"; then
+  echo "peak heap: skipped (set ASTRABOX_BENCH_MEMORY=1 to explore 10,000 scenarios)"
+fi
