@@ -1,0 +1,361 @@
+package cli
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// troubleshootingSources are the directories (relative to the repository root) whose user-facing error messages
+// must be explained in docs/troubleshooting.md. Files are only parsed, never built, so a package that does not
+// exist yet is simply skipped.
+var troubleshootingSources = []string{
+	"internal/cli",
+	"internal/conformance",
+	"internal/discovery",
+	"internal/explore",
+	"internal/harness", // only errors.go is read, for the ProcessError summaries
+	"internal/report",  // report merge and report rendering reach the user too
+	"internal/scaffold",
+	"internal/simulate",
+	"internal/wrapper",
+}
+
+// errorHelpers are the functions whose format argument becomes an error message, with the index of that
+// argument. fmt.Errorf and errors.New are handled by name and package.
+var errorHelpers = map[string]int{
+	"usagef": 0, // internal/cli: a usage error, exit 2
+	"bad":    1, // internal/conformance/settings.go: a SettingsError for a [tool.astrabox] key
+	"errAt":  1, // internal/simulate/scenario.go: a ScenarioError at a line
+}
+
+// messageFields are the fields of error structs (types whose name ends in "Error") that hold the message text.
+var messageFields = map[string]bool{"Message": true, "Msg": true, "Reason": true, "Rule": true}
+
+// troubleshootingExclusions are fragments that can never reach a user as an error message, or that are only the
+// wrapping prefix of a message documented elsewhere. Each needs a reason; the test fails when an exclusion no
+// longer matches anything, so the list cannot rot.
+var troubleshootingExclusions = map[string]string{
+	"read embedded suite:":      "the default suite is compiled into the binary; only a broken build fails to read it",
+	"embedded suite:":           "the default suite is compiled into the binary and checked by the conformance tests",
+	"read embedded template":    "astrabox init templates are compiled into the binary",
+	"parse template":            "astrabox init templates are compiled into the binary and parsed by the scaffold tests",
+	"render template":           "astrabox init templates are compiled into the binary and rendered by the scaffold tests",
+	"encode scenario:":          "YAML encoding of the kit's own Scenario struct cannot fail for any value the kit builds",
+	"unknown sandbox operation": "the embedded harness only sends the operations the simulator knows (protocol.md)",
+	"render text: no report":    "renderers are only called with the report the command just built or read",
+	"render json: no report":    "renderers are only called with the report the command just built or read",
+	"render junit: no report":   "renderers are only called with the report the command just built or read",
+	"render sarif: no report":   "renderers are only called with the report the command just built or read",
+	"render github: no report":  "renderers are only called with the report the command just built or read",
+}
+
+// minFragment is the shortest fragment checked: shorter ones ("read %s: %w" -> "read") say nothing on their own.
+const minFragment = 12
+
+// errorMessage is one constant fragment of an error message and where it is written.
+type errorMessage struct {
+	text  string
+	where string
+}
+
+// TestTroubleshootingCoversEveryErrorMessage fails when an error message the kit can print is missing from
+// docs/troubleshooting.md. Add the message (its literal text up to the first formatting verb, as a code span)
+// under the section for its package, with what it means and what to do.
+func TestTroubleshootingCoversEveryErrorMessage(t *testing.T) {
+	doc, err := os.ReadFile(repoPath("docs/troubleshooting.md"))
+	if err != nil {
+		t.Fatalf("docs/troubleshooting.md: %v", err)
+	}
+	page := normalizeSpace(string(doc))
+	msgs := collectErrorMessages(t)
+	if len(msgs) < 50 {
+		t.Fatalf("found only %d error messages in the sources; the extractor is broken", len(msgs))
+	}
+	used := map[string]bool{}
+	missing := 0
+	for _, m := range msgs {
+		if _, ok := troubleshootingExclusions[m.text]; ok {
+			used[m.text] = true
+			continue
+		}
+		if !strings.Contains(page, normalizeSpace(m.text)) {
+			missing++
+			t.Errorf("%s: error message %q is not in docs/troubleshooting.md", m.where, m.text)
+		}
+	}
+	for frag := range troubleshootingExclusions {
+		if !used[frag] {
+			t.Errorf("exclusion %q matches no error message any more; remove it", frag)
+		}
+	}
+	if missing > 0 {
+		t.Logf("%d of %d messages undocumented: add each as a code span to docs/troubleshooting.md", missing, len(msgs))
+	}
+}
+
+// TestTroubleshootingFragments checks the fragment rule the coverage test relies on.
+func TestTroubleshootingFragments(t *testing.T) {
+	cases := map[string]string{
+		"read scenario: %w":                       "read scenario:",
+		"no provider %q here":                     "no provider",
+		"%s already exists; not overwriting it":   "already exists; not overwriting it",
+		"%d%% of %s done, nothing %v left to say": "done, nothing",
+		"cannot parse %-10s line %[2]d":           "cannot parse",
+		"plain text only":                         "plain text only",
+	}
+	for in, want := range cases {
+		if got := leadingFragment(in); got != want {
+			t.Errorf("leadingFragment(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+var verbRE = regexp.MustCompile(`%[-+# 0]*(\[\d+\])?(\d+|\*)?(\.(\d+|\*)?)?[a-zA-Z%]`)
+
+// leadingFragment returns the constant text of a format before its first verb, trimmed. When that is too short
+// to identify the message ("%s already exists"), it returns the longest constant run between verbs instead.
+func leadingFragment(format string) string {
+	parts := verbRE.Split(format, -1)
+	lead := strings.TrimSpace(parts[0])
+	if len(lead) >= minFragment {
+		return lead
+	}
+	best := lead
+	for _, p := range parts[1:] {
+		if p = strings.TrimSpace(p); len(p) > len(best) {
+			best = p
+		}
+	}
+	return best
+}
+
+var spaceRE = regexp.MustCompile(`\s+`)
+
+func normalizeSpace(s string) string { return spaceRE.ReplaceAllString(strings.TrimSpace(s), " ") }
+
+// collectErrorMessages parses the sources and returns every error message fragment, sorted and deduplicated.
+func collectErrorMessages(t *testing.T) []errorMessage {
+	t.Helper()
+	fset := token.NewFileSet()
+	seen := map[string]bool{}
+	var out []errorMessage
+	add := func(lit ast.Expr, pos token.Pos) {
+		s, ok := constantPrefix(lit)
+		if !ok {
+			return
+		}
+		frag := leadingFragment(s)
+		if len(frag) < minFragment && troubleshootingExclusions[frag] == "" {
+			return
+		}
+		if seen[frag] {
+			return
+		}
+		seen[frag] = true
+		p := fset.Position(pos)
+		rel, _ := filepath.Rel(repoPath("."), p.Filename)
+		out = append(out, errorMessage{text: frag, where: rel + ":" + strconv.Itoa(p.Line)})
+	}
+	for _, dir := range troubleshootingSources {
+		files, _ := filepath.Glob(filepath.Join(repoPath(dir), "*.go"))
+		for _, path := range files {
+			if strings.HasSuffix(path, "_test.go") {
+				continue
+			}
+			if dir == "internal/harness" && filepath.Base(path) != "errors.go" {
+				continue
+			}
+			f, err := parser.ParseFile(fset, path, nil, 0)
+			if err != nil {
+				t.Fatalf("parse %s: %v", path, err)
+			}
+			for _, decl := range f.Decls {
+				switch d := decl.(type) {
+				case *ast.FuncDecl:
+					if d.Body != nil {
+						inspectFunc(d, add)
+					}
+				case *ast.GenDecl: // package-level sentinels such as var ErrX = errors.New("...")
+					inspectNode(d, false, false, false, add)
+				}
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].where < out[j].where })
+	return out
+}
+
+// inspectFunc finds the messages in one function: error constructors, error struct literals, the text written
+// by an error type's Error method, ProcessError summaries, and msg variables in functions that return an error.
+func inspectFunc(fn *ast.FuncDecl, add func(ast.Expr, token.Pos)) {
+	errorMethod := fn.Name.Name == "Error" && fn.Recv != nil && strings.HasSuffix(recvType(fn), "Error")
+	summary := fn.Name.Name == "summary" && recvType(fn) == "ProcessError"
+	inspectNode(fn.Body, errorMethod, summary, returnsError(fn.Type), add)
+}
+
+// returnsError reports whether a function type has an error among its results.
+func returnsError(ft *ast.FuncType) bool {
+	if ft.Results == nil {
+		return false
+	}
+	for _, r := range ft.Results.List {
+		if id, ok := r.Type.(*ast.Ident); ok && id.Name == "error" {
+			return true
+		}
+	}
+	return false
+}
+
+// inspectNode walks one function body or declaration; the flags say what kind of function it belongs to.
+func inspectNode(node ast.Node, errorMethod, summary, inErrorFunc bool, add func(ast.Expr, token.Pos)) {
+	ast.Inspect(node, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncLit: // a closure such as a cobra RunE: its own msg variables count when it returns an error
+			inspectNode(n.Body, false, false, returnsError(n.Type), add)
+			return false
+		case *ast.CallExpr:
+			name, pkg := callName(n)
+			switch {
+			case pkg == "fmt" && name == "Errorf", pkg == "errors" && name == "New":
+				add(firstArg(n, 0), n.Pos())
+			case pkg == "" && hasHelper(name):
+				add(firstArg(n, errorHelpers[name]), n.Pos())
+			case errorMethod && (name == "Sprintf" || name == "Fprintf" || name == "WriteString"):
+				idx := 0
+				if name == "Fprintf" {
+					idx = 1
+				}
+				add(firstArg(n, idx), n.Pos())
+			}
+		case *ast.CompositeLit:
+			if !strings.HasSuffix(typeName(n.Type), "Error") {
+				return true
+			}
+			for _, el := range n.Elts {
+				kv, ok := el.(*ast.KeyValueExpr)
+				if !ok {
+					continue
+				}
+				if k, ok := kv.Key.(*ast.Ident); ok && messageFields[k.Name] {
+					add(kv.Value, kv.Pos())
+				}
+			}
+		case *ast.ReturnStmt:
+			if summary {
+				for _, r := range n.Results {
+					add(r, n.Pos())
+				}
+			}
+		case *ast.AssignStmt:
+			if !inErrorFunc {
+				return true
+			}
+			for i, lhs := range n.Lhs {
+				if isMsgTarget(lhs) && i < len(n.Rhs) {
+					add(n.Rhs[i], n.Pos())
+				}
+			}
+		}
+		return true
+	})
+}
+
+func hasHelper(name string) bool { _, ok := errorHelpers[name]; return ok }
+
+// isMsgTarget reports whether an assignment target is a message variable or field (msg, x.Msg, x.Message).
+func isMsgTarget(e ast.Expr) bool {
+	switch e := e.(type) {
+	case *ast.Ident:
+		return e.Name == "msg"
+	case *ast.SelectorExpr:
+		return messageFields[e.Sel.Name]
+	}
+	return false
+}
+
+// constantPrefix returns the constant text an expression starts with: a string literal, the format of a
+// fmt.Sprintf call, or the left-most literal of a concatenation.
+func constantPrefix(e ast.Expr) (string, bool) {
+	switch e := e.(type) {
+	case *ast.BasicLit:
+		if e.Kind != token.STRING {
+			return "", false
+		}
+		s, err := strconv.Unquote(e.Value)
+		return s, err == nil
+	case *ast.BinaryExpr:
+		// A concatenation reads as a format with a verb for every operand that is not a literal, so that
+		// "sandbox " + id + " no longer exists" yields the same fragments as "sandbox %v no longer exists".
+		if e.Op != token.ADD {
+			return "", false
+		}
+		left, lok := constantPrefix(e.X)
+		right, rok := constantPrefix(e.Y)
+		if !lok && !rok {
+			return "", false
+		}
+		if !lok {
+			left = "%v"
+		}
+		if !rok {
+			right = "%v"
+		}
+		return left + right, true
+	case *ast.CallExpr:
+		if name, pkg := callName(e); pkg == "fmt" && name == "Sprintf" {
+			return constantPrefix(firstArg(e, 0))
+		}
+	case *ast.ParenExpr:
+		return constantPrefix(e.X)
+	}
+	return "", false
+}
+
+func callName(c *ast.CallExpr) (name, pkg string) {
+	switch f := c.Fun.(type) {
+	case *ast.Ident:
+		return f.Name, ""
+	case *ast.SelectorExpr:
+		if x, ok := f.X.(*ast.Ident); ok {
+			return f.Sel.Name, x.Name
+		}
+		return f.Sel.Name, "?"
+	}
+	return "", "?"
+}
+
+func firstArg(c *ast.CallExpr, i int) ast.Expr {
+	if i < len(c.Args) {
+		return c.Args[i]
+	}
+	return nil
+}
+
+func recvType(fn *ast.FuncDecl) string {
+	if fn.Recv == nil || len(fn.Recv.List) == 0 {
+		return ""
+	}
+	return typeName(fn.Recv.List[0].Type)
+}
+
+func typeName(e ast.Expr) string {
+	switch e := e.(type) {
+	case *ast.Ident:
+		return e.Name
+	case *ast.StarExpr:
+		return typeName(e.X)
+	case *ast.SelectorExpr:
+		return e.Sel.Name
+	case *ast.UnaryExpr:
+		return typeName(e.X)
+	}
+	return ""
+}
