@@ -238,6 +238,10 @@ func decideSessionFilePath(ev *Evidence) []Finding {
 	return out
 }
 
+// minRedactedMaterial is the shortest material value SESSION-REDACTION looks for: shorter environment values
+// ("production", "eu-west-1") occur in ordinary text such as paths in a traceback.
+const minRedactedMaterial = 12
+
 // materialNeedle is a form of a returned material value to look for in text that must not show it.
 type materialNeedle struct {
 	text   string
@@ -259,7 +263,7 @@ func newMaterialFinder(material map[string]string) *materialFinder {
 	}
 	sort.Strings(values)
 	for _, v := range values {
-		if !f.set.Add(v, material[v]) {
+		if len(v) < minRedactedMaterial || !f.set.Add(v, material[v]) {
 			continue
 		}
 		if r := pyBytesReprBody([]byte(v)); r != v && len(r) >= secrets.MinLength {
