@@ -45,7 +45,7 @@ func init() {
 		},
 		&Check{
 			ID: "TURN-VALIDITY-FRESH", Title: "A validity refresh returns fresh material and a valid period", Area: AreaTurn, Severity: report.SeverityError,
-			Clauses:   []string{"TURN-VALIDITY-FRESH", "TURN-VALIDITY"},
+			Clauses:   []string{"TURN-VALIDITY-FRESH"},
 			Rationale: "With turn_validity_seconds the provider tells the platform when turn material expires; the platform calls prepare_turn with refresh=True before that moment while the write is live. A refresh that returns the same bytes leaves the expiring material in place, and a validity that is not a positive finite number (or missing after one was set) breaks the platform's refresh schedule and fails the write.",
 			Hint:      "On refresh=True issue new material, store it for the attempt and return it with a positive, finite turn_validity_seconds.",
 			Wrong:     "if context.refresh:\n    return self._cached[context.dispatch_attempt_id]  # the expiring material again",
