@@ -1,14 +1,9 @@
 package simulate
 
 import (
-	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
-	"time"
-
-	"github.com/astrabox-dev/astrabox/internal/harness"
 )
 
 func testConfig() map[string]any {
@@ -17,28 +12,43 @@ func testConfig() map[string]any {
 	return cfg
 }
 
+// runFixture plays a scenario file of testdata against one of the example providers (see testProviders).
 func runFixture(t *testing.T, provider, scenarioFile string) *History {
 	t.Helper()
 	sc, err := LoadScenario(filepath.Join("testdata", scenarioFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, _ := filepath.Abs(filepath.Join("testdata", "providers", provider))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	target := map[string]string{"basic": "basic_provider:Basic"}[provider]
-	h, err := Run(ctx, sc, Options{Python: "python3", ProjectDir: dir, Target: target, Paths: []string{dir}, Config: testConfig(), Limits: harness.DefaultLimits()})
+	h, err := runParsed(sc, provider)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return h
 }
 
+// TestSmoke plays testdata/smoke.yaml against the basic provider: one pass over the main operations.
 func TestSmoke(t *testing.T) {
+	t.Parallel()
 	h := runFixture(t, "basic", "smoke.yaml")
-	enc := json.NewEncoder(os.Stdout)
-	enc.SetIndent("", " ")
-	for _, e := range h.Events {
-		t.Logf("%3d step %d %-8s %-3s %s %s", e.Seq, e.Step, e.Kind, e.Replica, e.Code, e.Message)
+	dumpOnFailure(t, h)
+	if h.Provider != "basic" || h.Aborted != "" {
+		t.Fatalf("provider %q aborted %q", h.Provider, h.Aborted)
+	}
+	for _, s := range []string{"s1", "s2"} {
+		if len(engineStarts(h, s)) != 1 {
+			t.Errorf("session %s was not activated", s)
+		}
+	}
+	if n := len(callsIn(h, 3, "prepare_turn")); n < 2 {
+		t.Errorf("a write live for 900 s with 300 s validity made %d prepare_turn calls", n)
+	}
+	if len(writes(h, "a1")) != 1 {
+		t.Errorf("a1 written %d times across its retry", len(writes(h, "a1")))
+	}
+	if !hasCode(h, 7, "CONSOLE_SEND_BLOCKED") {
+		t.Errorf("console send while consent is pending: %v", codes(h, 7))
+	}
+	if len(callsIn(h, 8, "perform_user_action")) != 1 {
+		t.Errorf("the offered operation was not performed")
 	}
 }
