@@ -447,7 +447,7 @@ func TestBOUND_GENERATION(t *testing.T) {
 	h := play(t, "probe", churnYAML)
 	dumpOnFailure(t, h)
 	plans := h.CallsOf("plan")
-	if len(plans) != 2 || mustJSON(t, plans[0].Args) == nil || string(mustJSON(t, plans[0].Args)) != string(mustJSON(t, plans[1].Args)) {
+	if len(plans) != 2 || string(mustJSON(t, plans[0].Args)) != string(mustJSON(t, plans[1].Args)) {
 		t.Fatalf("want two plan calls with the same config")
 	}
 	if string(plans[0].Result.Declaration) == string(plans[1].Result.Declaration) {
