@@ -328,9 +328,47 @@ func decideSyncIdentity(ev *Evidence) []Finding {
 					out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(x.cs, fmt.Sprintf("version %d wrote %q", x.version, x.key), loc), ev.evidence(y.cs, fmt.Sprintf("version %d wrote %q", y.version, y.key), loc)}})
 				}
 			}
+			if !reported && len(out) == 0 {
+				if f, ok := ev.disjointKeys(a, ws); ok {
+					out = append(out, f)
+				}
+			}
 		}
 	}
 	return out
+}
+
+// disjointKeys warns when two synchronize calls of one Agent both wrote records but no record in common: the
+// external identity seems to move between calls for a reason the check cannot name.
+func (ev *Evidence) disjointKeys(agent string, ws []keyedWrite) (Finding, bool) {
+	byCall := map[string]map[string]bool{}
+	var order []callSite
+	for _, w := range ws {
+		if byCall[w.cs.c.Key] == nil {
+			byCall[w.cs.c.Key] = map[string]bool{}
+			order = append(order, w.cs)
+		}
+		byCall[w.cs.c.Key][w.key] = true
+	}
+	for i := 0; i < len(order); i++ {
+		for j := i + 1; j < len(order); j++ {
+			x, y := byCall[order[i].c.Key], byCall[order[j].c.Key]
+			shared := false
+			for k := range x {
+				if y[k] {
+					shared = true
+					break
+				}
+			}
+			if shared {
+				continue
+			}
+			loc := ev.methodLocation("synchronize")
+			msg := fmt.Sprintf("two synchronize calls of agent %s wrote disjoint external records (%s wrote %s; %s wrote %s); one Agent should keep one external identity", agent, order[i].c.Key, strings.Join(sortedSet(x), ", "), order[j].c.Key, strings.Join(sortedSet(y), ", "))
+			return Finding{Warning: true, Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(order[i], "wrote "+strings.Join(sortedSet(x), ", "), loc), ev.evidence(order[j], "wrote "+strings.Join(sortedSet(y), ", "), loc)}}, true
+		}
+	}
+	return Finding{}, false
 }
 
 func sortedSet(m map[string]bool) []string {

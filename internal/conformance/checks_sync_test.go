@@ -251,3 +251,15 @@ func TestLeakInventoryAndRetrofit(t *testing.T) {
 		t.Fatalf("no inventory, no finding: %+v", f)
 	}
 }
+
+func TestSyncIdentityDisjointKeysWarn(t *testing.T) {
+	b := newSyncHist("s")
+	b.call(syncCallRec("r1#1", "agent-1", "op-1", "op-aaaa", 1, 1))
+	b.req(simulate.Request{Call: "r1#1", Method: "PUT", Path: "/v1/records/agents/3f9c", Operation: "op-aaaa", Applied: true, ApplyOrder: 1})
+	b.call(syncCallRec("r2#1", "agent-1", "op-2", "op-bbbb", 1, 2))
+	b.req(simulate.Request{Call: "r2#1", Method: "PUT", Path: "/v1/records/agents/77ad", Operation: "op-bbbb", Applied: true, ApplyOrder: 2})
+	f := decideSyncIdentity(syncEvOf(b))
+	if len(f) != 1 || !f[0].Warning || !strings.Contains(f[0].Message, "disjoint") {
+		t.Fatalf("expected one disjoint-keys warning, got %+v", f)
+	}
+}
