@@ -28,16 +28,16 @@ var troubleshootingSources = []string{
 	"internal/wrapper",
 }
 
-// errorHelpers are the functions whose format argument becomes an error message, with the index of that
+// tsErrorHelpers are the functions whose format argument becomes an error message, with the index of that
 // argument. fmt.Errorf and errors.New are handled by name and package.
-var errorHelpers = map[string]int{
+var tsErrorHelpers = map[string]int{
 	"usagef": 0, // internal/cli: a usage error, exit 2
 	"bad":    1, // internal/conformance/settings.go: a SettingsError for a [tool.astrabox] key
 	"errAt":  1, // internal/simulate/scenario.go: a ScenarioError at a line
 }
 
-// messageFields are the fields of error structs (types whose name ends in "Error") that hold the message text.
-var messageFields = map[string]bool{"Message": true, "Msg": true, "Reason": true, "Rule": true}
+// tsMessageFields are the fields of error structs (types whose name ends in "Error") that hold the message text.
+var tsMessageFields = map[string]bool{"Message": true, "Msg": true, "Reason": true, "Rule": true}
 
 // troubleshootingExclusions are fragments that can never reach a user as an error message, or that are only the
 // wrapping prefix of a message documented elsewhere. Each needs a reason; the test fails when an exclusion no
@@ -57,11 +57,11 @@ var troubleshootingExclusions = map[string]string{
 	"render github: no report":  "renderers are only called with the report the command just built or read",
 }
 
-// minFragment is the shortest fragment checked: shorter ones ("read %s: %w" -> "read") say nothing on their own.
-const minFragment = 12
+// tsMinFragment is the shortest fragment checked: shorter ones ("read %s: %w" -> "read") say nothing on their own.
+const tsMinFragment = 12
 
-// errorMessage is one constant fragment of an error message and where it is written.
-type errorMessage struct {
+// tsMessage is one constant fragment of an error message and where it is written.
+type tsMessage struct {
 	text  string
 	where string
 }
@@ -74,8 +74,8 @@ func TestTroubleshootingCoversEveryErrorMessage(t *testing.T) {
 	if err != nil {
 		t.Fatalf("docs/troubleshooting.md: %v", err)
 	}
-	page := normalizeSpace(string(doc))
-	msgs := collectErrorMessages(t)
+	page := tsNormalize(string(doc))
+	msgs := tsCollectMessages(t)
 	if len(msgs) < 50 {
 		t.Fatalf("found only %d error messages in the sources; the extractor is broken", len(msgs))
 	}
@@ -86,7 +86,7 @@ func TestTroubleshootingCoversEveryErrorMessage(t *testing.T) {
 			used[m.text] = true
 			continue
 		}
-		if !strings.Contains(page, normalizeSpace(m.text)) {
+		if !strings.Contains(page, tsNormalize(m.text)) {
 			missing++
 			t.Errorf("%s: error message %q is not in docs/troubleshooting.md", m.where, m.text)
 		}
@@ -112,20 +112,20 @@ func TestTroubleshootingFragments(t *testing.T) {
 		"plain text only":                         "plain text only",
 	}
 	for in, want := range cases {
-		if got := leadingFragment(in); got != want {
-			t.Errorf("leadingFragment(%q) = %q, want %q", in, got, want)
+		if got := tsLeadingFragment(in); got != want {
+			t.Errorf("tsLeadingFragment(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
 
-var verbRE = regexp.MustCompile(`%[-+# 0]*(\[\d+\])?(\d+|\*)?(\.(\d+|\*)?)?[a-zA-Z%]`)
+var tsVerbRE = regexp.MustCompile(`%[-+# 0]*(\[\d+\])?(\d+|\*)?(\.(\d+|\*)?)?[a-zA-Z%]`)
 
-// leadingFragment returns the constant text of a format before its first verb, trimmed. When that is too short
+// tsLeadingFragment returns the constant text of a format before its first verb, trimmed. When that is too short
 // to identify the message ("%s already exists"), it returns the longest constant run between verbs instead.
-func leadingFragment(format string) string {
-	parts := verbRE.Split(format, -1)
+func tsLeadingFragment(format string) string {
+	parts := tsVerbRE.Split(format, -1)
 	lead := strings.TrimSpace(parts[0])
-	if len(lead) >= minFragment {
+	if len(lead) >= tsMinFragment {
 		return lead
 	}
 	best := lead
@@ -137,23 +137,23 @@ func leadingFragment(format string) string {
 	return best
 }
 
-var spaceRE = regexp.MustCompile(`\s+`)
+var tsSpaceRE = regexp.MustCompile(`\s+`)
 
-func normalizeSpace(s string) string { return spaceRE.ReplaceAllString(strings.TrimSpace(s), " ") }
+func tsNormalize(s string) string { return tsSpaceRE.ReplaceAllString(strings.TrimSpace(s), " ") }
 
-// collectErrorMessages parses the sources and returns every error message fragment, sorted and deduplicated.
-func collectErrorMessages(t *testing.T) []errorMessage {
+// tsCollectMessages parses the sources and returns every error message fragment, sorted and deduplicated.
+func tsCollectMessages(t *testing.T) []tsMessage {
 	t.Helper()
 	fset := token.NewFileSet()
 	seen := map[string]bool{}
-	var out []errorMessage
+	var out []tsMessage
 	add := func(lit ast.Expr, pos token.Pos) {
-		s, ok := constantPrefix(lit)
+		s, ok := tsConstantPrefix(lit)
 		if !ok {
 			return
 		}
-		frag := leadingFragment(s)
-		if len(frag) < minFragment && troubleshootingExclusions[frag] == "" {
+		frag := tsLeadingFragment(s)
+		if len(frag) < tsMinFragment && troubleshootingExclusions[frag] == "" {
 			return
 		}
 		if seen[frag] {
@@ -162,7 +162,7 @@ func collectErrorMessages(t *testing.T) []errorMessage {
 		seen[frag] = true
 		p := fset.Position(pos)
 		rel, _ := filepath.Rel(repoPath("."), p.Filename)
-		out = append(out, errorMessage{text: frag, where: rel + ":" + strconv.Itoa(p.Line)})
+		out = append(out, tsMessage{text: frag, where: rel + ":" + strconv.Itoa(p.Line)})
 	}
 	for _, dir := range troubleshootingSources {
 		files, _ := filepath.Glob(filepath.Join(repoPath(dir), "*.go"))
@@ -177,32 +177,107 @@ func collectErrorMessages(t *testing.T) []errorMessage {
 			if err != nil {
 				t.Fatalf("parse %s: %v", path, err)
 			}
-			for _, decl := range f.Decls {
-				switch d := decl.(type) {
-				case *ast.FuncDecl:
-					if d.Body != nil {
-						inspectFunc(d, add)
-					}
-				case *ast.GenDecl: // package-level sentinels such as var ErrX = errors.New("...")
-					inspectNode(d, false, false, false, add)
-				}
-			}
+			tsScanFile(f, add)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].where < out[j].where })
 	return out
 }
 
-// inspectFunc finds the messages in one function: error constructors, error struct literals, the text written
-// by an error type's Error method, ProcessError summaries, and msg variables in functions that return an error.
-func inspectFunc(fn *ast.FuncDecl, add func(ast.Expr, token.Pos)) {
-	errorMethod := fn.Name.Name == "Error" && fn.Recv != nil && strings.HasSuffix(recvType(fn), "Error")
-	summary := fn.Name.Name == "summary" && recvType(fn) == "ProcessError"
-	inspectNode(fn.Body, errorMethod, summary, returnsError(fn.Type), add)
+// tsScanFile passes every message expression of one parsed file to add.
+func tsScanFile(f *ast.File, add func(ast.Expr, token.Pos)) {
+	for _, decl := range f.Decls {
+		switch d := decl.(type) {
+		case *ast.FuncDecl:
+			if d.Body != nil {
+				tsInspectFunc(d, add)
+			}
+		case *ast.GenDecl: // package-level sentinels such as var ErrX = errors.New("...")
+			tsInspectNode(d, false, false, false, add)
+		}
+	}
 }
 
-// returnsError reports whether a function type has an error among its results.
-func returnsError(ft *ast.FuncType) bool {
+// TestTroubleshootingExtractor runs the extractor over a made-up source with one message of every kind it
+// must find, and some text it must not take for a message, so that a new message in any of these shapes
+// makes the coverage test fail until it is documented.
+func TestTroubleshootingExtractor(t *testing.T) {
+	const src = `package x
+
+var ErrGone = errors.New("the sentinel error message")
+
+type BadError struct{ Msg string }
+
+func (e *BadError) Error() string { return fmt.Sprintf("%s: written by an Error method", e.Msg) }
+
+func f() error {
+	if a {
+		return fmt.Errorf("wrapped failure message: %w", err)
+	}
+	if b {
+		return usagef("a usage message for the flag %q", x)
+	}
+	if c {
+		return &BadError{Msg: "a struct literal message"}
+	}
+	if d {
+		return &SettingsError{Key: k, Msg: fmt.Sprintf("a formatted struct message %d", n)}
+	}
+	msg := "a message built in a variable"
+	run := func() error {
+		msg := "a message inside a closure"
+		return errors.New(msg)
+	}
+	fmt.Println("printed text that is no error message")
+	_ = Event{Message: "a timeline event, not an error"}
+	return errAt(3, "step " + name + " is concatenated with a name")
+}
+`
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "x.go", src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	tsScanFile(f, func(e ast.Expr, _ token.Pos) {
+		if s, ok := tsConstantPrefix(e); ok {
+			if frag := tsLeadingFragment(s); len(frag) >= tsMinFragment {
+				got[frag] = true
+			}
+		}
+	})
+	want := []string{
+		"the sentinel error message",
+		": written by an Error method",
+		"wrapped failure message:",
+		"a usage message for the flag",
+		"a struct literal message",
+		"a formatted struct message",
+		"a message built in a variable",
+		"a message inside a closure",
+		"is concatenated with a name",
+	}
+	for _, w := range want {
+		if !got[strings.TrimSpace(w)] {
+			t.Errorf("the extractor missed %q; found %v", w, got)
+		}
+		delete(got, strings.TrimSpace(w))
+	}
+	for extra := range got {
+		t.Errorf("the extractor took %q for an error message", extra)
+	}
+}
+
+// tsInspectFunc finds the messages in one function: error constructors, error struct literals, the text written
+// by an error type's Error method, ProcessError summaries, and msg variables in functions that return an error.
+func tsInspectFunc(fn *ast.FuncDecl, add func(ast.Expr, token.Pos)) {
+	errorMethod := fn.Name.Name == "Error" && fn.Recv != nil && strings.HasSuffix(tsRecvType(fn), "Error")
+	summary := fn.Name.Name == "summary" && tsRecvType(fn) == "ProcessError"
+	tsInspectNode(fn.Body, errorMethod, summary, tsReturnsError(fn.Type), add)
+}
+
+// tsReturnsError reports whether a function type has an error among its results.
+func tsReturnsError(ft *ast.FuncType) bool {
 	if ft.Results == nil {
 		return false
 	}
@@ -214,29 +289,29 @@ func returnsError(ft *ast.FuncType) bool {
 	return false
 }
 
-// inspectNode walks one function body or declaration; the flags say what kind of function it belongs to.
-func inspectNode(node ast.Node, errorMethod, summary, inErrorFunc bool, add func(ast.Expr, token.Pos)) {
+// tsInspectNode walks one function body or declaration; the flags say what kind of function it belongs to.
+func tsInspectNode(node ast.Node, errorMethod, summary, inErrorFunc bool, add func(ast.Expr, token.Pos)) {
 	ast.Inspect(node, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.FuncLit: // a closure such as a cobra RunE: its own msg variables count when it returns an error
-			inspectNode(n.Body, false, false, returnsError(n.Type), add)
+			tsInspectNode(n.Body, false, false, tsReturnsError(n.Type), add)
 			return false
 		case *ast.CallExpr:
-			name, pkg := callName(n)
+			name, pkg := tsCallName(n)
 			switch {
 			case pkg == "fmt" && name == "Errorf", pkg == "errors" && name == "New":
-				add(firstArg(n, 0), n.Pos())
-			case pkg == "" && hasHelper(name):
-				add(firstArg(n, errorHelpers[name]), n.Pos())
+				add(tsArg(n, 0), n.Pos())
+			case pkg == "" && tsHasHelper(name):
+				add(tsArg(n, tsErrorHelpers[name]), n.Pos())
 			case errorMethod && (name == "Sprintf" || name == "Fprintf" || name == "WriteString"):
 				idx := 0
 				if name == "Fprintf" {
 					idx = 1
 				}
-				add(firstArg(n, idx), n.Pos())
+				add(tsArg(n, idx), n.Pos())
 			}
 		case *ast.CompositeLit:
-			if !strings.HasSuffix(typeName(n.Type), "Error") {
+			if !strings.HasSuffix(tsTypeName(n.Type), "Error") {
 				return true
 			}
 			for _, el := range n.Elts {
@@ -244,7 +319,7 @@ func inspectNode(node ast.Node, errorMethod, summary, inErrorFunc bool, add func
 				if !ok {
 					continue
 				}
-				if k, ok := kv.Key.(*ast.Ident); ok && messageFields[k.Name] {
+				if k, ok := kv.Key.(*ast.Ident); ok && tsMessageFields[k.Name] {
 					add(kv.Value, kv.Pos())
 				}
 			}
@@ -259,7 +334,7 @@ func inspectNode(node ast.Node, errorMethod, summary, inErrorFunc bool, add func
 				return true
 			}
 			for i, lhs := range n.Lhs {
-				if isMsgTarget(lhs) && i < len(n.Rhs) {
+				if tsIsMsgTarget(lhs) && i < len(n.Rhs) {
 					add(n.Rhs[i], n.Pos())
 				}
 			}
@@ -268,22 +343,22 @@ func inspectNode(node ast.Node, errorMethod, summary, inErrorFunc bool, add func
 	})
 }
 
-func hasHelper(name string) bool { _, ok := errorHelpers[name]; return ok }
+func tsHasHelper(name string) bool { _, ok := tsErrorHelpers[name]; return ok }
 
-// isMsgTarget reports whether an assignment target is a message variable or field (msg, x.Msg, x.Message).
-func isMsgTarget(e ast.Expr) bool {
+// tsIsMsgTarget reports whether an assignment target is a message variable or field (msg, x.Msg, x.Message).
+func tsIsMsgTarget(e ast.Expr) bool {
 	switch e := e.(type) {
 	case *ast.Ident:
 		return e.Name == "msg"
 	case *ast.SelectorExpr:
-		return messageFields[e.Sel.Name]
+		return tsMessageFields[e.Sel.Name]
 	}
 	return false
 }
 
-// constantPrefix returns the constant text an expression starts with: a string literal, the format of a
+// tsConstantPrefix returns the constant text an expression starts with: a string literal, the format of a
 // fmt.Sprintf call, or the left-most literal of a concatenation.
-func constantPrefix(e ast.Expr) (string, bool) {
+func tsConstantPrefix(e ast.Expr) (string, bool) {
 	switch e := e.(type) {
 	case *ast.BasicLit:
 		if e.Kind != token.STRING {
@@ -297,8 +372,8 @@ func constantPrefix(e ast.Expr) (string, bool) {
 		if e.Op != token.ADD {
 			return "", false
 		}
-		left, lok := constantPrefix(e.X)
-		right, rok := constantPrefix(e.Y)
+		left, lok := tsConstantPrefix(e.X)
+		right, rok := tsConstantPrefix(e.Y)
 		if !lok && !rok {
 			return "", false
 		}
@@ -310,16 +385,16 @@ func constantPrefix(e ast.Expr) (string, bool) {
 		}
 		return left + right, true
 	case *ast.CallExpr:
-		if name, pkg := callName(e); pkg == "fmt" && name == "Sprintf" {
-			return constantPrefix(firstArg(e, 0))
+		if name, pkg := tsCallName(e); pkg == "fmt" && name == "Sprintf" {
+			return tsConstantPrefix(tsArg(e, 0))
 		}
 	case *ast.ParenExpr:
-		return constantPrefix(e.X)
+		return tsConstantPrefix(e.X)
 	}
 	return "", false
 }
 
-func callName(c *ast.CallExpr) (name, pkg string) {
+func tsCallName(c *ast.CallExpr) (name, pkg string) {
 	switch f := c.Fun.(type) {
 	case *ast.Ident:
 		return f.Name, ""
@@ -332,30 +407,30 @@ func callName(c *ast.CallExpr) (name, pkg string) {
 	return "", "?"
 }
 
-func firstArg(c *ast.CallExpr, i int) ast.Expr {
+func tsArg(c *ast.CallExpr, i int) ast.Expr {
 	if i < len(c.Args) {
 		return c.Args[i]
 	}
 	return nil
 }
 
-func recvType(fn *ast.FuncDecl) string {
+func tsRecvType(fn *ast.FuncDecl) string {
 	if fn.Recv == nil || len(fn.Recv.List) == 0 {
 		return ""
 	}
-	return typeName(fn.Recv.List[0].Type)
+	return tsTypeName(fn.Recv.List[0].Type)
 }
 
-func typeName(e ast.Expr) string {
+func tsTypeName(e ast.Expr) string {
 	switch e := e.(type) {
 	case *ast.Ident:
 		return e.Name
 	case *ast.StarExpr:
-		return typeName(e.X)
+		return tsTypeName(e.X)
 	case *ast.SelectorExpr:
 		return e.Sel.Name
 	case *ast.UnaryExpr:
-		return typeName(e.X)
+		return tsTypeName(e.X)
 	}
 	return ""
 }
