@@ -489,7 +489,8 @@ func testAction(t *testing.T, project string, wantCode int) {
 	if want := fmt.Sprintf("::error file=%s,line=%d,title=LEAK-LOG::", wantURI, leakLine); !strings.Contains(r.logs.String(), want) {
 		t.Errorf("no annotation %q in the log", want)
 	}
-	for _, want := range []string{"astrabox conformance: failed", "`LEAK-LOG`", "<details>"} {
+	where := fmt.Sprintf("| %s:%d |", wantURI, leakLine)
+	for _, want := range []string{"astrabox conformance: failed", "| failed | `LEAK-LOG` |", where, "<details>"} {
 		if !strings.Contains(string(summaryText), want) {
 			t.Errorf("job summary lacks %q:\n%s", want, summaryText)
 		}
