@@ -105,6 +105,15 @@ func decideGenNoDispatch(ev *Evidence) []Finding {
 				order = append(order, cs)
 			}
 		}
+		// Writes SYNC-QUIESCENT already blames on a synchronize that returned are left to it.
+		quiescent := map[int64]bool{}
+		for _, cs := range order {
+			if cs.c.Method == "synchronize" && cs.c.Outcome == simulate.OutcomeReturned {
+				for _, r := range syncLateWrites(cs) {
+					quiescent[r.Seq] = true
+				}
+			}
+		}
 		// Forbidden endpoints.
 		for _, r := range h.Requests {
 			if !r.Forbidden {
@@ -133,7 +142,12 @@ func decideGenNoDispatch(ev *Evidence) []Finding {
 			if !settledNormally(cs.c) {
 				continue
 			}
-			late := lateWrites(cs)
+			var late []simulate.Request
+			for _, r := range lateWrites(cs) {
+				if !quiescent[r.Seq] {
+					late = append(late, r)
+				}
+			}
 			if len(late) == 0 {
 				continue
 			}
@@ -155,7 +169,7 @@ func decideGenNoDispatch(ev *Evidence) []Finding {
 		}
 		// Writes made while no callback ran.
 		for _, r := range h.Requests {
-			if r.Call != "" || !r.Applied || !isWrite(r.Method) || r.Forbidden {
+			if r.Call != "" || !r.Applied || !isWrite(r.Method) || r.Forbidden || quiescent[r.Seq] {
 				continue
 			}
 			key := "background|" + r.Replica
