@@ -359,9 +359,10 @@ func mustExist(t testing.TB, path string) {
 	}
 }
 
-// TestRecipesRun executes the GitLab job, the pre-commit hook and the action's steps against the reference
-// provider (they must pass) and the leak-log provider (they must fail and say why). The runs mostly wait on the
-// harness, so they start together from goroutines instead of queueing behind -parallel.
+// TestRecipesRun executes the GitLab job, the pre-commit hook, the action's steps and the example workflow's
+// merge step against the reference provider (they must pass) and the leak-log provider (they must fail and
+// say why). The runs mostly wait on the harness, so they start together from goroutines instead of queueing
+// behind -parallel.
 func TestRecipesRun(t *testing.T) {
 	needTools(t, "bash", "python3", "go")
 	bin := buildAstrabox(t)
@@ -376,6 +377,7 @@ func TestRecipesRun(t *testing.T) {
 		{"pre-commit/leak-log", func(t *testing.T, bin string) { testPreCommit(t, bin, leakLogProject, 1) }},
 		{"action/reference", func(t *testing.T, bin string) { testAction(t, referenceProject, 0) }},
 		{"action/leak-log", func(t *testing.T, bin string) { testAction(t, leakLogProject, 1) }},
+		{"github-workflow/merge", testWorkflowMerge},
 	}
 	done := make(chan struct{}, len(cases))
 	for _, c := range cases {
