@@ -71,6 +71,7 @@ func (p *platform) call(r *replica, cs callSpec) *CallRecord {
 	p.mu.Unlock()
 
 	done := make(chan callResult, 1)
+	heldBefore := p.dbl.Held()
 	start := time.Now()
 	go func() {
 		rep, err := r.proc.Call(p.ctx, cs.method, sendArgs, timeout)
@@ -81,7 +82,7 @@ func (p *platform) call(r *replica, cs callSpec) *CallRecord {
 	}
 	var res callResult
 	if cs.fault != nil && cs.fault.Kind == FaultHostLoss {
-		res = p.hostLossDuring(r, cs, done)
+		res = p.hostLossDuring(r, cs, done, heldBefore)
 		rec.Outcome = OutcomeHostLoss
 	} else {
 		res = <-done
@@ -144,9 +145,9 @@ type callResult struct {
 	err   error
 }
 
-// hostLossDuring kills the replica while its callback runs: once the double holds one of its requests (when the
-// step holds any), or after the fault's delay.
-func (p *platform) hostLossDuring(r *replica, cs callSpec, done chan callResult) callResult {
+// hostLossDuring kills the replica while its callback runs: once the double holds one more request than before
+// the call (when the step holds any), or after the fault's delay.
+func (p *platform) hostLossDuring(r *replica, cs callSpec, done chan callResult, heldBefore int) callResult {
 	wait := cs.fault.After
 	if wait <= 0 {
 		wait = 0.05
@@ -155,7 +156,7 @@ func (p *platform) hostLossDuring(r *replica, cs callSpec, done chan callResult)
 	defer cancel()
 	if cs.holds {
 		held := make(chan error, 1)
-		go func() { held <- p.dbl.WaitHeld(ctx, 1) }()
+		go func() { held <- p.dbl.WaitHeld(ctx, heldBefore+1) }()
 		select {
 		case res := <-done:
 			return res

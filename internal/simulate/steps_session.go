@@ -17,6 +17,7 @@ const (
 	CodeSessionUserActionFailed     = "SESSION_USER_ACTION_FAILED"
 	CodeSessionUserActionNotOffered = "SESSION_USER_ACTION_NOT_OFFERED"
 	CodeForbidden                   = "FORBIDDEN"
+	CodeNoSession                   = "SESSION_NOT_FOUND"
 )
 
 var safeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
@@ -74,6 +75,10 @@ func (p *platform) coldStart(st *Step) {
 func (p *platform) reattach(st *Step) {
 	s := p.sessions[st.Session]
 	r := p.replicaFor(st)
+	if s == nil {
+		p.refuse(r.name, CodeNoSession, "session %s was never started (its cold start or claim failed before the platform created it)", st.Session)
+		return
+	}
 	a := p.agents[s.agent]
 	p.event(&Event{Kind: EventPlatform, Replica: r.name, Message: fmt.Sprintf("session %s reattaches to sandbox %s with a new runtime", s.id, s.sandbox.ID)})
 	if !p.prepareSession(r, st, s, a, "reattachment", true) {
@@ -84,6 +89,10 @@ func (p *platform) reattach(st *Step) {
 func (p *platform) replaceSandbox(st *Step) {
 	s := p.sessions[st.Session]
 	r := p.replicaFor(st)
+	if s == nil {
+		p.refuse(r.name, CodeNoSession, "session %s was never started (its cold start or claim failed before the platform created it)", st.Session)
+		return
+	}
 	a := p.agents[s.agent]
 	old := s.sandbox.ID
 	s.sandbox = p.newSandbox(a)

@@ -31,6 +31,10 @@ func (p *platform) turnArgs(s *session, attempt string, refresh bool) map[string
 func (p *platform) turn(st *Step) {
 	s := p.sessions[st.Session]
 	r := p.replicaFor(st)
+	if s == nil {
+		p.refuse(r.name, CodeNoSession, "session %s was never started (its cold start or claim failed before the platform created it)", st.Session)
+		return
+	}
 	attempt := st.Attempt
 	if st.Op == OpRetry {
 		p.event(&Event{Kind: EventPlatform, Replica: r.name, Message: "reconnect retry of attempt " + attempt + " (same dispatch_attempt_id)"})
@@ -177,6 +181,10 @@ func (p *platform) uaArgs(s *session) map[string]any {
 func (p *platform) readUserActions(st *Step) {
 	s := p.sessions[st.Session]
 	r := p.replicaFor(st)
+	if s == nil {
+		p.refuse(r.name, CodeNoSession, "session %s was never started (its cold start or claim failed before the platform created it)", st.Session)
+		return
+	}
 	scope := st.Scope
 	if scope == "" {
 		scope = "read"
@@ -236,6 +244,10 @@ func (p *platform) applyState(r *replica, s *session, st *uaState, verb string) 
 func (p *platform) performUserAction(st *Step) {
 	s := p.sessions[st.Session]
 	r := p.replicaFor(st)
+	if s == nil {
+		p.refuse(r.name, CodeNoSession, "session %s was never started (its cold start or claim failed before the platform created it)", st.Session)
+		return
+	}
 	scope := st.Scope
 	if scope == "" {
 		scope = "write"
