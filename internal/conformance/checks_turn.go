@@ -149,6 +149,9 @@ func decideTurnIdempotent(ev *Evidence) []Finding {
 					if !r.Applied || !isWrite(r.Method) || (idempotentMethod(r.Method) && st.writes[writeSignature(r)]) {
 						continue
 					}
+					if r.Forbidden {
+						continue // a dispatch or registration is GEN-NO-DISPATCH's breach, whenever it happens
+					}
 					key := "w|" + h.Scenario + "|" + c.Ctx.Attempt + "|" + r.Method + " " + r.Path
 					if seen[key] {
 						continue
