@@ -139,3 +139,35 @@ func TestBadScenarioFileIsExit2WithLine(t *testing.T) {
 		t.Fatalf("exit %d stderr %q", code, stderr)
 	}
 }
+
+func TestNearMissGroupOnlyFailsEPGroup(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "pyproject.toml"), []byte("[project]\nname = \"nm\"\nversion = \"1\"\n\n[project.entry-points.\"astrabox.providers.runtime-preparation\"]\nnm = \"nm:Provider\"\n"), 0o644)
+	code, stdout, stderr := run(t, "conformance", "run", "--project", dir, "--format", "json")
+	if code != ExitFailed {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, stdout, stderr)
+	}
+	var rep struct {
+		Results []struct {
+			Check    string `json:"check"`
+			Status   string `json:"status"`
+			Location *struct {
+				Path string `json:"path"`
+				Line int    `json:"line"`
+			} `json:"location"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Results {
+		switch {
+		case r.Check == "EP-GROUP":
+			if r.Status != "failed" || r.Location == nil || r.Location.Path != "pyproject.toml" || r.Location.Line != 5 {
+				t.Errorf("EP-GROUP: %+v", r)
+			}
+		case r.Status != "skipped":
+			t.Errorf("%s is %s, want skipped", r.Check, r.Status)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package conformance
 import (
 	"bytes"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/astrabox-dev/astrabox/internal/report"
@@ -20,7 +21,12 @@ func init() {
 			Decide: func(ev *Evidence) []Finding {
 				var out []Finding
 				for _, w := range ev.Static.NearMissGroups {
-					out = append(out, Finding{Message: w, Location: at(ev.Static.Pyproject, 1)})
+					f := Finding{Message: w, Location: at(ev.Static.Pyproject, 1)}
+					if m := warningPlace.FindStringSubmatch(w); m != nil {
+						line, _ := strconv.Atoi(m[2])
+						f.Message, f.Location = m[3], at(m[1], line)
+					}
+					out = append(out, f)
 				}
 				return out
 			},

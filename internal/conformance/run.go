@@ -9,8 +9,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -147,6 +149,10 @@ func Resolve(ctx context.Context, o Options) (*Target, error) {
 	}
 	res, err := discovery.Resolve(proj, installed, o.Provider)
 	if err != nil {
+		var np *discovery.NoProviderError
+		if errors.As(err, &np) && len(nearMissGroups(proj)) > 0 {
+			return nil, &NearMissError{Project: proj, Python: py, Err: err}
+		}
 		return nil, undecided(err)
 	}
 	settings, err := ParseSettings(proj.Settings, proj.SettingsFile, proj.Dir)
@@ -223,6 +229,10 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	}
 	t, err := Resolve(ctx, o)
 	if err != nil {
+		var nm *NearMissError
+		if errors.As(err, &nm) {
+			return nearMissReport(nm, o), nil
+		}
 		return nil, err
 	}
 	if o.Verbose {
@@ -548,13 +558,72 @@ func applyDeadlines(d *simulate.Deadlines, over simulate.Deadlines) {
 }
 
 func staticFacts(t *Target) StaticFacts {
-	sf := StaticFacts{Pyproject: t.Project.Pyproject}
-	for _, w := range t.Project.Warnings {
-		if strings.Contains(w, "group") {
-			sf.NearMissGroups = append(sf.NearMissGroups, w)
+	return StaticFacts{Pyproject: t.Project.Pyproject, NearMissGroups: nearMissGroups(t.Project)}
+}
+
+// nearMissGroups are discovery's warnings about entry-point groups that look like a misspelt provider group.
+func nearMissGroups(p *discovery.Project) []string {
+	var out []string
+	for _, w := range p.Warnings {
+		if strings.Contains(w, "is not the provider group") {
+			out = append(out, w)
 		}
 	}
-	return sf
+	return out
+}
+
+// NearMissError means the project declares no provider in the platform's group but does in a group that looks
+// like a misspelling of it: the platform would silently run without the provider (EP-GROUP).
+type NearMissError struct {
+	Project *discovery.Project
+	Python  *discovery.Interpreter
+	Err     error
+}
+
+func (e *NearMissError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the discovery error.
+func (e *NearMissError) Unwrap() error { return e.Err }
+
+var warningPlace = regexp.MustCompile(`^(.+):(\d+): (.*)$`)
+
+// nearMissReport is the report for a provider declared only in a near-miss group: EP-GROUP fails, with the
+// declaration's place, and every other check is skipped.
+func nearMissReport(e *NearMissError, o Options) *report.Report {
+	rep := &report.Report{Schema: report.Schema, Tool: report.Tool{Name: "astrabox", Version: o.Version}}
+	rep.Provider = report.Provider{Project: e.Project.Dir, Source: e.Project.Pyproject}
+	if e.Python != nil {
+		rep.Provider.Python, rep.Provider.PythonPath = e.Python.VersionString(), e.Python.Path
+	}
+	for _, c := range Checks() {
+		if !selected(c, o) {
+			continue
+		}
+		res := report.Result{Check: c.ID, Title: c.Title, Area: c.Area, Severity: c.Severity, Clauses: c.Clauses, Hint: c.Hint, Help: c.Rationale, Evidence: []report.Evidence{}}
+		if c.ID != "EP-GROUP" {
+			res.Status = report.StatusSkipped
+			res.Message = "no provider is declared in the group astrabox.providers.runtime_preparation, so nothing could run"
+			rep.Results = append(rep.Results, res)
+			continue
+		}
+		res.Status = report.StatusFailed
+		for _, w := range nearMissGroups(e.Project) {
+			ev := report.Evidence{Text: w}
+			if m := warningPlace.FindStringSubmatch(w); m != nil {
+				line, _ := strconv.Atoi(m[2])
+				ev.Text = m[3]
+				ev.Location = relLocation(&report.Location{Path: m[1], Line: line}, e.Project.Dir)
+			}
+			if res.Location == nil {
+				res.Location = ev.Location
+				res.Message = ev.Text + "; the platform would start without this provider"
+			}
+			res.Evidence = append(res.Evidence, ev)
+		}
+		rep.Results = append(rep.Results, res)
+	}
+	rep.Summarize()
+	return rep
 }
 
 func deepCopyMap(m map[string]any) map[string]any {
