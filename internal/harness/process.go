@@ -929,3 +929,11 @@ func lastBytes(s string, n int) string {
 	}
 	return s[len(s)-n:]
 }
+
+// NextCallID is the id the next Call will carry (the harness tags the provider's requests to the deployment
+// double with it). Calls are serialised, so it is exact when no Call is in progress.
+func (p *Process) NextCallID() int64 {
+	p.callMu.Lock()
+	defer p.callMu.Unlock()
+	return p.nextID + 1
+}

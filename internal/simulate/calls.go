@@ -70,6 +70,9 @@ func (p *platform) call(r *replica, cs callSpec) *CallRecord {
 	p.current[r.name] = rec
 	p.mu.Unlock()
 
+	p.mu.Lock()
+	p.callTags[fmt.Sprintf("%s|%d:%d", r.name, r.proc.PID(), r.proc.NextCallID())] = rec.Key
+	p.mu.Unlock()
 	done := make(chan callResult, 1)
 	heldBefore := p.dbl.Held()
 	start := time.Now()

@@ -66,7 +66,7 @@ func (c *Cluster) now() time.Time {
 // platformFor builds a platform value bound to the cluster's double, for starting replicas.
 func (c *Cluster) platformFor(ctx context.Context, sc *Scenario) *platform {
 	return &platform{ctx: ctx, sc: sc, o: c.o, dbl: c.dbl, sandboxes: map[string]*Sandbox{}, current: map[string]*CallRecord{},
-		callSeq: map[string]int{}, hist: &History{}, clock: c.clock}
+		callSeq: map[string]int{}, callTags: map[string]string{}, hist: &History{}, clock: c.clock}
 }
 
 // prepare binds a run's platform to the cluster: it resets the double, points the double's clock at the

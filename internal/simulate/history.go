@@ -159,10 +159,13 @@ type EngineStart struct {
 
 // Request is a deployment double request as kept in a history.
 type Request struct {
-	Seq        int64           `json:"seq"`
-	Replica    string          `json:"replica"`
-	Call       string          `json:"call,omitempty"` // call key, empty for background
-	Callback   string          `json:"callback,omitempty"`
+	Seq      int64  `json:"seq"`
+	Replica  string `json:"replica"`
+	Call     string `json:"call,omitempty"` // call key, empty for background
+	Callback string `json:"callback,omitempty"`
+	// InFlight is the call that was in flight on the replica when the request arrived, when that is not the
+	// call whose code made it (work a finished call left behind).
+	InFlight   string          `json:"in_flight,omitempty"`
 	Method     string          `json:"method"`
 	Path       string          `json:"path"`
 	Operation  string          `json:"operation,omitempty"`

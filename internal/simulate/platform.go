@@ -124,6 +124,9 @@ type platform struct {
 	nextSB  int
 	current map[string]*CallRecord // replica -> call in flight
 	callSeq map[string]int         // replica -> calls made in this run
+	// callTags maps "replica|pid:harness call id" (the X-Astrabox-Call header the harness adds to the
+	// provider's requests to the double) to the call's key.
+	callTags map[string]string
 }
 
 // DefaultEpoch is the fixed start of the host clock for reproducible histories.
@@ -146,6 +149,7 @@ func Run(ctx context.Context, sc *Scenario, o Options) (*History, error) {
 		attempts:  map[string]bool{},
 		current:   map[string]*CallRecord{},
 		callSeq:   map[string]int{},
+		callTags:  map[string]string{},
 		hist:      &History{Scenario: sc.Name, Seed: sc.Seed, Replicas: sc.Replicas, Engine: sc.Engine, Secrets: append([]Secret(nil), o.Secrets...)},
 	}
 	if o.Cluster != nil {
@@ -303,6 +307,17 @@ func (p *platform) finish() {
 		if rq.Call != nil {
 			hr.Call = rq.Call.CallID
 			hr.Callback = rq.Call.Callback
+		}
+		// The harness tags requests with the call whose code made them: trust that over the call that
+		// happened to be in flight when the request arrived (work left behind by an earlier call).
+		if tag := rq.Header.Get(CallHeader); tag != "" {
+			if key, ok := p.callTags[rq.Replica+"|"+tag]; ok {
+				if key != hr.Call {
+					hr.InFlight = hr.Call
+				}
+				hr.Call = key
+				hr.Callback = p.methodOf(key)
+			}
 		}
 		if json.Valid(rq.Body) && len(rq.Body) > 0 {
 			hr.Body = json.RawMessage(rq.Body)
@@ -472,4 +487,18 @@ func (p *platform) sandboxServer() harness.SandboxServer {
 		return p.o.Cluster
 	}
 	return p
+}
+
+// CallHeader is the header the harness adds to the provider's requests to the deployment double, naming the
+// harness process and call whose code made the request.
+const CallHeader = "X-Astrabox-Call"
+
+// methodOf returns the callback method of a call key.
+func (p *platform) methodOf(key string) string {
+	for _, e := range p.hist.Events {
+		if e.Call != nil && e.Call.Key == key {
+			return e.Call.Method
+		}
+	}
+	return ""
 }

@@ -404,7 +404,43 @@ class Observer:
         self._install_logging()
         self._install_warnings()
         self._install_threads()
+        self._install_http()
         sys.addaudithook(self._audit_hook)
+
+    def _install_http(self) -> None:
+        """Tag requests to the deployment double with the call whose code made them.
+
+        The double attributes a request to the call in flight on its replica; a thread or task a finished call
+        left behind would be blamed on whichever call runs next. ``http.client`` (used by urllib, requests and
+        urllib3) learns the true origin from the call ``ContextVar`` and adds ``X-Astrabox-Call: <pid>:<call>``
+        to requests bound for the double only.
+        """
+        import http.client
+        from urllib.parse import urlsplit
+
+        url = os.environ.get("ASTRABOX_DOUBLE_URL", "")
+        if not url:
+            return
+        try:
+            parts = urlsplit(url)
+            target = (parts.hostname, parts.port)
+        except ValueError:
+            return
+        original = http.client.HTTPConnection.putrequest
+        pid = os.getpid()
+
+        def putrequest(conn: Any, method: str, url: str, *args: Any, **kwargs: Any) -> None:
+            original(conn, method, url, *args, **kwargs)
+            call = CURRENT_CALL.get()
+            if call is None:
+                return
+            try:
+                if (conn.host, conn.port) == target:
+                    conn.putheader("X-Astrabox-Call", "%d:%d" % (pid, call))
+            except Exception:  # noqa: BLE001 - never break the provider's request
+                pass
+
+        http.client.HTTPConnection.putrequest = putrequest  # type: ignore[method-assign]
 
     def _guarded(self, fn: Callable[..., None], *args: Any) -> None:
         if getattr(self._local, "busy", False):
