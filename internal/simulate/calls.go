@@ -103,19 +103,22 @@ func (p *platform) call(r *replica, cs callSpec) *CallRecord {
 		rec.Stdout = rep.Stdout.String()
 		rec.Stderr = rep.Stderr.String()
 		rec.CancelSent = rep.CancelSent
+		// A reply that crossed the cancel on the pipes: the callback itself finished before its deadline
+		// (the harness measures its duration), so the cancel found nothing to cancel.
+		crossed := rep.CancelSent && rep.Duration > 0 && rep.Duration < timeout
 		if rep.OK {
 			var v harness.Result
 			if err := json.Unmarshal(rep.Value, &v); err == nil {
 				rec.Result = &v
 			}
 			rec.Outcome = OutcomeReturned
-			if rep.CancelSent {
+			if rep.CancelSent && !crossed {
 				rec.Outcome = OutcomeOverran
 			}
 		} else {
 			rec.Error = rep.Error
 			rec.Outcome = OutcomeRaised
-			if rep.CancelSent {
+			if rep.CancelSent && !crossed {
 				rec.Outcome = OutcomeOverran
 				if rep.Error != nil && rep.Error.Cancelled {
 					rec.Outcome = OutcomeCancelled
