@@ -365,28 +365,58 @@ func (r *actionRun) actionOutputs() map[string]string {
 	return out
 }
 
-// testAction runs the action against the provider at project in a scratch workspace with the inputs a
-// workflow would give, then checks the step outcomes, the reports, the path rewriting for code scanning and
-// annotations, and the job summary.
-func testAction(t *testing.T, project string, wantCode int) {
+// startAction runs the action with the given inputs in a scratch workspace and returns the run and the path
+// of its job summary; the steps' logs are printed when the test fails.
+func startAction(t *testing.T, inputs map[string]string) (*actionRun, string) {
 	ws := workspace(t)
 	temp := t.TempDir()
 	summary := filepath.Join(temp, "step-summary.md")
 	r := &actionRun{
-		t: t, meta: readAction(t), ws: ws, temp: temp,
-		inputs:  map[string]string{"project": project, "sarif-file": "reports/astrabox.sarif"},
+		t: t, meta: readAction(t), ws: ws, temp: temp, inputs: inputs,
 		outputs: map[string]map[string]string{}, outcome: map[string]string{}, uses: map[string]map[string]string{},
 		env: []string{
 			"CI=true", "GITHUB_ACTIONS=true", "GITHUB_WORKSPACE=" + ws, "RUNNER_TEMP=" + temp, "RUNNER_OS=Linux",
 			"GITHUB_STEP_SUMMARY=" + summary, "GITHUB_ACTION_PATH=" + repoRoot(t),
 		},
 	}
-	r.execute()
-	defer func() {
+	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("steps ran: %v\n%s", r.ran, r.logs.String())
 		}
-	}()
+	})
+	r.execute()
+	return r, summary
+}
+
+// testActionUndecided runs the action on a directory without a provider: the kit exits 2, the action fails,
+// nothing is uploaded and the summary says the kit could not decide.
+func testActionUndecided(t *testing.T) {
+	r, summary := startAction(t, map[string]string{"project": "no/such/project"})
+	outs := r.actionOutputs()
+	if outs["exit-code"] != "2" || outs["result"] != "undecided" || !r.failed {
+		t.Fatalf("exit-code %q, result %q, action failed %v; want 2, undecided, true", outs["exit-code"], outs["result"], r.failed)
+	}
+	if outs["json-file"] != "" || outs["sarif-file"] != "" {
+		t.Errorf("report outputs without a report: %v", outs)
+	}
+	if _, ok := r.uses["github/codeql-action/upload-sarif"]; ok {
+		t.Errorf("SARIF upload ran without a SARIF file")
+	}
+	if !strings.Contains(r.logs.String(), "::error title=astrabox::") {
+		t.Errorf("no error annotation for the undecided run")
+	}
+	b, err := os.ReadFile(summary)
+	if err != nil || !strings.Contains(string(b), "could not decide (exit 2)") {
+		t.Errorf("job summary %q (%v) does not say the kit could not decide", b, err)
+	}
+}
+
+// testAction runs the action against the provider at project in a scratch workspace with the inputs a
+// workflow would give, then checks the step outcomes, the reports, the path rewriting for code scanning and
+// annotations, and the job summary.
+func testAction(t *testing.T, project string, wantCode int) {
+	r, summary := startAction(t, map[string]string{"project": project, "sarif-file": "reports/astrabox.sarif"})
+	ws, temp := r.ws, r.temp
 	outs := r.actionOutputs()
 	if outs["exit-code"] != fmt.Sprint(wantCode) {
 		t.Fatalf("exit-code output %q, want %d", outs["exit-code"], wantCode)

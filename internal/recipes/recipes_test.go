@@ -377,6 +377,7 @@ func TestRecipesRun(t *testing.T) {
 		{"pre-commit/leak-log", func(t *testing.T, bin string) { testPreCommit(t, bin, leakLogProject, 1) }},
 		{"action/reference", func(t *testing.T, bin string) { testAction(t, referenceProject, 0) }},
 		{"action/leak-log", func(t *testing.T, bin string) { testAction(t, leakLogProject, 1) }},
+		{"action/undecided", func(t *testing.T, bin string) { testActionUndecided(t) }},
 		{"github-workflow/merge", testWorkflowMerge},
 	}
 	done := make(chan struct{}, len(cases))
