@@ -47,12 +47,12 @@ func (cs callSite) materials() *harness.Result {
 	return nil
 }
 
-// steps lists the scenario steps up to and including the call's step, as "n. summary".
+// steps lists the scenario steps up to and including the call's step, in order (reports number them).
 func steps(h *simulate.History, upTo int) []string {
 	var out []string
 	for _, e := range h.Events {
 		if e.Kind == simulate.EventStep && e.Step <= upTo {
-			out = append(out, fmt.Sprintf("%d. %s", e.Step, e.Message))
+			out = append(out, e.Message)
 		}
 	}
 	return out

@@ -171,7 +171,7 @@ func clone(sc *simulate.Scenario) *simulate.Scenario {
 // Describe lists a scenario's steps, one per line, for reports.
 func Describe(sc *simulate.Scenario) []string {
 	var out []string
-	for i, st := range sc.Steps {
+	for _, st := range sc.Steps {
 		var parts []string
 		add := func(k, v string) {
 			if v != "" {
@@ -191,7 +191,7 @@ func Describe(sc *simulate.Scenario) []string {
 		for _, d := range st.Double {
 			add("double", d.Kind)
 		}
-		out = append(out, fmt.Sprintf("%d. %s %s", i+1, st.Op, strings.Join(parts, " ")))
+		out = append(out, strings.TrimSpace(st.Op+" "+strings.Join(parts, " ")))
 	}
 	return out
 }

@@ -548,11 +548,11 @@ func (d *Deadlines) fill() {
 		}
 	}
 	def(&d.Plan, 5)
-	def(&d.Synchronize, 10)
-	def(&d.Recover, 10)
-	def(&d.Session, 10)
-	def(&d.Turn, 5)
-	def(&d.UserAction, 5)
+	def(&d.Synchronize, 5)
+	def(&d.Recover, 5)
+	def(&d.Session, 5)
+	def(&d.Turn, 3)
+	def(&d.UserAction, 3)
 	def(&d.OperationLease, 600)
 }
 
