@@ -103,6 +103,9 @@ def load(directory: str):
     project = read_pyproject(directory)
     groups = project.get("project", {}).get("entry-points", {})
     entries = groups.get(GROUP, {})
+    for group in groups:
+        if group != GROUP and group.lower().replace("-", "_").replace(".", "_") == GROUP.replace(".", "_"):
+            flag("EP-GROUP", "entry points in the near-miss group %r are ignored by the platform" % group)
     if not entries:
         flag("EP-GROUP", "no entry point in %s (groups: %s)" % (GROUP, ", ".join(groups)))
         entries = next(iter(groups.values()), {})
@@ -374,11 +377,6 @@ class Run:
             refreshed = await self.turn(r1, "alice", "s-1", "a-1", refresh=True)
             if refreshed is not None and first.files and [f.content for f in refreshed.files] == [f.content for f in first.files]:
                 flag("TURN-VALIDITY-FRESH", "a refresh returned the same bytes")
-        for path in ("/v1/dispatch", "/v1/agents"):
-            if any(r["path"] == path for r in self.double.requests):
-                flag("GEN-NO-DISPATCH", "a callback called %s" % path)
-        if any(r["path"].endswith("/flows") for r in self.double.requests):
-            flag("GEN-NO-DISPATCH", "a callback started a consent flow")
 
     async def cancellation(self, r1) -> None:
         double = self.double
@@ -472,6 +470,11 @@ class Run:
                 await step()
             except Exception as exc:
                 NOTES.append("step failed: %s: %s" % (type(exc).__name__, exc))
+        for path in ("/v1/dispatch", "/v1/agents"):
+            if any(r["path"] == path for r in self.double.requests):
+                flag("GEN-NO-DISPATCH", "a callback called %s" % path)
+        if any(r["path"].endswith("/flows") for r in self.double.requests):
+            flag("GEN-NO-DISPATCH", "a callback started a consent flow")
         if leaks("\n".join(self.capture.messages), self.secrets()):
             flag("LEAK-LOG", "a secret reached the logs")
         if any(leaks(text, self.secrets()) for text in self.errors):

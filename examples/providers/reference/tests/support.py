@@ -145,6 +145,10 @@ class Double:
                 if status != "granted":
                     answer["url"] = "https://identity.example/consent?principal=%s" % principal
                 return 200, answer
+        if method == "POST" and path == "/v1/dispatch":
+            return 202, {}  # forbidden for providers: recorded, answered as the real double does
+        if method == "POST" and (path == "/v1/agents" or (path.startswith("/v1/consents/") and path.endswith("/flows"))):
+            return 201, {}
         return 404, {"error": "no such endpoint"}
 
     def _record(self, method: str, key: str, headers: Dict[str, str], body: Any) -> Tuple[int, Any]:
