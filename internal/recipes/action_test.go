@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -180,6 +181,7 @@ func TestActionMetadata(t *testing.T) {
 			t.Errorf("output %s = %q does not name an output a step writes", name, o.Value)
 		}
 	}
+	shellcheckScripts(t, a)
 	var upload *actionStep
 	for i := range a.Runs.Steps {
 		if strings.HasPrefix(a.Runs.Steps[i].Uses, "github/codeql-action/upload-sarif@") {
@@ -188,6 +190,32 @@ func TestActionMetadata(t *testing.T) {
 	}
 	if upload == nil || !strings.Contains(upload.If, "always()") {
 		t.Errorf("the SARIF upload must run with always(), so a failing suite still reaches code scanning")
+	}
+}
+
+// shellcheckScripts runs shellcheck, when the machine has it, over every bash script of the action and the
+// GitLab job (actionlint does the same for workflows), refusing warnings and errors.
+func shellcheckScripts(t *testing.T, a actionMeta) {
+	sc, err := exec.LookPath("shellcheck")
+	if err != nil {
+		t.Log("shellcheck is not on PATH; the action's scripts are not shellchecked")
+		return
+	}
+	scripts := map[string]string{}
+	for _, s := range a.Runs.Steps {
+		if s.Run != "" && s.Shell == "bash" {
+			scripts["action step "+s.Name] = s.Run
+		}
+	}
+	job := readGitLab(t).Jobs["astrabox-conformance"]
+	// ASTRABOX_ARGS is split on whitespace on purpose.
+	scripts["GitLab job"] = "# shellcheck disable=SC2086\n" + strings.Join(append(append([]string{}, job.BeforeScript...), job.Script...), "\n")
+	for name, body := range scripts {
+		cmd := exec.Command(sc, "--shell=bash", "--severity=warning", "-")
+		cmd.Stdin = strings.NewReader(body)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("shellcheck %s: %v\n%s", name, err, out)
+		}
 	}
 }
 
