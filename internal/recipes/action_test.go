@@ -443,7 +443,8 @@ func testActionUndecided(t *testing.T) {
 // workflow would give, then checks the step outcomes, the reports, the path rewriting for code scanning and
 // annotations, and the job summary.
 func testAction(t *testing.T, project string, wantCode int) {
-	r, summary := startAction(t, map[string]string{"project": project, "sarif-file": "reports/astrabox.sarif"})
+	// The seed and interpreter inputs must reach the kit: a seed other than the default, and python3 by name.
+	r, summary := startAction(t, map[string]string{"project": project, "sarif-file": "reports/astrabox.sarif", "seed": "3", "python": "python3"})
 	ws, temp := r.ws, r.temp
 	outs := r.actionOutputs()
 	if outs["exit-code"] != fmt.Sprint(wantCode) {
@@ -470,6 +471,9 @@ func testAction(t *testing.T, project string, wantCode int) {
 		mustExist(t, filepath.Join(ws, outs[k]))
 	}
 	rep := readJSONReport(t, filepath.Join(ws, outs["json-file"]))
+	if rep.Seed != 3 || filepath.Base(rep.Provider.Python) != "python3" {
+		t.Errorf("the report has seed %d and interpreter %q; the inputs gave 3 and python3", rep.Seed, rep.Provider.Python)
+	}
 	junit := readJUnit(t, filepath.Join(ws, outs["junit-file"]))
 	if junit.Failures != len(rep.failedChecks()) {
 		t.Errorf("JUnit has %d failures, the JSON report %v", junit.Failures, rep.failedChecks())

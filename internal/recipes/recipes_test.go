@@ -241,7 +241,9 @@ type jsonReport struct {
 	Provider struct {
 		Name    string `json:"name"`
 		Project string `json:"project"`
+		Python  string `json:"python_path"`
 	} `json:"provider"`
+	Seed    int64 `json:"seed"`
 	Summary struct {
 		Total  int `json:"total"`
 		Failed int `json:"failed"`
