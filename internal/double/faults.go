@@ -267,3 +267,22 @@ func (d *Double) delay(dur time.Duration) bool {
 		return false
 	}
 }
+
+// ReleaseNext lets the earliest-arrived held request proceed and returns its sequence number; ok is false when
+// nothing is held. Releasing one at a time, waiting for each to finish, keeps the order in which held writes
+// land deterministic.
+func (d *Double) ReleaseNext() (seq int64, ok bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var first *holdWait
+	for hw := range d.holds {
+		if first == nil || hw.req.Seq < first.req.Seq {
+			first = hw
+		}
+	}
+	if first == nil {
+		return 0, false
+	}
+	d.releaseLocked(first)
+	return first.req.Seq, true
+}

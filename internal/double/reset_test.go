@@ -51,3 +51,46 @@ func TestResetForgetsStateAndReseedsTokens(t *testing.T) {
 		t.Fatalf("different seeds gave the same token")
 	}
 }
+
+func TestReleaseNextGoesInArrivalOrder(t *testing.T) {
+	d, err := Start(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	url, _ := d.URL("r1")
+	d.AddFault(Fault{Kind: Hold, Method: "PUT"})
+	errs := make(chan error, 2)
+	put := func(v string) {
+		req, _ := http.NewRequest(http.MethodPut, url+"/v1/records/k", strings.NewReader(`{"value": "`+v+`"}`))
+		req.Header.Set("If-Match", "0")
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		errs <- err
+	}
+	go put("first")
+	if err := d.WaitHeld(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+	go put("second")
+	if err := d.WaitHeld(t.Context(), 2); err != nil {
+		t.Fatal(err)
+	}
+	seq, ok := d.ReleaseNext()
+	if !ok || seq != 1 {
+		t.Fatalf("released %d %v, want the first arrival", seq, ok)
+	}
+	<-errs
+	if _, ok := d.ReleaseNext(); !ok {
+		t.Fatal("second held request not released")
+	}
+	<-errs
+	if string(d.Records()["k"].Value) != `"first"` {
+		t.Fatalf("record %s, want the first write to land first", d.Records()["k"].Value)
+	}
+	if _, ok := d.ReleaseNext(); ok {
+		t.Fatal("released a request that was not held")
+	}
+}

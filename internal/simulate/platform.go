@@ -290,7 +290,7 @@ func (p *platform) close() {
 
 // finish collects the double's requests and the inventory into the history.
 func (p *platform) finish() {
-	p.dbl.ReleaseAll()
+	p.releaseHeld()
 	p.waitRequestsDone(2 * time.Second)
 	for _, r := range p.replicas {
 		if r.proc != nil {
@@ -501,4 +501,31 @@ func (p *platform) methodOf(key string) string {
 		}
 	}
 	return ""
+}
+
+// releaseHeld releases held requests one at a time in arrival order, waiting for each to finish, so that the
+// order in which held writes land is the same on every run. It returns how many it released.
+func (p *platform) releaseHeld() int {
+	n := 0
+	for {
+		seq, ok := p.dbl.ReleaseNext()
+		if !ok {
+			return n
+		}
+		n++
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) {
+			done := false
+			for _, rq := range p.dbl.Requests() {
+				if rq.Seq == seq {
+					done = rq.Done
+					break
+				}
+			}
+			if done {
+				break
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
 }

@@ -27,8 +27,7 @@ func (p *platform) runStep(st *Step) {
 	case OpRecover:
 		p.recover(st)
 	case OpRelease:
-		n := p.dbl.ReleaseAll()
-		p.waitRequestsDone(5 * time.Second)
+		n := p.releaseHeld()
 		p.event(&Event{Kind: EventPlatform, Message: fmt.Sprintf("released %d held request(s) at the double", n)})
 	case OpAdvance:
 		p.advance(time.Duration(st.Seconds * float64(time.Second)))
