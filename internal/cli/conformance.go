@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -46,6 +47,8 @@ type RunOptions struct {
 	GitHub   string
 	Jobs     int
 	Explore  ExploreOptions
+	// SourceRoot is the directory SARIF and GitHub annotation paths are relative to.
+	SourceRoot string
 }
 
 // projectFlags adds the flags every provider-facing command shares.
@@ -91,6 +94,7 @@ providers).`,
 	cmd.Flags().StringVar(&o.GitHub, "github", "", "also write GitHub workflow annotations to this file")
 	cmd.Flags().IntVarP(&o.Jobs, "jobs", "j", 0, "scenarios run at once on independent replica sets (default: the number of cores)")
 	exploreFlags(cmd, &o.Explore, 0)
+	cmd.Flags().StringVar(&o.SourceRoot, "source-root", "", "directory SARIF and GitHub annotation paths are relative to (default: GITHUB_WORKSPACE, else the git repository holding the project, else the project)")
 	_ = cmd.RegisterFlagCompletionFunc("check", completeCheckIDs)
 	_ = cmd.RegisterFlagCompletionFunc("skip", completeCheckIDs)
 	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(report.Formats(), cobra.ShellCompDirectiveNoFileComp))
@@ -154,10 +158,17 @@ func runConformance(parent context.Context, f *Factory, o *RunOptions) error {
 
 // writeReports renders the report on stdout (or --output) and to every extra file asked for.
 func writeReports(f *Factory, rep *report.Report, o *RunOptions) error {
+	root := sourceRoot(f, o.SourceRoot, rep.Provider.Project)
 	render := func(format string, w io.Writer, color bool, width int) error {
 		r, err := report.For(format, term.NewStyles(color), width)
 		if err != nil {
 			return err
+		}
+		switch format {
+		case "sarif":
+			return (&report.SARIF{Root: root}).Render(w, rebase(rep, root))
+		case "github":
+			return (&report.GitHub{Root: root}).Render(w, rebase(rep, root))
 		}
 		return r.Render(w, rep)
 	}
@@ -262,4 +273,68 @@ func asUndecided(err error) error {
 		return err
 	}
 	return &exitError{code: ExitUndecided, err: err}
+}
+
+// sourceRoot is the directory code-scanning paths are relative to: the flag, else GITHUB_WORKSPACE when it
+// holds the project, else the git repository holding the project, else the project itself.
+func sourceRoot(f *Factory, flag, project string) string {
+	if flag != "" {
+		if abs, err := filepath.Abs(flag); err == nil {
+			return abs
+		}
+		return flag
+	}
+	if project == "" {
+		return ""
+	}
+	if ws := f.Getenv("GITHUB_WORKSPACE"); ws != "" && within(project, ws) {
+		return ws
+	}
+	for dir := project; ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
+			return dir
+		}
+		if parent := filepath.Dir(dir); parent == dir {
+			break
+		}
+	}
+	return project
+}
+
+func within(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && !strings.HasPrefix(rel, "..")
+}
+
+// rebase returns a copy of the report whose project-relative locations are relative to root instead.
+func rebase(rep *report.Report, root string) *report.Report {
+	project := rep.Provider.Project
+	if root == "" || project == "" || root == project {
+		return rep
+	}
+	move := func(l *report.Location) *report.Location {
+		if l == nil || filepath.IsAbs(l.Path) {
+			return l
+		}
+		out := *l
+		if rel, err := filepath.Rel(root, filepath.Join(project, filepath.FromSlash(l.Path))); err == nil && !strings.HasPrefix(rel, "..") {
+			out.Path = filepath.ToSlash(rel)
+		} else {
+			out.Path = filepath.Join(project, filepath.FromSlash(l.Path))
+		}
+		return &out
+	}
+	c := *rep
+	c.Results = make([]report.Result, len(rep.Results))
+	for i, r := range rep.Results {
+		r.Location = move(r.Location)
+		ev := make([]report.Evidence, len(r.Evidence))
+		for j, e := range r.Evidence {
+			e.Location = move(e.Location)
+			ev[j] = e
+		}
+		r.Evidence = ev
+		c.Results[i] = r
+	}
+	return &c
 }

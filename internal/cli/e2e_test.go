@@ -87,10 +87,14 @@ func TestReportsNeverPrintASecret(t *testing.T) {
 func TestReportFormatsAgree(t *testing.T) {
 	out := t.TempDir()
 	jsonFile, junitFile, sarifFile := filepath.Join(out, "r.json"), filepath.Join(out, "r.xml"), filepath.Join(out, "r.sarif")
-	code, _, stderr := run(t, "conformance", "run", "--project", repoPath("testdata/providers/broken/plan-no-io"),
+	code, stdout, stderr := run(t, "conformance", "run", "--project", repoPath("testdata/providers/broken/plan-no-io"),
 		"--format", "github", "--json", jsonFile, "--junit", junitFile, "--sarif", sarifFile)
 	if code != ExitFailed {
 		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	// Annotations and SARIF paths are relative to the repository (the source root), not the project.
+	if !strings.Contains(stdout, "::error file=testdata/providers/broken/plan-no-io/broken_plan_no_io.py,line=") {
+		t.Errorf("annotation path is not repository-relative: %s", stdout)
 	}
 	data, _ := os.ReadFile(jsonFile)
 	rep, err := report.ReadJSON(bytes.NewReader(data))
