@@ -178,8 +178,8 @@ func (g *gen) turn() {
 	}
 	switch {
 	case g.chance(0.1):
-		st.Fault = &simulate.Fault{Kind: simulate.FaultCancel, After: 0.1}
-		st.Double = []simulate.DoubleFault{{Kind: "delay", Delay: 0.3}}
+		st.Fault = &simulate.Fault{Kind: simulate.FaultCancel, After: 0.05}
+		st.Double = []simulate.DoubleFault{{Kind: "delay", Delay: 0.15}}
 	case g.chance(0.05):
 		st.Double = []simulate.DoubleFault{{Kind: "unavailable", Times: 1}}
 	case g.chance(0.05):

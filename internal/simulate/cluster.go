@@ -21,6 +21,54 @@ type Cluster struct {
 	info     *harness.LoadInfo
 	mu       sync.Mutex
 	current  *platform
+	// spares are standby processes, one per replica name, loaded and ready to replace a replica lost with its
+	// host, so that host loss costs no interpreter start on the critical path.
+	spares  map[string]*harness.Process
+	filling map[string]bool
+	closed  bool
+	ctx     context.Context
+	wg      sync.WaitGroup
+}
+
+// takeSpare hands out the standby process of a replica, if one is ready, and starts refilling it.
+func (c *Cluster) takeSpare(name string) *harness.Process {
+	c.mu.Lock()
+	proc := c.spares[name]
+	delete(c.spares, name)
+	c.mu.Unlock()
+	if proc != nil && !proc.Alive() {
+		proc.Close()
+		proc = nil
+	}
+	c.refill(name)
+	return proc
+}
+
+// refill starts a standby process for a replica in the background, unless one exists or is starting.
+func (c *Cluster) refill(name string) {
+	c.mu.Lock()
+	if c.closed || c.spares[name] != nil || c.filling[name] {
+		c.mu.Unlock()
+		return
+	}
+	c.filling[name] = true
+	c.wg.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.wg.Done()
+		proc, _, err := spawn(c.ctx, c.o, c.dbl, name, c)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.filling[name] = false
+		if err != nil {
+			return
+		}
+		if c.closed {
+			go proc.Close()
+			return
+		}
+		c.spares[name] = proc
+	}()
 }
 
 // Sandbox forwards a provider's SandboxHandle call to the run the cluster currently serves.
@@ -36,7 +84,7 @@ func (c *Cluster) Sandbox(ctx context.Context, req harness.SandboxRequest) harne
 
 // NewCluster starts n replicas of the provider described by o (o.Cluster is ignored) and a double.
 func NewCluster(ctx context.Context, o Options, n int) (*Cluster, error) {
-	c := &Cluster{clock: NewClock(DefaultEpoch)}
+	c := &Cluster{clock: NewClock(DefaultEpoch), spares: map[string]*harness.Process{}, filling: map[string]bool{}, ctx: ctx}
 	o.Cluster = c
 	c.o = o
 	d, err := double.Start(double.Options{Clock: func() time.Time { return c.now() }})
@@ -98,9 +146,17 @@ func (c *Cluster) prepare(p *platform) error {
 	return nil
 }
 
-// Close stops every replica and the double.
+// Close stops every replica, every standby process and the double.
 func (c *Cluster) Close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.wg.Wait()
 	var wg sync.WaitGroup
+	for _, proc := range c.spares {
+		wg.Add(1)
+		go func(pr *harness.Process) { defer wg.Done(); pr.Close() }(proc)
+	}
 	for _, r := range c.replicas {
 		if r.proc != nil {
 			wg.Add(1)

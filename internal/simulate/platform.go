@@ -233,22 +233,45 @@ func (p *platform) started(r *replica) {
 }
 
 func (p *platform) startReplica(r *replica) error {
-	url, err := p.dbl.URL(r.name)
-	if err != nil {
-		return fmt.Errorf("open the double for replica %s: %w", r.name, err)
+	if c := p.o.Cluster; c != nil {
+		if proc := c.takeSpare(r.name); proc != nil {
+			p.mu.Lock()
+			r.proc = proc
+			p.mu.Unlock()
+			return nil
+		}
 	}
-	proc, err := harness.Start(p.ctx, harness.Options{
-		Python: p.o.Python, ProjectDir: p.o.ProjectDir, Replica: r.name,
+	proc, info, err := spawn(p.ctx, p.o, p.dbl, r.name, p.sandboxServer())
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	if p.info == nil {
+		p.info = info
+	}
+	r.proc = proc
+	p.mu.Unlock()
+	return nil
+}
+
+// spawn starts one replica process of the provider and loads it.
+func spawn(ctx context.Context, o Options, dbl *double.Double, name string, sb harness.SandboxServer) (*harness.Process, *harness.LoadInfo, error) {
+	url, err := dbl.URL(name)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open the double for replica %s: %w", name, err)
+	}
+	proc, err := harness.Start(ctx, harness.Options{
+		Python: o.Python, ProjectDir: o.ProjectDir, Replica: name,
 		Env:    []string{"ASTRABOX_DOUBLE_URL=" + url},
-		Limits: p.o.Limits, Sandbox: p.sandboxServer(),
+		Limits: o.Limits, Sandbox: sb,
 	})
 	if err != nil {
-		return fmt.Errorf("start replica %s: %w", r.name, err)
+		return nil, nil, fmt.Errorf("start replica %s: %w", name, err)
 	}
-	reply, err := proc.Load(p.ctx, harness.LoadArgs{Target: p.o.Target, Paths: p.o.Paths, ProjectRoot: p.o.ProjectDir, ForceDebugLogging: p.o.ForceDebugLogging})
+	reply, err := proc.Load(ctx, harness.LoadArgs{Target: o.Target, Paths: o.Paths, ProjectRoot: o.ProjectDir, ForceDebugLogging: o.ForceDebugLogging})
 	if err != nil {
 		proc.Close()
-		return fmt.Errorf("%w: replica %s: %w", ErrProviderLoad, r.name, err)
+		return nil, nil, fmt.Errorf("%w: replica %s: %w", ErrProviderLoad, name, err)
 	}
 	if !reply.OK {
 		proc.Close()
@@ -256,24 +279,18 @@ func (p *platform) startReplica(r *replica) error {
 		if reply.Error != nil {
 			msg = reply.Error.Type + ": " + reply.Error.Message
 		}
-		return fmt.Errorf("%w: %s", ErrProviderLoad, msg)
+		return nil, nil, fmt.Errorf("%w: %s", ErrProviderLoad, msg)
 	}
 	var info harness.LoadInfo
 	if err := json.Unmarshal(reply.Value, &info); err != nil {
 		proc.Close()
-		return fmt.Errorf("%w: bad load reply: %w", ErrProviderLoad, err)
+		return nil, nil, fmt.Errorf("%w: bad load reply: %w", ErrProviderLoad, err)
 	}
 	if !info.IsSubclass || !info.Instantiated {
 		proc.Close()
-		return fmt.Errorf("%w: %s is not an instantiable subclass of astrabox.seams.RuntimePreparationProvider", ErrProviderLoad, p.o.Target)
+		return nil, nil, fmt.Errorf("%w: %s is not an instantiable subclass of astrabox.seams.RuntimePreparationProvider", ErrProviderLoad, o.Target)
 	}
-	p.mu.Lock()
-	if p.info == nil {
-		p.info = &info
-	}
-	r.proc = proc
-	p.mu.Unlock()
-	return nil
+	return proc, &info, nil
 }
 
 func (p *platform) close() {
