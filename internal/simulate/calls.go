@@ -105,7 +105,8 @@ func (p *platform) call(r *replica, cs callSpec) *CallRecord {
 		rec.CancelSent = rep.CancelSent
 		// A reply that crossed the cancel on the pipes: the callback itself finished before its deadline
 		// (the harness measures its duration), so the cancel found nothing to cancel.
-		crossed := rep.CancelSent && rep.Duration > 0 && rep.Duration < timeout
+		// The margin covers the time between Go's send and the harness starting the callback.
+		crossed := rep.CancelSent && rep.Duration > 0 && rep.Duration < timeout-10*time.Millisecond
 		if rep.OK {
 			var v harness.Result
 			if err := json.Unmarshal(rep.Value, &v); err == nil {
@@ -118,11 +119,11 @@ func (p *platform) call(r *replica, cs callSpec) *CallRecord {
 		} else {
 			rec.Error = rep.Error
 			rec.Outcome = OutcomeRaised
-			if rep.CancelSent && !crossed {
+			switch {
+			case rep.CancelSent && rep.Error != nil && rep.Error.Cancelled:
+				rec.Outcome = OutcomeCancelled
+			case rep.CancelSent && !crossed:
 				rec.Outcome = OutcomeOverran
-				if rep.Error != nil && rep.Error.Cancelled {
-					rec.Outcome = OutcomeCancelled
-				}
 			}
 		}
 	}
