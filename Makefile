@@ -5,7 +5,7 @@ BIN     ?= bin/astrabox
 PKGS    := ./...
 EXAMPLE := examples/providers/reference
 
-.PHONY: build test lint demo completions docs bench check-generated clean
+.PHONY: build test lint demo completions docs bench explore clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/astrabox
@@ -27,6 +27,10 @@ docs:
 
 bench:
 	scripts/bench.sh
+
+# Long exploration: every correct provider must pass 500 generated scenarios with no failure and no flaky result.
+explore:
+	ASTRABOX_EXPLORE_N=500 $(GO) test -count=1 -timeout 60m -run TestCorrectProvidersSurviveExploration -v ./internal/explore
 
 clean:
 	rm -rf bin

@@ -73,6 +73,9 @@ type Result struct {
 	Errors []string `json:"errors,omitempty"`
 }
 
+// Judge runs a scenario and returns the checks it fails, their messages, and the history as JSON.
+type Judge func(ctx context.Context, sc *simulate.Scenario) (ids []string, msgs map[string]string, history []byte, err error)
+
 // judge runs a scenario and returns the checks it fails with their messages, and its history.
 func judge(ctx context.Context, env *conformance.Env, w *conformance.Workers, sc *simulate.Scenario, o Options) ([]string, map[string]string, *simulate.History, error) {
 	h, err := w.Run(ctx, clone(sc))
@@ -188,7 +191,7 @@ func Explore(ctx context.Context, env *conformance.Env, w *conformance.Workers, 
 				continue
 			}
 			seen[id] = true
-			fl, err := settle(ctx, env, w, f.sc, f.index, id, f.msgs[id], o)
+			fl, err := settle(ctx, envJudge(env, w, o), f.sc, f.index, id, f.msgs[id], o, env.Target.Project.Dir)
 			if err != nil {
 				return res, err
 			}
@@ -203,11 +206,26 @@ func Explore(ctx context.Context, env *conformance.Env, w *conformance.Workers, 
 	return res, nil
 }
 
+// envJudge judges scenarios on the run's warm workers.
+func envJudge(env *conformance.Env, w *conformance.Workers, o Options) Judge {
+	return func(ctx context.Context, sc *simulate.Scenario) ([]string, map[string]string, []byte, error) {
+		ids, msgs, h, err := judge(ctx, env, w, sc, o)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		raw, _ := json.Marshal(h)
+		return ids, msgs, raw, nil
+	}
+}
+
 // settle shrinks one failure, replays the shrunk scenario to tell flaky from failing, and saves it.
-func settle(ctx context.Context, env *conformance.Env, w *conformance.Workers, sc *simulate.Scenario, index int, check, msg string, o Options) (*Failure, error) {
+func settle(ctx context.Context, j Judge, sc *simulate.Scenario, index int, check, msg string, o Options, project string) (*Failure, error) {
+	if o.Replays <= 0 {
+		o.Replays = 2
+	}
 	fl := &Failure{Check: check, Message: msg, Index: index, Seed: sc.Seed, Steps: len(sc.Steps)}
 	stillFails := func(ctx context.Context, cand *simulate.Scenario) (bool, error) {
-		ids, _, _, err := judge(ctx, env, w, cand, o)
+		ids, _, _, err := j(ctx, cand)
 		if err != nil {
 			return false, nil
 		}
@@ -230,7 +248,7 @@ func settle(ctx context.Context, env *conformance.Env, w *conformance.Workers, s
 	// Replays of the shrunk scenario must fail the same way and give the same history.
 	var first []byte
 	for i := 0; i < o.Replays && !fl.Flaky; i++ {
-		ids, _, h, err := judge(ctx, env, w, shrunk, o)
+		ids, _, raw, err := j(ctx, shrunk)
 		if err != nil {
 			return nil, err
 		}
@@ -239,7 +257,6 @@ func settle(ctx context.Context, env *conformance.Env, w *conformance.Workers, s
 			fl.Differed = fmt.Sprintf("replay %d of the shrunk scenario did not fail %s", i+1, check)
 			break
 		}
-		raw, _ := json.Marshal(h)
 		if first == nil {
 			first = raw
 		} else if !bytes.Equal(first, raw) {
@@ -254,7 +271,7 @@ func settle(ctx context.Context, env *conformance.Env, w *conformance.Workers, s
 		return nil, err
 	}
 	fl.File = file
-	fl.Command = fmt.Sprintf("astrabox simulate run %s --project %s", relOrAbs(file), relOrAbs(env.Target.Project.Dir))
+	fl.Command = fmt.Sprintf("astrabox simulate run %s --project %s", relOrAbs(file), relOrAbs(project))
 	return fl, nil
 }
 
