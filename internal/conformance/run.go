@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/astrabox-dev/astrabox/internal/discovery"
 	"github.com/astrabox-dev/astrabox/internal/harness"
@@ -236,7 +237,11 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		return nil, err
 	}
 	if o.Verbose {
-		logf("interpreter: %s (Python %s, chosen by %s)", t.Python.Path, t.Python.VersionString(), t.Python.Reason)
+		via := ""
+		if t.Python.Via != "" {
+			via = ", behind the launcher " + t.Python.Via
+		}
+		logf("interpreter: %s (Python %s, chosen by %s%s)", t.Python.Path, t.Python.VersionString(), t.Python.Reason, via)
 		logf("provider: %s = %s (%s)", t.Resolution.Chosen.Name, t.Resolution.Chosen.Value, t.Resolution.Chosen.Where())
 	}
 	for _, w := range t.Warnings {
@@ -269,15 +274,27 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	w, err := env.NewWorkers(ctx, o.jobs(len(scenarios)), maxReplicas(scenarios, 3))
+	jobs := o.jobs(len(scenarios))
+	if o.After != nil {
+		jobs = o.jobs(1 << 20)
+	}
+	started := time.Now()
+	w, err := env.NewWorkers(ctx, jobs, maxReplicas(scenarios, 3))
 	if err != nil {
 		return nil, err
 	}
 	defer w.Close()
+	if o.Verbose {
+		logf("started %d replica set(s) in %s", jobs, time.Since(started).Round(time.Millisecond))
+	}
 	var hists []*simulate.History
 	if !o.NoSuite {
+		started = time.Now()
 		if hists, err = w.RunAll(ctx, scenarios); err != nil {
 			return nil, err
+		}
+		if o.Verbose {
+			logf("ran %d scenario(s) in %s", len(scenarios), time.Since(started).Round(time.Millisecond))
 		}
 	}
 	rep := Decide(env.Evidence(hists), t, seed, o)
@@ -310,9 +327,15 @@ func (e *Env) suite(o Options) ([]*simulate.Scenario, error) {
 	return scenarios, nil
 }
 
+// jobs is how many warm replica sets to start. Without --jobs, the default suite runs on one set: its
+// scenarios are short, and on a small machine a second set's interpreter starts cost more than they save
+// (measured in docs/performance.md); exploration, which runs many scenarios, uses one set per core.
 func (o Options) jobs(n int) int {
 	jobs := o.Jobs
 	if jobs <= 0 {
+		if o.After == nil {
+			return 1
+		}
 		jobs = runtime.NumCPU()
 	}
 	return max(1, min(jobs, n))

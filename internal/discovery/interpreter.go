@@ -42,6 +42,8 @@ type Interpreter struct {
 	Implementation string
 	// Reason says which rule chose it, e.g. "--python flag" or "VIRTUAL_ENV=/x".
 	Reason string
+	// Via is the launcher script (a pyenv or asdf shim) that was found, when Path is the interpreter behind it.
+	Via string
 }
 
 // VersionString renders the version as "3.11.7".
@@ -159,7 +161,7 @@ func dotVenv(start string) (string, string) {
 // probeScript prints the interpreter's version as JSON; it runs on Python 2 too, so that an old interpreter
 // gets a clear message rather than a syntax error.
 const probeScript = `import sys, json, platform
-sys.stdout.write("\nASTRABOX-PROBE:" + json.dumps({"version": list(sys.version_info[:3]), "implementation": platform.python_implementation()}) + "\n")
+sys.stdout.write("\nASTRABOX-PROBE:" + json.dumps({"version": list(sys.version_info[:3]), "implementation": platform.python_implementation(), "executable": sys.executable}) + "\n")
 `
 
 // probe runs the interpreter to read its version and checks it is recent enough.
@@ -187,6 +189,7 @@ func probe(path, reason string) (*Interpreter, error) {
 	var res struct {
 		Version        []int  `json:"version"`
 		Implementation string `json:"implementation"`
+		Executable     string `json:"executable"`
 	}
 	ok := false
 	for _, line := range strings.Split(stdout.String(), "\n") {
@@ -200,12 +203,32 @@ func probe(path, reason string) (*Interpreter, error) {
 	}
 	in := &Interpreter{Path: path, Version: [3]int{res.Version[0], res.Version[1], res.Version[2]},
 		Implementation: res.Implementation, Reason: reason}
+	// A launcher script (a pyenv or asdf shim) costs a shell start on every replica: use the interpreter
+	// behind it. A venv's python is its own sys.executable, so venvs are kept as they are.
+	if exe := res.Executable; exe != "" && exe != path && filepath.IsAbs(exe) && isShim(path) {
+		if st, err := os.Stat(exe); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			in.Via = path
+			in.Path = exe
+		}
+	}
 	if versionLess(in.Version, MinPython) {
 		return nil, &Error{File: path,
 			Message: fmt.Sprintf("the interpreter chosen by %s is Python %s; astrabox needs Python %d.%d or newer", reason, in.VersionString(), MinPython[0], MinPython[1]),
 			Hint:    "create the project's environment with a newer Python (python3.12 -m venv .venv), or pass one with --python"}
 	}
 	return in, nil
+}
+
+// isShim tells whether an interpreter path is a launcher script rather than a binary (it starts with "#!").
+func isShim(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 2)
+	n, _ := f.Read(head)
+	return n == 2 && string(head) == "#!"
 }
 
 func versionLess(a, b [3]int) bool {
