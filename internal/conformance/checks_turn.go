@@ -240,17 +240,10 @@ func decideTurnFilesOnly(ev *Evidence) []Finding {
 
 // turnProcessFailure explains a process death that prepare_turn caused, or "".
 func turnProcessFailure(kind string) string {
-	switch harness.ErrorKind(kind) {
-	case harness.KindHung:
+	if harness.ErrorKind(kind) == harness.KindHung {
 		return "did not settle within the grace period after the platform cancelled it, and the replica was killed"
-	case harness.KindExited:
-		return "made the process exit"
-	case harness.KindSignaled:
-		return "made the process die on a signal"
-	case harness.KindMemoryLimit:
-		return "exhausted the process's memory"
 	}
-	return ""
+	return processFailure(kind)
 }
 
 func decideTurnWithinDeadline(ev *Evidence) []Finding {
