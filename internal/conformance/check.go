@@ -43,6 +43,9 @@ type Check struct {
 	// WarningOnly explains why this clause can only be observed, not proven, from outside; such a check
 	// reports warnings, never failures.
 	WarningOnly string
+	// Elsewhere, when set, says which other command decides this clause: a conformance run reports the check
+	// as skipped with this reason instead of claiming it passed.
+	Elsewhere string
 	// Decide inspects the evidence and returns findings; none means the check passed.
 	Decide func(ev *Evidence) []Finding
 }

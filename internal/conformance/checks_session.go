@@ -68,6 +68,7 @@ func init() {
 			Wrong:       "#!/bin/sh\n[ -r \"$MYDEPLOY_TOKEN_FILE\" ] || { echo 'no token' >&2; exit 1; }\nexec /opt/claude/bin/claude \"$@\"",
 			Right:       "#!/bin/sh\ncase \"$1\" in -v|--version) exec /opt/claude/bin/claude \"$@\";; esac\n[ -r \"$MYDEPLOY_TOKEN_FILE\" ] || { echo 'no token' >&2; exit 1; }\nexec /opt/claude/bin/claude \"$@\"",
 			WarningOnly: "the CLI probe runs in the image's wrapper, outside the provider process, so a provider run cannot observe it; check the wrapper itself with `astrabox image check-wrapper PATH`",
+			Elsewhere:   "decided by `astrabox image check-wrapper PATH` on the image's CLI wrapper, not by a provider run",
 			Decide:      func(*Evidence) []Finding { return nil },
 		},
 		&Check{

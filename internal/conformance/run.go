@@ -702,6 +702,12 @@ func Decide(ev *Evidence, t *Target, seed int64, o Options) *report.Report {
 			rep.Results = append(rep.Results, res)
 			continue
 		}
+		if c.Elsewhere != "" {
+			res.Status = report.StatusSkipped
+			res.Message = c.Elsewhere
+			rep.Results = append(rep.Results, res)
+			continue
+		}
 		if reason, ok := ev.Skipped["*"]; ok && !staticCheck(c.ID) {
 			res.Status = report.StatusSkipped
 			res.Message = reason
