@@ -529,6 +529,9 @@ func (w *Workers) RunAll(ctx context.Context, scenarios []*simulate.Scenario) ([
 		}(i, sc)
 	}
 	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, undecided(fmt.Errorf("the run was interrupted before its scenarios finished (%w); every replica process was stopped", err))
+	}
 	for i, err := range errs {
 		if err != nil {
 			if errors.Is(err, simulate.ErrProviderLoad) {
