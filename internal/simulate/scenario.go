@@ -110,6 +110,10 @@ type Fault struct {
 	// seconds in).
 	Kind  string  `yaml:"kind" json:"kind"`
 	After float64 `yaml:"after,omitempty" json:"after,omitempty"`
+	// Change is what the supersede fault changes while synchronize runs: refresh (the default: a new refresh
+	// revision), version (a new authored version), pool (a new pool lifetime) or generation (a new runtime
+	// generation).
+	Change string `yaml:"change,omitempty" json:"change,omitempty"`
 }
 
 // DoubleFault is a fault the deployment double applies to matching requests during a step.
@@ -488,6 +492,14 @@ func (s *Scenario) Validate() error {
 		if st.Fault != nil {
 			switch st.Fault.Kind {
 			case FaultTimeout, FaultCancel, FaultHostLoss, FaultSupersede:
+				switch st.Fault.Change {
+				case "", "refresh", "version", "pool", "generation":
+				default:
+					return errAt(line, "step %d (%s): fault change %q; use refresh, version, pool or generation", i+1, st.Op, st.Fault.Change)
+				}
+				if st.Fault.Change != "" && st.Fault.Kind != FaultSupersede {
+					return errAt(line, "step %d (%s): `change` applies only to the supersede fault", i+1, st.Op)
+				}
 			default:
 				return errAt(line, "step %d (%s): fault kind %q; use timeout, cancel, host_loss or supersede", i+1, st.Op, st.Fault.Kind)
 			}

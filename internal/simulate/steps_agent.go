@@ -250,9 +250,25 @@ func (p *platform) synchronize(r *replica, st *Step, a *agentState, b *box) {
 	cs := callSpec{method: "synchronize", args: args, deadline: p.sc.Deadlines.Synchronize, fault: st.Fault, holds: hasHold(st),
 		ctx: CallContext{Agent: a.spec.ID, Operation: op.label, Version: a.version, Box: b.id, SandboxID: b.sandbox.ID}}
 	if st.Fault != nil && st.Fault.Kind == FaultSupersede {
+		change := st.Fault.Change
 		cs.onRun = func() {
-			a.refreshRev++
-			p.event(&Event{Kind: EventPlatform, Message: fmt.Sprintf("another replica updated agent %s (refresh revision %d) while synchronize ran", a.spec.ID, a.refreshRev)})
+			var what string
+			switch change {
+			case "version":
+				a.version++
+				a.config = p.agentConfig(a.spec.ID, a.version)
+				what = fmt.Sprintf("authored version %d", a.version)
+			case "pool":
+				a.prepID = p.newID("prep")
+				what = "a new pool lifetime " + a.prepID
+			case "generation":
+				a.generation = p.newID("gen")
+				what = "a new runtime generation " + a.generation
+			default:
+				a.refreshRev++
+				what = fmt.Sprintf("refresh revision %d", a.refreshRev)
+			}
+			p.event(&Event{Kind: EventPlatform, Message: fmt.Sprintf("another replica updated agent %s (%s) while synchronize ran", a.spec.ID, what)})
 		}
 	}
 	rec := p.call(r, cs)
