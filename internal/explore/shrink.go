@@ -17,7 +17,9 @@ type Predicate func(ctx context.Context, sc *simulate.Scenario) (bool, error)
 func Shrink(ctx context.Context, sc *simulate.Scenario, fails Predicate, budget int) (*simulate.Scenario, int, error) {
 	best := clone(sc)
 	runs := 0
-	try := func(cand *simulate.Scenario) (bool, error) {
+	progress := true
+	// accept runs a candidate and keeps it as the best when it still fails.
+	accept := func(cand *simulate.Scenario) (bool, error) {
 		if runs >= budget {
 			return false, nil
 		}
@@ -25,9 +27,13 @@ func Shrink(ctx context.Context, sc *simulate.Scenario, fails Predicate, budget 
 			return false, nil // not an order the platform could play: skip without spending a run
 		}
 		runs++
-		return fails(ctx, cand)
+		ok, err := fails(ctx, cand)
+		if ok && err == nil {
+			best, progress = cand, true
+		}
+		return ok, err
 	}
-	for progress := true; progress && runs < budget; {
+	for progress && runs < budget {
 		progress = false
 		// 1. Remove runs of steps, largest first.
 		for chunk := len(best.Steps) / 2; chunk >= 1; chunk /= 2 {
@@ -40,13 +46,8 @@ func Shrink(ctx context.Context, sc *simulate.Scenario, fails Predicate, budget 
 				}
 				cand := clone(best)
 				cand.Steps = append(append([]simulate.Step{}, best.Steps[:i]...), best.Steps[i+chunk:]...)
-				ok, err := try(cand)
-				if err != nil {
+				if _, err := accept(cand); err != nil {
 					return best, runs, err
-				}
-				if ok {
-					best = cand
-					progress = true
 				}
 			}
 		}
@@ -65,13 +66,11 @@ func Shrink(ctx context.Context, sc *simulate.Scenario, fails Predicate, budget 
 				if sameStep(cand.Steps[i], best.Steps[i]) {
 					continue
 				}
-				ok, err := try(cand)
+				ok, err := accept(cand)
 				if err != nil {
 					return best, runs, err
 				}
 				if ok {
-					best = cand
-					progress = true
 					break
 				}
 			}
@@ -90,25 +89,17 @@ func Shrink(ctx context.Context, sc *simulate.Scenario, fails Predicate, budget 
 			if sameStep(*st, best.Steps[i]) {
 				continue
 			}
-			ok, err := try(cand)
-			if err != nil {
+			if _, err := accept(cand); err != nil {
 				return best, runs, err
-			}
-			if ok {
-				best = cand
-				progress = true
 			}
 		}
 		// 4. Fewer replicas.
 		for n := 1; n < best.Replicas; n++ {
-			cand := withReplicas(best, n)
-			ok, err := try(cand)
+			ok, err := accept(withReplicas(best, n))
 			if err != nil {
 				return best, runs, err
 			}
 			if ok {
-				best = cand
-				progress = true
 				break
 			}
 		}

@@ -317,6 +317,10 @@ func (p *platform) finish() {
 			}
 		}
 	}
+	methods := map[string]string{} // call key -> callback method
+	for _, c := range p.hist.Calls() {
+		methods[c.Key] = c.Method
+	}
 	for _, rq := range p.dbl.Requests() {
 		hr := Request{Seq: rq.Seq, Replica: rq.Replica, Method: rq.Method, Path: rq.Path, Operation: rq.Operation,
 			Status: rq.Status, Applied: rq.Applied, ApplyOrder: rq.ApplyOrder, Fenced: rq.Fenced, Held: rq.Held,
@@ -333,7 +337,7 @@ func (p *platform) finish() {
 					hr.InFlight = hr.Call
 				}
 				hr.Call = key
-				hr.Callback = p.methodOf(key)
+				hr.Callback = methods[key]
 			}
 		}
 		if json.Valid(rq.Body) && len(rq.Body) > 0 {
@@ -509,16 +513,6 @@ func (p *platform) sandboxServer() harness.SandboxServer {
 // CallHeader is the header the harness adds to the provider's requests to the deployment double, naming the
 // harness process and call whose code made the request.
 const CallHeader = "X-Astrabox-Call"
-
-// methodOf returns the callback method of a call key.
-func (p *platform) methodOf(key string) string {
-	for _, e := range p.hist.Events {
-		if e.Call != nil && e.Call.Key == key {
-			return e.Call.Method
-		}
-	}
-	return ""
-}
 
 // releaseHeld releases held requests one at a time in arrival order, waiting for each to finish, so that the
 // order in which held writes land is the same on every run. It returns how many it released.

@@ -73,10 +73,8 @@ func (p *platform) coldStart(st *Step) {
 }
 
 func (p *platform) reattach(st *Step) {
-	s := p.sessions[st.Session]
-	r := p.replicaFor(st)
+	s, r := p.sessionFor(st)
 	if s == nil {
-		p.refuse(r.name, CodeNoSession, "session %s was never started (its cold start or claim failed before the platform created it)", st.Session)
 		return
 	}
 	a := p.agents[s.agent]
@@ -87,10 +85,8 @@ func (p *platform) reattach(st *Step) {
 }
 
 func (p *platform) replaceSandbox(st *Step) {
-	s := p.sessions[st.Session]
-	r := p.replicaFor(st)
+	s, r := p.sessionFor(st)
 	if s == nil {
-		p.refuse(r.name, CodeNoSession, "session %s was never started (its cold start or claim failed before the platform created it)", st.Session)
 		return
 	}
 	a := p.agents[s.agent]
@@ -313,4 +309,14 @@ func ValidateState(ready bool, userAction json.RawMessage, actions []harness.Act
 		}
 	}
 	return out
+}
+
+// sessionFor returns the Session a step names and the replica it runs on; when the Session was never started
+// (its cold start or claim failed first) the step is refused and the Session is nil.
+func (p *platform) sessionFor(st *Step) (*session, *replica) {
+	s, r := p.sessions[st.Session], p.replicaFor(st)
+	if s == nil {
+		p.refuse(r.name, CodeNoSession, "session %s was never started (its cold start or claim failed before the platform created it)", st.Session)
+	}
+	return s, r
 }

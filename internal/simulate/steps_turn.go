@@ -29,10 +29,8 @@ func (p *platform) turnArgs(s *session, attempt string, refresh bool) map[string
 // turn prepares and makes one engine write, or a reconnect retry of one (TURN-WHEN, TURN-DEADLINE,
 // TURN-VALIDITY, TURN-BACKEND, UA-RAISE, UA-NO-RESEND).
 func (p *platform) turn(st *Step) {
-	s := p.sessions[st.Session]
-	r := p.replicaFor(st)
+	s, r := p.sessionFor(st)
 	if s == nil {
-		p.refuse(r.name, CodeNoSession, "session %s was never started (its cold start or claim failed before the platform created it)", st.Session)
 		return
 	}
 	attempt := st.Attempt
@@ -179,10 +177,8 @@ func (p *platform) uaArgs(s *session) map[string]any {
 
 // readUserActions serves GET /api/v1/sessions/{id}/user-action (UA-ENDPOINTS).
 func (p *platform) readUserActions(st *Step) {
-	s := p.sessions[st.Session]
-	r := p.replicaFor(st)
+	s, r := p.sessionFor(st)
 	if s == nil {
-		p.refuse(r.name, CodeNoSession, "session %s was never started (its cold start or claim failed before the platform created it)", st.Session)
 		return
 	}
 	scope := st.Scope
@@ -242,10 +238,8 @@ func (p *platform) applyState(r *replica, s *session, st *uaState, verb string) 
 
 // performUserAction serves POST /api/v1/sessions/{id}/user-action (UA-ENDPOINTS).
 func (p *platform) performUserAction(st *Step) {
-	s := p.sessions[st.Session]
-	r := p.replicaFor(st)
+	s, r := p.sessionFor(st)
 	if s == nil {
-		p.refuse(r.name, CodeNoSession, "session %s was never started (its cold start or claim failed before the platform created it)", st.Session)
 		return
 	}
 	scope := st.Scope
