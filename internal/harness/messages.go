@@ -45,6 +45,9 @@ type replyMsg struct {
 	Error        *PyError        `json:"error"`
 	DurationNS   int64           `json:"duration_ns"`
 	Observations Observations    `json:"observations"`
+	// Markers is false when the harness proved that nothing but itself wrote since the last sync marker and
+	// so wrote none for this call (absent means true).
+	Markers *bool `json:"markers"`
 }
 
 type backgroundMsg struct {

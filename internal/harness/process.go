@@ -457,6 +457,14 @@ func (p *Process) finish(r replyMsg, cancelSent bool) *Reply {
 		Observations: r.Observations,
 		CancelSent:   cancelSent,
 	}
+	if r.Markers != nil && !*r.Markers {
+		// Nothing was written since the last marker: the segments are what was read so far (empty unless a
+		// child process wrote), and there is nothing to wait for.
+		now := func() bool { return true }
+		out.Stdout, _ = p.stdout.take(r.ID, now)
+		out.Stderr, _ = p.stderr.take(r.ID, now)
+		return out
+	}
 	limit := time.Now().Add(markerWait)
 	stop := func() bool {
 		select {

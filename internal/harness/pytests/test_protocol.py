@@ -570,5 +570,55 @@ class CallTest(unittest.TestCase):
         self.assertEqual(segment, b"printed by plan\n")
 
 
+class MarkerTest(unittest.TestCase):
+    """Sync markers are skipped only when nothing but the harness wrote (a fresh harness: no child ever ran)."""
+
+    def setUp(self):
+        self.h = Harness()
+        self.h.hello()
+        reply = self.h.load("fixprov.good:Good")
+        assert reply["ok"], reply
+
+    def tearDown(self):
+        self.h.close()
+
+    def plan(self, mode, **config):
+        config["mode"] = mode
+        return self.h.call("plan", {"config": config})
+
+    def segment(self, text, call_id):
+        """The bytes of a stream between the markers before and of ``call_id`` (markers may be skipped)."""
+        marker = b"\n\x00astrabox-sync:%s:%d\x00\n" % (self.h.cookie.encode(), call_id)
+        end = text.index(marker)
+        start = text.rfind(b"\x00\n", 0, end)
+        return text[start + 2 if start >= 0 else 0:end]
+
+    def test_quiet_calls_skip_the_markers(self):
+        self.plan("default")
+        quiet = self.plan("default")
+        self.assertIs(quiet["markers"], False)
+        wrote = self.plan("oswrite")
+        self.assertIs(wrote["markers"], True)
+        marker = b"astrabox-sync:%s:%d\x00" % (self.h.cookie.encode(), wrote["id"])
+        wait_for(lambda: marker in self.h.stdout.text() and marker in self.h.stderr.text(), "both sync markers")
+        self.assertEqual(self.segment(self.h.stdout.text(), wrote["id"]), b"written by plan\n")
+        self.assertIs(self.plan("default")["markers"], False)
+
+    def test_a_write_between_calls_brings_the_markers_back(self):
+        import tempfile
+
+        self.plan("default")
+        with tempfile.TemporaryDirectory() as tmp:
+            flag = os.path.join(tmp, "go")
+            self.assertIs(self.plan("idle-write", flag=flag)["markers"], False)
+            open(flag, "w").close()  # only now does the provider's thread write, while the harness is idle
+            reply = self.plan("wrote")
+        self.assertTrue(reply["value"]["declaration"]["wrote"])
+        self.assertIs(reply["markers"], True)
+        marker = b"astrabox-sync:%s:%d\x00" % (self.h.cookie.encode(), reply["id"])
+        wait_for(lambda: marker in self.h.stderr.text(), "the stderr marker")
+        self.assertEqual(self.segment(self.h.stderr.text(), reply["id"]), b"written while idle\n")
+
+
 if __name__ == "__main__":
     unittest.main()

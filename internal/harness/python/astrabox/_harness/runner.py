@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextvars
 import faulthandler
 import inspect
@@ -11,7 +12,7 @@ import signal
 import sys
 import threading
 import time
-from typing import Any, Dict, Optional, Set
+from typing import Any, Deque, Dict, Optional, Set, Tuple
 
 import astrabox
 from astrabox._harness import wire
@@ -81,16 +82,25 @@ def apply_limits() -> None:
 
 
 class Runner:
-    """Serves requests from Go until ``shutdown`` or end of input."""
+    """Serves requests from Go until ``shutdown`` or end of input.
+
+    Requests are read on the event loop itself (``loop.add_reader`` on descriptor 3), so a call starts in the
+    same loop iteration that read it: no thread hand-off, no queue. A synchronous method (``load``, ``plan``)
+    runs to its reply inside that iteration; an asynchronous one runs as a task whose completion sends the
+    reply. A watchdog thread, blocked in ``poll`` on descriptor 3 without reading from it, ends the process
+    when Go goes away even if the provider blocks the loop forever.
+    """
 
     def __init__(self, cookie: str, writer: wire.Writer, observer: Observer) -> None:
         self.cookie = cookie
         self.writer = writer
         self.observer = observer
         self.bridge = SandboxBridge(writer.send)
+        self.meter = wire.WriteMeter(writer)
         self.loaded: Optional[Loaded] = None
         self.loop: Optional[asyncio.AbstractEventLoop] = None
-        self.queue: Optional["asyncio.Queue[Dict[str, Any]]"] = None
+        self.frames = wire.FrameReader()
+        self.pending: Deque[Dict[str, Any]] = collections.deque()
         self.in_flight: Optional[int] = None
         self.call_task: Optional["asyncio.Task[Any]"] = None
         self.cancel_requested = False
@@ -99,27 +109,46 @@ class Runner:
         self.last_call = 0
         self._bg_lock = threading.RLock()
         self._bg_scheduled = False
+        self._marker_prefix = ("\n\x00astrabox-sync:%s:" % cookie).encode("utf-8", "replace")
+        # The call in flight: id, snapshot, context and start time, kept until its reply is sent.
+        self._call: Optional[Tuple[int, Any, Any, str]] = None
+        self._started = 0
 
-    # -- messages from the reader thread ---------------------------------------------------------------
+    # -- messages, read on the loop ----------------------------------------------------------------------
+
+    def on_readable(self) -> None:
+        """Loop callback: read what descriptor 3 holds and act on every complete message."""
+        try:
+            msgs = self.frames.read(wire.IN_FD)
+        except wire.EndOfRequests:
+            self._end_of_requests()
+            return
+        for msg in msgs:
+            self.deliver(msg)
 
     def deliver(self, msg: Dict[str, Any]) -> None:
-        """Reader thread: route one message."""
+        """Route one message (on the loop)."""
         kind = msg.get("kind")
-        loop = self.loop
-        assert loop is not None
         if kind == "sandbox_reply":
             self.bridge.resolve(msg)
         elif kind == "call":
-            loop.call_soon_threadsafe(self._enqueue, msg)
+            self.pending.append(msg)
+            if self.in_flight is None:
+                self._next_call()
         elif kind == "cancel":
-            loop.call_soon_threadsafe(self._cancel, msg.get("id"))
+            self._cancel(msg.get("id"))
         elif kind == "shutdown":
-            loop.call_soon_threadsafe(self._shutdown)
+            self._shutdown()
         # Unknown kinds are ignored: a newer Go side may send hints this harness does not need.
 
-    def _enqueue(self, msg: Dict[str, Any]) -> None:
-        assert self.queue is not None
-        self.queue.put_nowait(msg)
+    def _end_of_requests(self) -> None:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                if stream is not None:
+                    stream.flush()
+            except BaseException:  # noqa: B036
+                pass
+        os._exit(0)
 
     def _cancel(self, call_id: Any) -> None:
         task = self.call_task
@@ -169,45 +198,66 @@ class Runner:
 
     async def main(self) -> None:
         self.loop = asyncio.get_running_loop()
-        self.queue = asyncio.Queue()
         me = asyncio.current_task()
         if me is not None:
             self.own_tasks.add(me)
         self.observer.notify = self.schedule_background
-        reader = threading.Thread(target=wire.read_frames, args=(self.deliver,), name="astrabox-harness-reader",
-                                  daemon=True)
-        self.observer.own_threads.add(reader)
-        reader.start()
-        while True:
-            msg = await self.queue.get()
-            await self.handle_call(msg)
-            self.send_background()
+        watchdog = threading.Thread(target=wire.watch_hangup, name="astrabox-harness-watchdog", daemon=True)
+        self.observer.own_threads.add(watchdog)
+        watchdog.start()
+        try:
+            os.set_blocking(wire.IN_FD, False)
+        except OSError as exc:
+            wire.die("descriptor %d cannot be read (%s)" % (wire.IN_FD, exc.strerror), 2)
+        self.loop.add_reader(wire.IN_FD, self.on_readable)
+        await self.loop.create_future()  # serves until shutdown or end of input end the process
 
-    def _sync_markers(self, call_id: int) -> None:
+    def _sync_markers(self, call_id: int) -> bool:
+        """Flush the standard streams and, unless nothing but the harness wrote since the last sync point, write
+        the sync marker of ``call_id`` to descriptors 1 and 2. Returns whether the markers were written."""
+        seen = []
         for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+            if stream is None or any(stream is s for s in seen):
+                continue
+            seen.append(stream)
             try:
-                if stream is not None:
-                    stream.flush()
+                stream.flush()
             except BaseException:  # noqa: B036 - a provider may have replaced or closed them
                 pass
-        marker = ("\n\x00astrabox-sync:%s:%d\x00\n" % (self.cookie, call_id)).encode("utf-8", "replace")
+        # A child process writes with its own counters: once the provider has started one, always mark.
+        if self.meter.quiet_since_sync() and not self.observer.spawned:
+            self.meter.synced()
+            return False
+        marker = self._marker_prefix + b"%d\x00\n" % call_id
+        wrote = 0
         for fd in (1, 2):
             view = memoryview(marker)
             while view:
                 try:
-                    view = view[os.write(fd, view):]
+                    n = os.write(fd, view)
                 except InterruptedError:
+                    continue
+                except BlockingIOError:
+                    wire.wait_writable(fd)
                     continue
                 except OSError:
                     break  # closed or broken: Go does not wait on a closed stream
+                wrote += n
+                view = view[n:]
+        self.meter.synced(wrote)
+        return True
 
-    async def handle_call(self, msg: Dict[str, Any]) -> None:
+    def _next_call(self) -> None:
+        """Start queued calls until one is left running as a task (or none is left)."""
+        while self.in_flight is None and self.pending:
+            self._start_call(self.pending.popleft())
+
+    def _start_call(self, msg: Dict[str, Any]) -> None:
         call_id = msg.get("id")
         if not isinstance(call_id, int) or isinstance(call_id, bool):
             wire.die("harness protocol corrupted: a call without an integer id", 2)
             return
         method = msg.get("method")
-        args = msg.get("args")
         loop = self.loop
         assert loop is not None
         self.in_flight = call_id
@@ -217,23 +267,31 @@ class Runner:
         before = self.observer.snapshot(loop)  # never raises
         ctx = contextvars.copy_context()
         ctx.run(CURRENT_CALL.set, call_id)
-        started = time.perf_counter_ns()
+        self._call = (call_id, before, ctx, method if isinstance(method, str) else "")
+        self._started = time.perf_counter_ns()
         try:
-            ok, value, error = await self._dispatch(ctx, call_id, method, args)
+            outcome = self._dispatch(ctx, call_id, method, msg.get("args"))
         except Exception as exc:  # a harness bug must still produce exactly one reply
-            ok, value = False, None
-            error = harness_error("astrabox.harness.InternalError", "the harness failed: %s" % safe_repr(exc, 2048))
-        duration = time.perf_counter_ns() - started
+            outcome = (False, None, harness_error("astrabox.harness.InternalError",
+                                                  "the harness failed: %s" % safe_repr(exc, 2048)))
+        if outcome is not None:
+            self._reply(*outcome)
+
+    def _reply(self, ok: bool, value: Any, error: Any) -> None:
+        """Send the reply of the call in flight, with what it left behind."""
+        duration = time.perf_counter_ns() - self._started
+        assert self._call is not None and self.loop is not None
+        call_id, before, _, _ = self._call
         self.observer.mark_returned(call_id)
-        leftovers, cut = self.observer.safe_leftovers(loop, before, call_id, self.own_tasks | {self.call_task})
+        leftovers, cut = self.observer.safe_leftovers(self.loop, before, call_id, self.own_tasks)
         self.call_task = None
-        self._sync_markers(call_id)
+        marked = self._sync_markers(call_id)
         self.send_background()
         obs = self.observer.take_current()
         obs["leftovers"] = leftovers
         obs["dropped"] += cut
         reply = {"kind": "reply", "id": call_id, "ok": ok, "value": value, "error": error,
-                 "duration_ns": duration, "observations": obs}
+                 "duration_ns": duration, "observations": obs, "markers": marked}
         try:
             self.writer.send(reply)
         except wire.FrameTooLarge as exc:
@@ -247,10 +305,13 @@ class Runner:
                                          "dropped": len(obs["logs"]) + len(obs["warnings"]) + len(obs["audit"])}
                 self.writer.send(reply)
         self.observer.end_call()
+        self._call = None
         self.in_flight = None
-        self.early_cancels = {c for c in self.early_cancels if c > self.last_call}
+        if self.early_cancels:
+            self.early_cancels = {c for c in self.early_cancels if c > self.last_call}
 
-    async def _dispatch(self, ctx: contextvars.Context, call_id: int, method: Any, args: Any) -> Any:
+    def _dispatch(self, ctx: contextvars.Context, call_id: int, method: Any, args: Any) -> Any:
+        """The outcome ``(ok, value, error)`` of a synchronous call, or ``None`` once an asynchronous one runs."""
         if method == "load":
             if self.loaded is not None:
                 return False, None, harness_error("astrabox.harness.AlreadyLoaded", "load was already called")
@@ -281,7 +342,8 @@ class Runner:
                                               "bad arguments for %s: %s" % (method, safe_repr(exc, 1024)))
         if method == "plan":
             return ctx.run(self._call_plan, instance, kwargs)
-        return await self._call_async(ctx, instance, method, kwargs)
+        self._start_async(ctx, instance, method, kwargs)
+        return None
 
     def _call_plan(self, instance: Any, kwargs: Dict[str, Any]) -> Any:
         try:
@@ -305,7 +367,7 @@ class Runner:
         except BaseException as exc:  # noqa: B036 - CancelledError, SystemExit and KeyboardInterrupt included
             return "raised", exc, None
 
-    async def _call_async(self, ctx: contextvars.Context, instance: Any, method: str, kwargs: Dict[str, Any]) -> Any:
+    def _start_async(self, ctx: contextvars.Context, instance: Any, method: str, kwargs: Dict[str, Any]) -> None:
         assert self.loop is not None
         task = ctx.run(self.loop.create_task, self._invoke(instance, method, kwargs))
         self.call_task = task
@@ -313,10 +375,25 @@ class Runner:
             self.early_cancels.discard(self.in_flight)
             self.cancel_requested = True
             task.cancel()
+        task.add_done_callback(self._async_done)
+
+    def _async_done(self, task: "asyncio.Task[Any]") -> None:
+        """Done callback of the call's task: encode its outcome, reply, and start the next queued call."""
+        assert self._call is not None
+        method = self._call[3]
         try:
-            outcome, result, was_sync = await task
-        except asyncio.CancelledError as exc:  # cancelled before its first step
-            outcome, result, was_sync = "raised", exc, None
+            outcome = self._async_outcome(task, method)
+        except Exception as exc:  # a harness bug must still produce exactly one reply
+            outcome = (False, None, harness_error("astrabox.harness.InternalError",
+                                                  "the harness failed: %s" % safe_repr(exc, 2048)))
+        self._reply(*outcome)
+        self._next_call()
+
+    def _async_outcome(self, task: "asyncio.Task[Any]", method: str) -> Any:
+        if task.cancelled():  # cancelled before its first step
+            outcome, result, was_sync = "raised", asyncio.CancelledError(), None
+        else:
+            outcome, result, was_sync = task.result()
         if outcome == "raised":
             cancelled = isinstance(result, asyncio.CancelledError) and self.cancel_requested
             with self.observer.quiet():
@@ -365,7 +442,8 @@ def main() -> None:
     )
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
-    runner = Runner(cookie, writer, observer)
+    with observer.quiet():  # opening /proc/self/io is the harness's own business
+        runner = Runner(cookie, writer, observer)
     task = loop.create_task(runner.main())
     runner.own_tasks.add(task)
     while not task.done():

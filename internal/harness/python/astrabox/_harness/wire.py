@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import struct
 import sys
 import threading
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 MAX_FRAME = 64 * 1024 * 1024
 IN_FD = 3
@@ -42,6 +43,8 @@ class Writer:
         self._fd = fd
         self._lock = threading.Lock()
         self.closed = False
+        #: Bytes written to the reply descriptor so far (for :class:`WriteMeter`).
+        self.written = 0
 
     def send(self, msg: Dict[str, Any]) -> None:
         data = encode_frame(msg)
@@ -57,6 +60,7 @@ class Writer:
                 except OSError as exc:
                     die("the reply channel is gone (%s); exiting" % exc.strerror, 3)
                     return
+                self.written += n
                 view = view[n:]
 
     def close(self) -> None:
@@ -64,55 +68,142 @@ class Writer:
             self.closed = True
 
 
-def _read_exact(fd: int, n: int) -> Optional[bytes]:
-    chunks = []
-    while n > 0:
-        try:
-            chunk = os.read(fd, min(n, 1 << 20))
-        except InterruptedError:
-            continue
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        n -= len(chunk)
-    return b"".join(chunks)
+class EndOfRequests(Exception):
+    """Go closed the request descriptor: the harness has nothing more to do."""
 
 
-def read_frames(deliver: Callable[[Dict[str, Any]], None], fd: int = IN_FD) -> None:
-    """Read frames until end of file and pass each decoded message to ``deliver``.
+class FrameReader:
+    """Decodes frames from a non-blocking descriptor, one read at a time (for ``loop.add_reader``).
 
     A length above :data:`MAX_FRAME`, bad JSON or a non-object ends the process: the stream cannot be
-    trusted any more. End of file (Go went away) also ends the process.
+    trusted any more.
     """
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+
+    def read(self, fd: int) -> List[Dict[str, Any]]:
+        """Read what ``fd`` holds now and return every message completed by it."""
+        try:
+            chunk = os.read(fd, 1 << 20)
+        except (BlockingIOError, InterruptedError):
+            return []
+        except OSError as exc:
+            die("reading requests failed (%s)" % exc.strerror, 3)
+            return []
+        if not chunk:
+            if self._buf:
+                die("harness protocol corrupted: request stream ended inside a frame", 2)
+            raise EndOfRequests()
+        buf = self._buf
+        buf += chunk
+        out: List[Dict[str, Any]] = []
+        pos = 0
+        while len(buf) - pos >= 4:
+            (length,) = struct.unpack_from(">I", buf, pos)
+            if length > MAX_FRAME:
+                die("harness protocol corrupted: frame of %d bytes exceeds the limit" % length, 2)
+            if len(buf) - pos - 4 < length:
+                break
+            body = bytes(buf[pos + 4 : pos + 4 + length])
+            pos += 4 + length
+            out.append(decode_request(body))
+        if pos:
+            del buf[:pos]
+        return out
+
+
+def decode_request(body: bytes) -> Dict[str, Any]:
+    """One request from its frame body; anything but a JSON object with a ``kind`` ends the process."""
+    try:
+        msg = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        die("harness protocol corrupted: a request is not UTF-8 JSON", 2)
+        raise
+    if not isinstance(msg, dict) or not isinstance(msg.get("kind"), str):
+        die("harness protocol corrupted: a request is not an object with a kind", 2)
+    return msg
+
+
+def wait_writable(fd: int) -> None:
+    """Block until ``fd`` (set non-blocking by someone else) accepts more bytes."""
+    select.select([], [fd], [], 1.0)
+
+
+def watch_hangup(fd: int = IN_FD, grace_ms: int = 2000, check_ms: int = 1000) -> None:
+    """Watchdog thread: end the process when Go goes away, even if the event loop is blocked.
+
+    It polls ``fd`` for hang-up only (no ``POLLIN``), so it never reads a request and costs nothing per call.
+    The loop normally sees end of input first and exits on its own; the watchdog gives it ``grace_ms``. A
+    descriptor the provider closed is reported as such instead of leaving Go to wait for a reply.
+    """
+    poller = select.poll()
+    poller.register(fd, 0)
     while True:
         try:
-            head = _read_exact(fd, 4)
-        except OSError as exc:
-            die("reading requests failed (%s)" % exc.strerror, 3)
-            return
-        if head is None:
+            events = poller.poll(check_ms)
+        except InterruptedError:
+            continue
+        if not events:
             try:
-                sys.stdout.flush()
-                sys.stderr.flush()
-            except BaseException:  # noqa: B036
-                pass
-            os._exit(0)
-        (length,) = struct.unpack(">I", head)
-        if length > MAX_FRAME:
-            die("harness protocol corrupted: frame of %d bytes exceeds the limit" % length, 2)
+                os.fstat(fd)
+            except OSError:
+                die("the provider closed descriptor %d, which carries requests from astrabox" % fd, 3)
+            continue
+        if any(ev & select.POLLNVAL for _, ev in events):
+            die("the provider closed descriptor %d, which carries requests from astrabox" % fd, 3)
+        select.poll().poll(grace_ms)
         try:
-            body = _read_exact(fd, length)
-        except OSError as exc:
-            die("reading requests failed (%s)" % exc.strerror, 3)
-            return
-        if body is None:
-            die("harness protocol corrupted: request stream ended inside a frame", 2)
-            return
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BaseException:  # noqa: B036
+            pass
+        os._exit(0)
+
+
+class WriteMeter:
+    """Tells whether anything but the harness's own frames was written since the last sync point.
+
+    Linux counts every byte the process passes to ``write(2)`` and its relatives, from any thread, in
+    ``wchar`` of ``/proc/self/io``. The harness knows what it wrote itself (frames through :class:`Writer`,
+    markers through :meth:`account`); any other difference means the provider wrote somewhere (descriptors 1
+    and 2 included), so the output must be cut with sync markers. Without ``/proc`` the meter always says so.
+    """
+
+    def __init__(self, writer: Writer) -> None:
+        self._writer = writer
         try:
-            msg = json.loads(body.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            die("harness protocol corrupted: a request is not UTF-8 JSON", 2)
-            return
-        if not isinstance(msg, dict) or not isinstance(msg.get("kind"), str):
-            die("harness protocol corrupted: a request is not an object with a kind", 2)
-        deliver(msg)
+            self._fd: Optional[int] = os.open("/proc/self/io", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            self._fd = None
+        self._base: Optional[int] = None  # wchar at the last sync point, the harness's markers included
+        self._own = 0  # Writer.written at the last sync point
+        self._pending: Tuple[Optional[int], int] = (None, 0)
+
+    def _wchar(self) -> Optional[int]:
+        if self._fd is None:
+            return None
+        try:
+            data = os.pread(self._fd, 1024, 0)
+            i = data.index(b"wchar:")
+            return int(data[i + 6 : data.index(b"\n", i)])
+        except (OSError, ValueError):
+            return None
+
+    def quiet_since_sync(self) -> bool:
+        """True when only the harness wrote since the last :meth:`synced` (never before the first one).
+
+        The reading is kept for the :meth:`synced` that follows.
+        """
+        now = self._wchar()
+        written = self._writer.written
+        self._pending = (now, written)
+        if now is None or self._base is None:
+            return False
+        return now - self._base == written - self._own
+
+    def synced(self, extra: int = 0) -> None:
+        """Make the last reading the sync point, plus ``extra`` bytes the harness wrote itself since (markers)."""
+        now, written = self._pending
+        self._base = None if now is None else now + extra
+        self._own = written
