@@ -11,8 +11,8 @@ echo
 echo "== astrabox performance ($(nproc) cores, $(python3 --version 2>&1), $(go version | cut -d' ' -f3)) =="
 awk '
 /^BenchmarkDefaultSuite/      { for (i=1;i<=NF;i++) if ($i=="ms/suite") printf "default suite, reference provider:   %s ms wall\n", $(i-1) }
-/^BenchmarkCallbackOverhead/  { for (i=1;i<=NF;i++) { if ($i=="µs/overhead") o=$(i-1); if ($i=="µs/roundtrip") r=$(i-1); if ($i=="µs/floor") f=$(i-1) }
-                                printf "callback overhead (median):          %s µs (round trip %s µs, Python floor %s µs)\n", o, r, f }
+/^BenchmarkCallbackOverhead/  { for (i=1;i<=NF;i++) { if ($i=="µs/overhead") o=$(i-1); if ($i=="µs/roundtrip") r=$(i-1); if ($i=="µs/floor") f=$(i-1); if ($i=="µs/echo") e=$(i-1) }
+                                printf "callback overhead (median):          %s µs (round trip %s µs, Python floor %s µs; bare pipe echo %s µs)\n", o, r, f, e }
 /^BenchmarkExploreThroughput/ { split($1, a, "="); j=a[2]; sub(/-.*/, "", j); for (i=1;i<=NF;i++) { if ($i=="callbacks/s") c=$(i-1); if ($i=="callbacks/s/worker") w=$(i-1) }
                                 printf "exploration, %s job(s):               %s callbacks/s (%s per worker)\n", j, c, w }
 /^BenchmarkExploreMemory/     { split($1, a, "="); n=a[2]; sub(/-.*/, "", n); for (i=1;i<=NF;i++) if ($i=="MiB-peak-heap") printf "peak heap exploring %s scenarios:  %s MiB\n", n, $(i-1) }

@@ -97,6 +97,62 @@ func BenchmarkCallbackOverhead(b *testing.B) {
 	b.ReportMetric(float64(median.Microseconds()), "µs/roundtrip")
 	b.ReportMetric(floor, "µs/floor")
 	b.ReportMetric(float64(median.Microseconds())-floor, "µs/overhead")
+	b.ReportMetric(float64(pipeEcho(b, args).Microseconds()), "µs/echo")
+}
+
+// echoScript answers every frame on descriptor 3 with a small reply frame on descriptor 4: the least any
+// process boundary costs, with the harness's framing and JSON but none of its work.
+const echoScript = `
+import json, os, struct
+def read(n):
+    b = b""
+    while len(b) < n:
+        c = os.read(3, n - len(b))
+        if not c:
+            os._exit(0)
+        b += c
+    return b
+while True:
+    (n,) = struct.unpack(">I", read(4))
+    msg = json.loads(read(n))
+    body = json.dumps({"kind": "reply", "id": msg["id"], "ok": True}).encode()
+    os.write(4, struct.pack(">I", len(body)) + body)
+`
+
+// pipeEcho is the median round trip of the same call message through a bare Python echo process over two
+// pipes: the machine's floor for any design that runs the provider in its own process.
+func pipeEcho(b *testing.B, args any) time.Duration {
+	reqR, reqW, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	repR, repW, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command("python3", "-c", echoScript)
+	cmd.ExtraFiles = []*os.File{reqR, repW}
+	if err := cmd.Start(); err != nil {
+		b.Fatalf("echo: %v", err)
+	}
+	reqR.Close()
+	repW.Close()
+	defer func() { reqW.Close(); cmd.Wait(); repR.Close() }()
+	durs := make([]time.Duration, 0, 2000)
+	for i := 0; i < 2200; i++ {
+		start := time.Now()
+		if err := harness.WriteFrame(reqW, map[string]any{"kind": "call", "id": i, "method": "plan", "args": args}); err != nil {
+			b.Fatalf("echo: %v", err)
+		}
+		if _, err := harness.ReadFrame(repR); err != nil {
+			b.Fatalf("echo: %v", err)
+		}
+		if i >= 200 {
+			durs = append(durs, time.Since(start))
+		}
+	}
+	sort.Slice(durs, func(i, j int) bool { return durs[i] < durs[j] })
+	return durs[len(durs)/2]
 }
 
 // pythonFloor times the provider's plan in a plain Python loop (median of 2,000 calls), in microseconds.

@@ -8,6 +8,7 @@ provider starts carry it too. An observation made by a call that has already ret
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import functools
 import logging
@@ -601,18 +602,16 @@ class Observer:
     # -- leftovers -------------------------------------------------------------------------------------
 
     def snapshot(self, loop: Any) -> Snapshot:
-        import asyncio
-
-        with self.quiet():
-            try:
-                return Snapshot(
-                    set(threading.enumerate()),
-                    set(asyncio.all_tasks(loop)),
-                    set(self._timers(loop)),
-                    set(child_processes()) if self.spawned else set(),
-                )
-            except BaseException:  # noqa: B036 - e.g. a provider thread with a broken __hash__
-                return Snapshot(set(), set(), set(), set())
+        """What is alive now (never raises). Cheap on purpose: it runs before every call."""
+        try:
+            children: Set[int] = set()
+            if self.spawned:
+                with self.quiet():
+                    children = set(child_processes())
+            return Snapshot(set(threading.enumerate()), set(asyncio.all_tasks(loop)), set(self._timers(loop)),
+                            children)
+        except BaseException:  # noqa: B036 - e.g. a provider thread with a broken __hash__
+            return Snapshot(set(), set(), set(), set())
 
     def safe_leftovers(self, loop: Any, before: Snapshot, call_id: int, own_tasks: Set[Any]) -> Tuple[Dict[str, Any], int]:
         """:meth:`leftovers`, or nothing (counted as one dropped entry) if inspecting them failed."""
@@ -630,12 +629,15 @@ class Observer:
 
     def leftovers(self, loop: Any, before: Snapshot, call_id: int, own_tasks: Set[Any]) -> Tuple[Dict[str, Any], int]:
         """What the call left alive, and how many entries were cut by the bounds."""
-        import asyncio
-
+        threads = [t for t in threading.enumerate() if t not in before.threads and t not in self.own_threads]
+        tasks = [t for t in asyncio.all_tasks(loop) if t not in before.tasks and t not in own_tasks]
+        timers = [h for h in self._timers(loop) if h not in before.timers and h not in self.own_timers]
+        if not (threads or tasks or timers or self._jobs or self.spawned):
+            return empty_leftovers(), 0  # the common case: nothing new, nothing to describe
         out = empty_leftovers()
         with self.quiet():
-            for t in threading.enumerate():
-                if t in before.threads or t in self.own_threads or not t.is_alive():
+            for t in threads:
+                if not t.is_alive():
                     continue
                 target = getattr(t, "_target", None)
                 if isinstance(t, threading.Timer):
@@ -657,8 +659,8 @@ class Observer:
                 out["threads"].append(
                     {"name": "executor job", "daemon": True, "target": callable_name(fn), "file": file, "line": line}
                 )
-            for task in asyncio.all_tasks(loop):
-                if task in before.tasks or task in own_tasks or task.done():
+            for task in tasks:
+                if task.done():
                     continue
                 coro = task.get_coro()
                 code = getattr(coro, "cr_code", None) or getattr(coro, "gi_code", None)
@@ -674,9 +676,7 @@ class Observer:
                     }
                 )
             now = loop.time()
-            for h in self._timers(loop):
-                if h in before.timers or h in self.own_timers:
-                    continue
+            for h in timers:
                 cb = getattr(h, "_callback", None)
                 name = callable_name(cb)
                 if name.startswith("asyncio."):
