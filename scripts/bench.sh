@@ -15,7 +15,8 @@ awk '
                                 printf "callback overhead (median):          %s µs (round trip %s µs, Python floor %s µs; bare pipe echo %s µs)\n", o, r, f, e }
 /^BenchmarkExploreThroughput/ { split($1, a, "="); j=a[2]; sub(/-.*/, "", j); for (i=1;i<=NF;i++) { if ($i=="callbacks/s") c=$(i-1); if ($i=="callbacks/s/worker") w=$(i-1) }
                                 printf "exploration, %s job(s):               %s callbacks/s (%s per worker)\n", j, c, w }
-/^BenchmarkExploreMemory/     { split($1, a, "="); n=a[2]; sub(/-.*/, "", n); for (i=1;i<=NF;i++) if ($i=="MiB-peak-heap") printf "peak heap exploring %s scenarios:  %s MiB\n", n, $(i-1) }
+/^BenchmarkExploreMemory/     { split($1, a, "="); n=a[2]; sub(/-.*/, "", n); for (i=1;i<=NF;i++) { if ($i=="MiB-peak-heap") h=$(i-1); if ($i=="MiB-peak-live") l=$(i-1) }
+                                printf "memory exploring %s scenarios:     peak live heap %s MiB (heap in use %s MiB)\n", n, l, h }
 ' "$out"
 if ! grep -q '^BenchmarkExploreMemory/' "$out"; then
   echo "peak heap: skipped (set ASTRABOX_BENCH_MEMORY=1 to explore 10,000 scenarios)"

@@ -508,6 +508,14 @@ func (w *Workers) Run(ctx context.Context, sc *simulate.Scenario) (*simulate.His
 	return h, nil
 }
 
+// StandBy has every cluster start a standby process per replica in the background (see
+// simulate.Cluster.StandBy): exploration loses hosts often.
+func (w *Workers) StandBy() {
+	for _, c := range w.all {
+		c.StandBy()
+	}
+}
+
 // Close stops every cluster.
 func (w *Workers) Close() {
 	for _, c := range w.all {

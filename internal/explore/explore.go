@@ -118,6 +118,7 @@ func Explore(ctx context.Context, env *conformance.Env, w *conformance.Workers, 
 		}
 	}
 	res := &Result{Seed: o.Seed, Scenarios: len(indexes)}
+	w.StandBy()
 	start := time.Now()
 	jobs := o.Jobs
 	if jobs < 1 {

@@ -24,18 +24,30 @@ type Cluster struct {
 	// spares are standby processes, one per replica name, loaded and ready to replace a replica lost with its
 	// host, so that host loss costs no interpreter start on the critical path.
 	spares  map[string]*harness.Process
-	filling map[string]bool
+	filling map[string]chan struct{} // closed when the standby being started for a name is ready (or failed)
 	closed  bool
 	ctx     context.Context
 	wg      sync.WaitGroup
 }
 
-// takeSpare hands out the standby process of a replica, if one is ready, and starts refilling it.
+// takeSpare hands out the standby process of a replica and starts refilling it. A standby still starting is
+// waited for: it is further along than a process started now would be.
 func (c *Cluster) takeSpare(name string) *harness.Process {
 	c.mu.Lock()
 	proc := c.spares[name]
 	delete(c.spares, name)
+	starting := c.filling[name]
 	c.mu.Unlock()
+	if proc == nil && starting != nil {
+		select {
+		case <-starting:
+		case <-c.ctx.Done():
+		}
+		c.mu.Lock()
+		proc = c.spares[name]
+		delete(c.spares, name)
+		c.mu.Unlock()
+	}
 	if proc != nil && !proc.Alive() {
 		proc.Close()
 		proc = nil
@@ -47,11 +59,12 @@ func (c *Cluster) takeSpare(name string) *harness.Process {
 // refill starts a standby process for a replica in the background, unless one exists or is starting.
 func (c *Cluster) refill(name string) {
 	c.mu.Lock()
-	if c.closed || c.spares[name] != nil || c.filling[name] {
+	if c.closed || c.spares[name] != nil || c.filling[name] != nil {
 		c.mu.Unlock()
 		return
 	}
-	c.filling[name] = true
+	ready := make(chan struct{})
+	c.filling[name] = ready
 	c.wg.Add(1)
 	c.mu.Unlock()
 	go func() {
@@ -59,7 +72,8 @@ func (c *Cluster) refill(name string) {
 		proc, _, err := spawn(c.ctx, c.o, c.dbl, name, c)
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		c.filling[name] = false
+		delete(c.filling, name)
+		defer close(ready)
 		if err != nil {
 			return
 		}
@@ -69,6 +83,21 @@ func (c *Cluster) refill(name string) {
 		}
 		c.spares[name] = proc
 	}()
+}
+
+// StandBy starts a standby process for every replica in the background, so that even the first host loss of
+// a replica costs no interpreter start on the critical path. Exploration, where host loss is frequent, asks
+// for it; a single default-suite run does not (on two cores the extra starts would slow it down).
+func (c *Cluster) StandBy() {
+	c.mu.Lock()
+	names := make([]string, 0, len(c.replicas))
+	for _, r := range c.replicas {
+		names = append(names, r.name)
+	}
+	c.mu.Unlock()
+	for _, name := range names {
+		c.refill(name)
+	}
 }
 
 // Sandbox forwards a provider's SandboxHandle call to the run the cluster currently serves.
@@ -84,7 +113,7 @@ func (c *Cluster) Sandbox(ctx context.Context, req harness.SandboxRequest) harne
 
 // NewCluster starts n replicas of the provider described by o (o.Cluster is ignored) and a double.
 func NewCluster(ctx context.Context, o Options, n int) (*Cluster, error) {
-	c := &Cluster{clock: NewClock(DefaultEpoch), spares: map[string]*harness.Process{}, filling: map[string]bool{}, ctx: ctx}
+	c := &Cluster{clock: NewClock(DefaultEpoch), spares: map[string]*harness.Process{}, filling: map[string]chan struct{}{}, ctx: ctx}
 	o.Cluster = c
 	c.o = o
 	d, err := double.Start(double.Options{Clock: func() time.Time { return c.now() }})
