@@ -250,7 +250,7 @@ func (p *Process) launch(sdk string) error {
 	cmd.ExtraFiles = []*os.File{reqR, respW}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = time.Second
-	cmd.Env = p.environ()
+	cmd.Env = append(p.environ(), "ASTRABOX_PYCACHE="+pycacheDir(sdk))
 	if err := cmd.Start(); err != nil {
 		closeAll()
 		return fail(fmt.Errorf("run %s: %w", p.o.Python, err))
@@ -276,7 +276,7 @@ func (p *Process) environ() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		if strings.HasPrefix(kv, "ASTRABOX_HARNESS_") || strings.HasPrefix(kv, "ASTRABOX_REPLICA") ||
-			strings.HasPrefix(kv, "ASTRABOX_LIMIT_") {
+			strings.HasPrefix(kv, "ASTRABOX_LIMIT_") || strings.HasPrefix(kv, "ASTRABOX_PYCACHE=") {
 			continue
 		}
 		env = append(env, kv)

@@ -83,3 +83,32 @@ func TestExtractConcurrentAndRepair(t *testing.T) {
 		t.Fatal("damaged tree was not repaired")
 	}
 }
+
+// TestHarnessBytecodeCache: the harness caches its own bytecode under the kit's pycache directory (mirroring
+// the SDK's path) and writes none beside the provider's sources.
+func TestHarnessBytecodeCache(t *testing.T) {
+	project := t.TempDir()
+	if err := os.CopyFS(project, os.DirFS(fixtureDir(t, "good"))); err != nil {
+		t.Fatal(err)
+	}
+	sdk, err := SDKDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pattern := filepath.Join(pycacheDir(sdk), sdk, "astrabox", "_harness", "runner.*.pyc")
+	old, _ := filepath.Glob(pattern)
+	for _, f := range old { // a cache left by an earlier run proves nothing
+		os.Remove(f)
+	}
+	p, _ := startLoaded(t, project, "good_provider.provider:Provider", Options{})
+	p.Close()
+	if got, _ := filepath.Glob(pattern); len(got) == 0 {
+		t.Errorf("no cached bytecode for the harness runner: nothing matches %s", pattern)
+	}
+	filepath.Walk(project, func(path string, info os.FileInfo, err error) error {
+		if err == nil && (info.Name() == "__pycache__" || strings.HasSuffix(path, ".pyc")) {
+			t.Errorf("the harness wrote bytecode into the provider project: %s", path)
+		}
+		return nil
+	})
+}

@@ -42,6 +42,25 @@ if not os.environ.get("ASTRABOX_HARNESS_COOKIE"):
     )
     sys.exit(1)
 
-from astrabox._harness.runner import main  # noqa: E402 - after the sys.path fix on purpose
 
-main()
+
+def _import_runner():
+    """Import the harness with its bytecode cached under ``ASTRABOX_PYCACHE`` (kit-owned, never beside a
+    source file), then go back to writing no bytecode before any provider module is imported.
+
+    Compiling the SDK costs tens of milliseconds per process start; the cache removes it from every start
+    but the first. The provider's own modules stay uncached, as ``-B`` asks: the kit leaves no
+    ``__pycache__`` in a provider project.
+    """
+    cache = os.environ.get("ASTRABOX_PYCACHE", "")
+    saved = (sys.pycache_prefix, sys.dont_write_bytecode)
+    if cache and os.path.isabs(cache):
+        sys.pycache_prefix, sys.dont_write_bytecode = cache, False
+    try:
+        from astrabox._harness import runner  # noqa: E402 - after the sys.path fix on purpose
+    finally:
+        sys.pycache_prefix, sys.dont_write_bytecode = saved
+    return runner
+
+
+_import_runner().main()
