@@ -102,6 +102,13 @@ func (d *Double) Requests() []Request {
 	return out
 }
 
+// RequestCount returns how many requests have been recorded since the last reset.
+func (d *Double) RequestCount() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.requests)
+}
+
 // ForbiddenCalls returns a copy of the recorded requests to endpoints a provider must never call, in
 // arrival order.
 func (d *Double) ForbiddenCalls() []Request {

@@ -178,8 +178,11 @@ func (g *gen) turn() {
 	}
 	switch {
 	case g.chance(0.1):
-		st.Fault = &simulate.Fault{Kind: simulate.FaultCancel, After: 0.05}
-		st.Double = []simulate.DoubleFault{{Kind: "delay", Delay: 0.15}}
+		// Cancelled when its request reaches the double and is slowed down there: no fixed wait for the
+		// cancel, and a short delay (a provider that does not wait for its request is far past its reply
+		// when the write lands).
+		st.Fault = &simulate.Fault{Kind: simulate.FaultCancel, After: 0.05, On: "request"}
+		st.Double = []simulate.DoubleFault{{Kind: "delay", Delay: 0.08}}
 	case g.chance(0.05):
 		st.Double = []simulate.DoubleFault{{Kind: "unavailable", Times: 1}}
 	case g.chance(0.05):

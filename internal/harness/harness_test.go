@@ -175,8 +175,13 @@ func TestHarnessLoadAndCalls(t *testing.T) {
 	// An async callback past its deadline is cancelled and replies.
 	uctx := map[string]any{"context": map[string]any{"session_id": "slow", "owner_id": "u-1", "agent_id": "a-1"}}
 	r, err = call(t, p, "read_user_actions", uctx, 200*time.Millisecond)
-	if err != nil || !r.CancelSent || r.OK || r.Error == nil || !r.Error.Cancelled {
+	if err != nil || !r.CancelSent || !r.CancelReceived || r.OK || r.Error == nil || !r.Error.Cancelled {
 		t.Fatalf("cancelled call: %v %+v", err, r)
+	}
+	// Synchronous code cannot receive the cancel: it was sent, but not received.
+	r, err = call(t, p, "plan", map[string]any{"config": map[string]any{"sleep": 0.3}}, 50*time.Millisecond)
+	if err != nil || !r.OK || !r.CancelSent || r.CancelReceived {
+		t.Fatalf("plan past its deadline: %v %+v", err, r)
 	}
 	// Work left behind reports through background observations.
 	uctx = map[string]any{"context": map[string]any{"session_id": "s-1", "owner_id": "u-1", "agent_id": "a-1"}, "action_id": "check"}

@@ -48,6 +48,9 @@ type replyMsg struct {
 	// Markers is false when the harness proved that nothing but itself wrote since the last sync marker and
 	// so wrote none for this call (absent means true).
 	Markers *bool `json:"markers"`
+	// CancelReceived is true when a cancel from Go reached the call while it was in flight (its task was
+	// cancelled); false when the call had already finished or could not be interrupted (synchronous code).
+	CancelReceived bool `json:"cancel_received"`
 }
 
 type backgroundMsg struct {

@@ -65,6 +65,10 @@ type Reply struct {
 	// CancelSent is true when the deadline passed (or ctx ended) and cancel
 	// was sent before the reply came.
 	CancelSent bool
+	// CancelReceived is true when that cancel reached the callback while it
+	// was still running (its asyncio task was cancelled). A cancel sent but
+	// not received crossed the reply, or met synchronous code.
+	CancelReceived bool
 }
 
 // Result decodes Value of a callback reply.
@@ -456,6 +460,8 @@ func (p *Process) finish(r replyMsg, cancelSent bool) *Reply {
 		Duration:     time.Duration(r.DurationNS),
 		Observations: r.Observations,
 		CancelSent:   cancelSent,
+		// Only a cancel this Call sent counts (a stale flag cannot come from elsewhere: one call at a time).
+		CancelReceived: cancelSent && r.CancelReceived,
 	}
 	if r.Markers != nil && !*r.Markers {
 		// Nothing was written since the last marker: the segments are what was read so far (empty unless a

@@ -75,19 +75,26 @@ func (p *platform) call(r *replica, cs callSpec) *CallRecord {
 	p.mu.Unlock()
 	done := make(chan callResult, 1)
 	heldBefore := p.dbl.Held()
+	requestsBefore := p.dbl.RequestCount()
+	callCtx, cancelNow := context.WithCancel(p.ctx)
+	defer cancelNow()
 	start := time.Now()
 	go func() {
-		rep, err := r.proc.Call(p.ctx, cs.method, sendArgs, timeout)
+		rep, err := r.proc.Call(callCtx, cs.method, sendArgs, timeout)
 		done <- callResult{rep, err}
 	}()
 	if cs.onRun != nil {
 		cs.onRun()
 	}
 	var res callResult
-	if cs.fault != nil && cs.fault.Kind == FaultHostLoss {
+	onRequest := false
+	switch {
+	case cs.fault != nil && cs.fault.Kind == FaultHostLoss:
 		res = p.hostLossDuring(r, cs, done, heldBefore)
 		rec.Outcome = OutcomeHostLoss
-	} else {
+	case cs.fault != nil && cs.fault.Kind == FaultCancel && cs.fault.On == "request":
+		res, onRequest = p.cancelOnRequest(done, requestsBefore, timeout, cancelNow)
+	default:
 		res = <-done
 	}
 	rec.DurationNS = int64(time.Since(start))
@@ -107,6 +114,12 @@ func (p *platform) call(r *replica, cs callSpec) *CallRecord {
 		// (the harness measures its duration), so the cancel found nothing to cancel.
 		// The margin covers the time between Go's send and the harness starting the callback.
 		crossed := rep.CancelSent && rep.Duration > 0 && rep.Duration < timeout-10*time.Millisecond
+		if onRequest {
+			// Cancelled at a request's arrival, not at a deadline: the harness says whether the cancel met the
+			// callback still running. One that did not had finished (or was synchronous code, which the
+			// deadline-based cancel judges).
+			crossed = rep.CancelSent && !rep.CancelReceived
+		}
 		if rep.OK {
 			var v harness.Result
 			if err := json.Unmarshal(rep.Value, &v); err == nil {
@@ -150,6 +163,26 @@ func (p *platform) call(r *replica, cs callSpec) *CallRecord {
 type callResult struct {
 	reply *harness.Reply
 	err   error
+}
+
+// cancelOnRequest cancels the callback as soon as one more request reaches the double than before the call
+// (the request is then in flight, slowed down by the step's delay fault), or lets the call's own deadline send
+// the cancel if no request comes first. triggered reports a cancel sent on a request's arrival.
+func (p *platform) cancelOnRequest(done chan callResult, requestsBefore int, timeout time.Duration, cancelNow context.CancelFunc) (res callResult, triggered bool) {
+	ctx, stop := context.WithTimeout(p.ctx, timeout)
+	defer stop()
+	arrived := make(chan error, 1)
+	go func() { arrived <- p.dbl.WaitRequests(ctx, requestsBefore+1) }()
+	select {
+	case res := <-done:
+		return res, false
+	case err := <-arrived:
+		if err != nil {
+			return <-done, false
+		}
+	}
+	cancelNow()
+	return <-done, true
 }
 
 // hostLossDuring kills the replica while its callback runs: once the double holds one more request than before

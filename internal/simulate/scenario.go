@@ -110,6 +110,9 @@ type Fault struct {
 	// seconds in).
 	Kind  string  `yaml:"kind" json:"kind"`
 	After float64 `yaml:"after,omitempty" json:"after,omitempty"`
+	// On, for cancel, is "request": the platform cancels the callback as soon as one of its requests reaches
+	// the double (so that the cancellation meets it in flight), or After seconds in if none comes first.
+	On string `yaml:"on,omitempty" json:"on,omitempty"`
 	// Change is what the supersede fault changes while synchronize runs: refresh (the default: a new refresh
 	// revision), version (a new authored version), pool (a new pool lifetime) or generation (a new runtime
 	// generation).
@@ -499,6 +502,9 @@ func (s *Scenario) Validate() error {
 				}
 				if st.Fault.Change != "" && st.Fault.Kind != FaultSupersede {
 					return errAt(line, "step %d (%s): `change` applies only to the supersede fault", i+1, st.Op)
+				}
+				if st.Fault.On != "" && (st.Fault.On != "request" || st.Fault.Kind != FaultCancel) {
+					return errAt(line, "step %d (%s): fault on %q; only the cancel fault takes `on`, and its one value is request", i+1, st.Op, st.Fault.On)
 				}
 			default:
 				return errAt(line, "step %d (%s): fault kind %q; use timeout, cancel, host_loss or supersede", i+1, st.Op, st.Fault.Kind)

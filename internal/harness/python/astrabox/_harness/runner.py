@@ -291,7 +291,8 @@ class Runner:
         obs["leftovers"] = leftovers
         obs["dropped"] += cut
         reply = {"kind": "reply", "id": call_id, "ok": ok, "value": value, "error": error,
-                 "duration_ns": duration, "observations": obs, "markers": marked}
+                 "duration_ns": duration, "observations": obs, "markers": marked,
+                 "cancel_received": self.cancel_requested}
         try:
             self.writer.send(reply)
         except wire.FrameTooLarge as exc:

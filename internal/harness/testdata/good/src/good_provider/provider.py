@@ -3,6 +3,7 @@
 import asyncio
 import logging
 import resource
+import time
 import sys
 
 from astrabox.seams import (
@@ -21,6 +22,8 @@ class Provider(RuntimePreparationProvider):
 
     def plan(self, *, config):
         print("plan stdout")
+        if config.get("sleep"):
+            time.sleep(config["sleep"])  # synchronous code cannot be cancelled
         limits = {
             "nofile": resource.getrlimit(resource.RLIMIT_NOFILE)[0],
             "as": resource.getrlimit(resource.RLIMIT_AS)[0],

@@ -1,0 +1,67 @@
+package explore
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/astrabox-dev/astrabox/internal/conformance"
+	"github.com/astrabox-dev/astrabox/internal/simulate"
+)
+
+// cancelOnRequestYAML cancels a turn as soon as its first request reaches the double (slowed down there), long
+// before the two-second fallback.
+const cancelOnRequestYAML = `name: cancel-on-request
+replicas: 1
+steps:
+  - {op: cold_start, session: s1, agent: agent-1, principal: alice}
+  - op: turn
+    session: s1
+    attempt: t1
+    fault: {kind: cancel, on: request, after: 2}
+    double: [{kind: delay, delay: 0.08}]
+  - {op: turn, session: s1, attempt: t2}
+`
+
+// TestCancelOnRequest: exploration's cancel meets the callback while its request is in flight, without a
+// fixed wait. A provider that waits for its request ends cancelled with its write inside the call; one that
+// does not (the GEN-CANCEL-CLEAN fixture) is caught with its write landing after it settled.
+func TestCancelOnRequest(t *testing.T) {
+	sc, err := simulate.ParseScenario("cancel-on-request.yaml", []byte(cancelOnRequestYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	env, w := setup(t, filepath.Join("..", "..", "examples", "providers", "reference"), 1)
+	h, err := w.Run(ctx, clone(sc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var turn *simulate.CallRecord
+	for _, c := range h.CallsOf("prepare_turn") {
+		turn = c
+		break
+	}
+	if turn == nil || turn.Outcome != simulate.OutcomeCancelled || !turn.CancelSent {
+		t.Fatalf("the cancelled turn: %+v", turn)
+	}
+	if d := time.Duration(turn.DurationNS); d >= time.Second {
+		t.Errorf("the cancel waited %v: it should come when the request arrives, not at the 2 s fallback", d)
+	}
+	if ids, _ := conformance.Failing(env.Evidence([]*simulate.History{h}), nil, nil, nil); len(ids) > 0 {
+		t.Errorf("the reference provider fails %v", ids)
+	}
+
+	env, w = setup(t, filepath.Join("..", "..", "testdata", "providers", "broken", "gen-cancel-clean"), 1)
+	h, err = w.Run(ctx, clone(sc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := conformance.Failing(env.Evidence([]*simulate.History{h}), nil, nil, nil); !slices.Contains(ids, "GEN-CANCEL-CLEAN") {
+		t.Errorf("the gen-cancel-clean fixture passes GEN-CANCEL-CLEAN under a cancel on request (fails %v)", ids)
+	}
+}
