@@ -37,6 +37,9 @@ type Options struct {
 	Sandbox SandboxServer
 	// Verbose, when set, receives one line per lifecycle event.
 	Verbose io.Writer
+	// Zygote, when set, forks the process from that fork server instead of starting an interpreter (same
+	// Python and project directory).
+	Zygote *Zygote
 }
 
 // SandboxServer answers SandboxHandle operations made by the provider. Each
@@ -116,18 +119,20 @@ type Process struct {
 	helloCh chan Hello
 	replies chan replyMsg
 
-	mu         sync.Mutex
-	bg         Observations
-	killKind   ErrorKind
-	killErr    error
-	killStack  string
-	protoErr   error // a protocol violation seen by the reader
-	fatal      *ProcessError
-	reported   bool
-	closing    bool
-	state      *os.ProcessState
-	sandboxCtx context.Context
-	sandboxEnd context.CancelFunc
+	mu          sync.Mutex
+	bg          Observations
+	killKind    ErrorKind
+	killErr     error
+	killStack   string
+	protoErr    error // a protocol violation seen by the reader
+	fatal       *ProcessError
+	reported    bool
+	closing     bool
+	status      syscall.WaitStatus // how the process ended, once waitDone is closed
+	statusKnown bool
+	forkExit    <-chan zygoteExit // the exit of a forked process, reported by its zygote
+	sandboxCtx  context.Context
+	sandboxEnd  context.CancelFunc
 
 	waitDone  chan struct{} // cmd.Wait returned
 	exited    chan struct{} // process gone and fatal computed
@@ -246,6 +251,22 @@ func (p *Process) launch(sdk string) error {
 	}
 	parent, child = append(parent, errR), append(child, errW)
 
+	if z := p.o.Zygote; z != nil {
+		pid, exit, err := z.spawn(append(p.environ(), "ASTRABOX_PYCACHE="+pycacheDir(sdk)), p.o.ProjectDir, child)
+		for _, f := range child {
+			f.Close()
+		}
+		if err != nil {
+			for _, f := range parent {
+				f.Close()
+			}
+			return fail(err)
+		}
+		p.pid, p.forkExit = pid, exit
+		p.reqW, p.respR, p.outR, p.errR = reqW, respR, outR, errR
+		p.goroutines()
+		return nil
+	}
 	script := filepath.Join(sdk, "astrabox", "_harness", "__main__.py")
 	cmd := exec.Command(p.o.Python, "-B", script)
 	cmd.Dir = p.o.ProjectDir
@@ -264,14 +285,18 @@ func (p *Process) launch(sdk string) error {
 	}
 	p.cmd, p.pid = cmd, cmd.Process.Pid
 	p.reqW, p.respR, p.outR, p.errR = reqW, respR, outR, errR
+	p.goroutines()
+	return nil
+}
 
+// goroutines starts the drains, the reader, the waiter and the memory poller of a started process.
+func (p *Process) goroutines() {
 	p.wg.Add(5)
 	go p.drain(p.outR, p.stdout, p.outDone)
 	go p.drain(p.errR, p.stderr, p.errDone)
 	go p.readLoop()
 	go p.waitLoop()
 	go p.pollMemory()
-	return nil
 }
 
 // environ builds the child environment: ours, minus harness variables, plus
@@ -279,8 +304,7 @@ func (p *Process) launch(sdk string) error {
 func (p *Process) environ() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "ASTRABOX_HARNESS_") || strings.HasPrefix(kv, "ASTRABOX_REPLICA") ||
-			strings.HasPrefix(kv, "ASTRABOX_LIMIT_") || strings.HasPrefix(kv, "ASTRABOX_PYCACHE=") {
+		if isHarnessVar(kv) {
 			continue
 		}
 		env = append(env, kv)
@@ -296,6 +320,13 @@ func (p *Process) environ() []string {
 		"MALLOC_ARENA_MAX=2",
 		"PYTHONDONTWRITEBYTECODE=1",
 	)
+}
+
+// isHarnessVar reports whether an environment entry is one the kit sets per harness process (and so must not
+// be inherited from the kit's own environment).
+func isHarnessVar(kv string) bool {
+	return strings.HasPrefix(kv, "ASTRABOX_HARNESS_") || strings.HasPrefix(kv, "ASTRABOX_REPLICA") ||
+		strings.HasPrefix(kv, "ASTRABOX_LIMIT_") || strings.HasPrefix(kv, "ASTRABOX_PYCACHE=")
 }
 
 func (p *Process) checkHello(h Hello) error {
@@ -729,9 +760,23 @@ func (p *Process) serveSandbox(r SandboxRequest) {
 
 func (p *Process) waitLoop() {
 	defer p.wg.Done()
-	err := p.cmd.Wait()
+	var err error
+	var ws syscall.WaitStatus
+	known := false
+	if p.cmd != nil {
+		err = p.cmd.Wait()
+		if st := p.cmd.ProcessState; st != nil {
+			ws, known = st.Sys().(syscall.WaitStatus)
+		}
+	} else {
+		e := <-p.forkExit
+		ws, known = e.status, e.known
+		if !known {
+			err = errors.New("its fork server was gone: exit status unknown")
+		}
+	}
 	p.mu.Lock()
-	p.state = p.cmd.ProcessState
+	p.status, p.statusKnown = ws, known
 	p.mu.Unlock()
 	close(p.waitDone)
 	p.sandboxEnd()
@@ -756,17 +801,15 @@ func (p *Process) waitLoop() {
 func (p *Process) fatalLocked() *ProcessError {
 	pe := &ProcessError{Replica: p.o.Replica, ExitCode: -1, StderrTail: lastBytes(p.stderr.recentTail(), tailForError)}
 	signaled := false
-	if p.state != nil {
-		if ws, ok := p.state.Sys().(syscall.WaitStatus); ok {
-			switch {
-			case ws.Exited():
-				pe.ExitCode = ws.ExitStatus()
-			case ws.Signaled():
-				signaled = true
-				pe.Signal = unix.SignalName(ws.Signal())
-				if pe.Signal == "" {
-					pe.Signal = ws.Signal().String()
-				}
+	if ws := p.status; p.statusKnown {
+		switch {
+		case ws.Exited():
+			pe.ExitCode = ws.ExitStatus()
+		case ws.Signaled():
+			signaled = true
+			pe.Signal = unix.SignalName(ws.Signal())
+			if pe.Signal == "" {
+				pe.Signal = ws.Signal().String()
 			}
 		}
 	}

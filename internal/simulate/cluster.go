@@ -28,6 +28,17 @@ type Cluster struct {
 	closed  bool
 	ctx     context.Context
 	wg      sync.WaitGroup
+	// zygote forks the cluster's replica processes (nil if it could not start: processes are then started
+	// one interpreter each).
+	zygote *harness.Zygote
+}
+
+// forkServer returns the cluster's fork server, or nil (also on a nil cluster).
+func (c *Cluster) forkServer() *harness.Zygote {
+	if c == nil {
+		return nil
+	}
+	return c.zygote
 }
 
 // takeSpare hands out the standby process of a replica and starts refilling it. A standby still starting is
@@ -121,12 +132,22 @@ func NewCluster(ctx context.Context, o Options, n int) (*Cluster, error) {
 		return nil, fmt.Errorf("start the deployment double: %w", err)
 	}
 	c.dbl = d
+	// One interpreter start for the fork server, then a fork per replica: cheaper than an interpreter per
+	// replica, and every later replacement of a lost replica is a fork too.
+	if z, err := harness.StartZygote(ctx, o.Python, o.ProjectDir); err == nil {
+		c.zygote = z
+	} else if o.Verbose != nil {
+		fmt.Fprintf(o.Verbose, "astrabox: replicas start without a fork server: %v\n", err)
+	}
 	p := c.platformFor(ctx, nil)
 	for i := 0; i < n; i++ {
 		p.replicas = append(p.replicas, &replica{name: fmt.Sprintf("r%d", i+1)})
 	}
 	if err := p.startReplicas(); err != nil {
 		p.close()
+		if c.zygote != nil {
+			c.zygote.Close()
+		}
 		return nil, err
 	}
 	c.replicas = p.replicas
@@ -194,4 +215,7 @@ func (c *Cluster) Close() {
 	}
 	wg.Wait()
 	c.dbl.Close()
+	if c.zygote != nil {
+		c.zygote.Close()
+	}
 }

@@ -263,7 +263,7 @@ func spawn(ctx context.Context, o Options, dbl *double.Double, name string, sb h
 	proc, err := harness.Start(ctx, harness.Options{
 		Python: o.Python, ProjectDir: o.ProjectDir, Replica: name,
 		Env:    []string{"ASTRABOX_DOUBLE_URL=" + url},
-		Limits: o.Limits, Sandbox: sb,
+		Limits: o.Limits, Sandbox: sb, Zygote: o.Cluster.forkServer(),
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("start replica %s: %w", name, err)

@@ -58,9 +58,19 @@ def _import_runner():
         sys.pycache_prefix, sys.dont_write_bytecode = cache, False
     try:
         from astrabox._harness import runner  # noqa: E402 - after the sys.path fix on purpose
+
+        if os.environ.get("ASTRABOX_HARNESS_ZYGOTE") == "1":
+            from astrabox._harness import zygote  # noqa: E402
     finally:
         sys.pycache_prefix, sys.dont_write_bytecode = saved
     return runner
 
 
-_import_runner().main()
+if os.environ.get("ASTRABOX_HARNESS_ZYGOTE") == "1":
+    # A fork server (zygote.py): forks harness processes that run runner.main() with their own environment.
+    _runner = _import_runner()
+    from astrabox._harness import zygote  # noqa: E402
+
+    zygote.serve(_runner)
+else:
+    _import_runner().main()

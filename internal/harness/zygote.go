@@ -1,0 +1,280 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Zygote is a fork server: one Python process that has imported the harness and forks ready harness
+// processes on request (see _harness/zygote.py). A forked replica costs a few milliseconds instead of an
+// interpreter start, site and the harness imports. A Process started with Options.Zygote behaves as one
+// started directly: its own process group, pipes, environment, limits, hello and load; only its exit status
+// travels through the zygote, the one process that can reap it.
+type Zygote struct {
+	python string
+	dir    string
+	cmd    *exec.Cmd
+	conn   *net.UnixConn
+	pid    int
+
+	spawnMu sync.Mutex // one spawn request at a time
+	answers chan zygoteMsg
+
+	mu      sync.Mutex
+	waiters map[int]chan zygoteExit
+	early   map[int]zygoteExit
+	dead    bool
+	stderr  bytes.Buffer
+
+	done chan struct{} // the reader stopped: the zygote is gone
+}
+
+type zygoteMsg struct {
+	Kind    string `json:"kind"`
+	PID     int    `json:"pid"`
+	Status  int    `json:"status"`
+	Message string `json:"message"`
+}
+
+// zygoteExit is how a forked harness ended: its wait status when the zygote reaped it, or known=false when the
+// zygote was gone by then.
+type zygoteExit struct {
+	status syscall.WaitStatus
+	known  bool
+}
+
+// zygoteStart bounds the fork server's start-up (an interpreter start plus the harness imports).
+const zygoteStart = 30 * time.Second
+
+// StartZygote starts a fork server for python in the project directory dir.
+func StartZygote(ctx context.Context, python, dir string) (*Zygote, error) {
+	if python == "" {
+		python = "python3"
+	}
+	sdk, err := SDKDir()
+	if err != nil {
+		return nil, fmt.Errorf("start the fork server: %w", err)
+	}
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("start the fork server: socketpair: %w", err)
+	}
+	ours, theirs := os.NewFile(uintptr(fds[0]), "zygote"), os.NewFile(uintptr(fds[1]), "zygote-child")
+	defer theirs.Close()
+	fc, err := net.FileConn(ours)
+	ours.Close()
+	if err != nil {
+		return nil, fmt.Errorf("start the fork server: %w", err)
+	}
+	z := &Zygote{python: python, dir: dir, conn: fc.(*net.UnixConn), answers: make(chan zygoteMsg, 1),
+		waiters: map[int]chan zygoteExit{}, early: map[int]zygoteExit{}, done: make(chan struct{})}
+	cmd := exec.Command(python, "-B", filepath.Join(sdk, "astrabox", "_harness", "__main__.py"))
+	cmd.Dir = dir
+	cmd.ExtraFiles = []*os.File{theirs}
+	cmd.Stderr = &lockedWriter{mu: &z.mu, w: &z.stderr, limit: 16 << 10}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Env = append(zygoteEnviron(), "ASTRABOX_HARNESS_ZYGOTE=1", "ASTRABOX_HARNESS_COOKIE=zygote",
+		"ASTRABOX_PYCACHE="+pycacheDir(sdk), "MALLOC_ARENA_MAX=2", "PYTHONDONTWRITEBYTECODE=1")
+	if err := cmd.Start(); err != nil {
+		z.conn.Close()
+		return nil, fmt.Errorf("start the fork server: run %s: %w", python, err)
+	}
+	z.cmd, z.pid = cmd, cmd.Process.Pid
+	go z.read()
+	t := time.NewTimer(zygoteStart)
+	defer t.Stop()
+	select {
+	case m := <-z.answers:
+		if m.Kind == "ready" {
+			return z, nil
+		}
+		z.Close()
+		return nil, fmt.Errorf("start the fork server: it said %q instead of ready", m.Kind)
+	case <-z.done:
+		z.Close()
+		return nil, fmt.Errorf("start the fork server: it ended before it was ready: %s", z.stderrTail())
+	case <-t.C:
+		z.Close()
+		return nil, fmt.Errorf("start the fork server: not ready within %s", zygoteStart)
+	case <-ctx.Done():
+		z.Close()
+		return nil, fmt.Errorf("start the fork server: %w", ctx.Err())
+	}
+}
+
+// zygoteEnviron is the environment shared by every replica: ours minus the per-process harness variables,
+// which each forked child receives in its spawn request.
+func zygoteEnviron() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if isHarnessVar(kv) {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+func (z *Zygote) stderrTail() string {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	return lastBytes(z.stderr.String(), tailForError)
+}
+
+// read delivers the zygote's messages: answers to spawn requests, and exits of its children.
+func (z *Zygote) read() {
+	defer close(z.done)
+	buf := make([]byte, 64<<10)
+	for {
+		n, _, _, _, err := z.conn.ReadMsgUnix(buf, nil)
+		if err != nil || n == 0 {
+			break
+		}
+		var m zygoteMsg
+		if json.Unmarshal(buf[:n], &m) != nil {
+			continue
+		}
+		if m.Kind == "exit" {
+			z.deliver(m.PID, zygoteExit{status: syscall.WaitStatus(m.Status), known: true})
+			continue
+		}
+		select {
+		case z.answers <- m:
+		default: // nobody asked: drop it
+		}
+	}
+	// The zygote is gone: its children were re-parented and are reaped by someone else. Tell their waiters
+	// when each is gone, with the status unknown.
+	z.mu.Lock()
+	z.dead = true
+	orphans := z.waiters
+	z.waiters = map[int]chan zygoteExit{}
+	z.mu.Unlock()
+	for pid, ch := range orphans {
+		go func(pid int, ch chan zygoteExit) {
+			for alive(pid) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			ch <- zygoteExit{}
+		}(pid, ch)
+	}
+}
+
+func (z *Zygote) deliver(pid int, e zygoteExit) {
+	z.mu.Lock()
+	ch := z.waiters[pid]
+	delete(z.waiters, pid)
+	if ch == nil {
+		z.early[pid] = e
+	}
+	z.mu.Unlock()
+	if ch != nil {
+		ch <- e
+	}
+}
+
+// alive reports whether pid is a live (non-zombie) process.
+func alive(pid int) bool {
+	st, ok := readStat(pid)
+	return ok && st.state != 'Z'
+}
+
+// spawn forks a harness with env as its whole environment and dir as its working directory; files are the
+// child's request read end, reply write end, stdout and stderr write ends. The returned channel receives its
+// exit.
+func (z *Zygote) spawn(env []string, dir string, files []*os.File) (int, <-chan zygoteExit, error) {
+	envMap := map[string]string{}
+	for _, kv := range env {
+		if i := strings.IndexByte(kv, '='); i > 0 {
+			envMap[kv[:i]] = kv[i+1:]
+		}
+	}
+	body, err := json.Marshal(map[string]any{"kind": "spawn", "env": envMap, "dir": dir})
+	if err != nil {
+		return 0, nil, fmt.Errorf("fork a harness: %w", err)
+	}
+	fds := make([]int, len(files))
+	for i, f := range files {
+		fds[i] = int(f.Fd())
+	}
+	z.spawnMu.Lock()
+	defer z.spawnMu.Unlock()
+	if _, _, err := z.conn.WriteMsgUnix(body, syscall.UnixRights(fds...), nil); err != nil {
+		return 0, nil, fmt.Errorf("fork a harness: the fork server is gone: %w", err)
+	}
+	t := time.NewTimer(zygoteStart)
+	defer t.Stop()
+	var m zygoteMsg
+	select {
+	case m = <-z.answers:
+	case <-z.done:
+		return 0, nil, fmt.Errorf("fork a harness: the fork server ended: %s", z.stderrTail())
+	case <-t.C:
+		return 0, nil, fmt.Errorf("fork a harness: no answer from the fork server within %s", zygoteStart)
+	}
+	if m.Kind != "spawned" || m.PID <= 0 {
+		return 0, nil, fmt.Errorf("fork a harness: %s", m.Message)
+	}
+	ch := make(chan zygoteExit, 1)
+	z.mu.Lock()
+	if e, ok := z.early[m.PID]; ok {
+		delete(z.early, m.PID)
+		ch <- e
+	} else if z.dead {
+		go func() {
+			for alive(m.PID) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			ch <- zygoteExit{}
+		}()
+	} else {
+		z.waiters[m.PID] = ch
+	}
+	z.mu.Unlock()
+	return m.PID, ch, nil
+}
+
+// Close ends the fork server. Harness processes it forked are not touched: close them first (their exits
+// are reported through the server while it lives).
+func (z *Zygote) Close() error {
+	z.conn.Close()
+	done := make(chan struct{})
+	go func() { z.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		killGroup(z.pid, syscall.SIGKILL)
+		<-done
+	}
+	return nil
+}
+
+// lockedWriter keeps the first limit bytes written to it, under mu.
+type lockedWriter struct {
+	mu    *sync.Mutex
+	w     *bytes.Buffer
+	limit int
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if room := l.limit - l.w.Len(); room > 0 {
+		if len(p) > room {
+			l.w.Write(p[:room])
+		} else {
+			l.w.Write(p)
+		}
+	}
+	return len(p), nil
+}

@@ -1,0 +1,92 @@
+package harness
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+func startZygote(t *testing.T) *Zygote {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	z, err := StartZygote(ctx, "python3", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		pid := z.pid
+		z.Close()
+		if alive(pid) {
+			t.Errorf("the fork server %d outlived Close", pid)
+		}
+	})
+	return z
+}
+
+// TestZygoteForkedHarness: a forked harness is a harness like a started one: its own process group and
+// environment, the provider loaded, output captured and cut per call, and nothing left when it is killed.
+func TestZygoteForkedHarness(t *testing.T) {
+	z := startZygote(t)
+	p, li := startLoaded(t, fixtureDir(t, "good"), "good_provider.provider:Provider", Options{Zygote: z, Replica: "r7"})
+	if !li.Instantiated {
+		t.Fatalf("load info %+v", li)
+	}
+	if p.PID() == z.pid || p.Hello().PID != p.PID() {
+		t.Fatalf("pid %d, hello pid %d, fork server %d", p.PID(), p.Hello().PID, z.pid)
+	}
+	if st, ok := readStat(p.PID()); !ok || st.pgrp != p.PID() {
+		t.Errorf("the forked harness is not its own process group: %+v", st)
+	}
+	r, err := call(t, p, "plan", map[string]any{"config": map[string]any{"region": "eu"}}, 5*time.Second)
+	if err != nil || !r.OK || !strings.Contains(r.Stdout.String(), "plan stdout") {
+		t.Fatalf("plan: %v %+v %q", err, r, r.Stdout.String())
+	}
+	if !strings.Contains(string(r.Value), `"region":"eu"`) && !strings.Contains(string(r.Value), `"region": "eu"`) {
+		t.Errorf("plan value %s", r.Value)
+	}
+	pgid, token := p.PID(), p.ReplicaToken()
+	p.Kill()
+	if p.Alive() {
+		t.Error("alive after Kill")
+	}
+	assertGone(t, pgid, token)
+}
+
+// TestZygoteExitStatuses: the fork server reports how each forked harness ended, so that a replica that
+// exits, crashes, breaks the protocol or blocks its loop is reported as precisely as a started one.
+func TestZygoteExitStatuses(t *testing.T) {
+	z := startZygote(t)
+	o := Options{Zygote: z}
+	pe := hostileFatal(t, "exit", o, 10*time.Second, KindExited, "exited with status 3", "call prepare_session")
+	if pe.ExitCode != 3 {
+		t.Errorf("exit code %d", pe.ExitCode)
+	}
+	pe = hostileFatal(t, "segfault", o, 10*time.Second, KindSignaled, "killed by signal SIGSEGV")
+	if pe.Signal != "SIGSEGV" {
+		t.Errorf("signal %q", pe.Signal)
+	}
+	hostileFatal(t, "fds", o, 10*time.Second, KindProtocol, "harness protocol corrupted")
+	pe = hostileFatal(t, "blockloop", o, 300*time.Millisecond, KindHung, "did not settle", "after cancel")
+	if !strings.Contains(pe.Stack, "stuck_forever") {
+		t.Errorf("no stack dump of the blocked loop:\n%s", pe.Stack)
+	}
+}
+
+// TestZygoteGoneChildrenStillReported: when the fork server dies first, a forked harness's death is still
+// noticed (with its status unknown), so nothing waits for ever.
+func TestZygoteGoneChildrenStillReported(t *testing.T) {
+	z := startZygote(t)
+	p, _ := startLoaded(t, fixtureDir(t, "good"), "good_provider.provider:Provider", Options{Zygote: z})
+	killGroup(z.pid, 9)
+	<-z.done
+	pgid, token := p.PID(), p.ReplicaToken()
+	p.Kill()
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the death of a harness whose fork server died was never noticed")
+	}
+	assertGone(t, pgid, token)
+}
