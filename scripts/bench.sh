@@ -13,7 +13,7 @@ awk '
 /^BenchmarkDefaultSuite/      { for (i=1;i<=NF;i++) if ($i=="ms/suite") printf "default suite, reference provider:   %s ms wall\n", $(i-1) }
 /^BenchmarkCallbackOverhead/  { for (i=1;i<=NF;i++) { if ($i=="µs/overhead") o=$(i-1); if ($i=="µs/roundtrip") r=$(i-1); if ($i=="µs/floor") f=$(i-1); if ($i=="µs/echo") e=$(i-1) }
                                 printf "callback overhead (median):          %s µs (round trip %s µs, Python floor %s µs; bare pipe echo %s µs)\n", o, r, f, e }
-/^BenchmarkReplicaStart/      { for (i=1;i<=NF;i++) if ($i=="ms/start") printf "replica start and load (median):     %s ms\n", $(i-1) }
+/^BenchmarkReplicaStart/      { split($1, a, "/"); m=a[2]; sub(/-.*/, "", m); for (i=1;i<=NF;i++) if ($i=="ms/start") printf "replica start and load, %-11s  %s ms (median)\n", m ":", $(i-1) }
 /^BenchmarkExploreThroughput/ { split($1, a, "="); j=a[2]; sub(/-.*/, "", j); for (i=1;i<=NF;i++) { if ($i=="callbacks/s") c=$(i-1); if ($i=="callbacks/s/worker") w=$(i-1) }
                                 printf "exploration, %s job(s):               %s callbacks/s (%s per worker)\n", j, c, w }
 /^BenchmarkExploreMemory/     { split($1, a, "="); n=a[2]; sub(/-.*/, "", n); for (i=1;i<=NF;i++) { if ($i=="MiB-peak-heap") h=$(i-1); if ($i=="MiB-peak-live") l=$(i-1) }

@@ -101,25 +101,38 @@ func BenchmarkCallbackOverhead(b *testing.B) {
 	b.ReportMetric(float64(pipeEcho(b, args).Microseconds()), "µs/echo")
 }
 
-// BenchmarkReplicaStart measures starting one replica process and loading the reference provider into it:
-// what every host loss costs (exploration replaces lost replicas with standby processes started this way).
+// BenchmarkReplicaStart measures starting one replica process and loading the reference provider into it,
+// started as its own interpreter and forked from a fork server: what every host loss costs (exploration
+// replaces lost replicas with standby processes started this way).
 func BenchmarkReplicaStart(b *testing.B) {
 	ctx := context.Background()
-	var durs []time.Duration
-	for i := 0; i < max(b.N, 10); i++ {
-		start := time.Now()
-		p, err := harness.Start(ctx, harness.Options{Python: "python3", ProjectDir: reference(), Replica: "bench", Limits: harness.DefaultLimits()})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := p.Load(ctx, harness.LoadArgs{Target: "reference_provider.provider:ReferenceProvider", Paths: []string{filepath.Join(reference(), "src")}, ProjectRoot: reference()}); err != nil {
-			b.Fatal(err)
-		}
-		durs = append(durs, time.Since(start))
-		p.Close()
+	for _, mode := range []string{"interpreter", "forked"} {
+		b.Run(mode, func(b *testing.B) {
+			var z *harness.Zygote
+			if mode == "forked" {
+				var err error
+				if z, err = harness.StartZygote(ctx, "python3", reference()); err != nil {
+					b.Fatal(err)
+				}
+				defer z.Close()
+			}
+			var durs []time.Duration
+			for i := 0; i < max(b.N, 10); i++ {
+				start := time.Now()
+				p, err := harness.Start(ctx, harness.Options{Python: "python3", ProjectDir: reference(), Replica: "bench", Limits: harness.DefaultLimits(), Zygote: z})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := p.Load(ctx, harness.LoadArgs{Target: "reference_provider.provider:ReferenceProvider", Paths: []string{filepath.Join(reference(), "src")}, ProjectRoot: reference()}); err != nil {
+					b.Fatal(err)
+				}
+				durs = append(durs, time.Since(start))
+				p.Close()
+			}
+			sort.Slice(durs, func(i, j int) bool { return durs[i] < durs[j] })
+			b.ReportMetric(float64(durs[len(durs)/2].Microseconds())/1000, "ms/start")
+		})
 	}
-	sort.Slice(durs, func(i, j int) bool { return durs[i] < durs[j] })
-	b.ReportMetric(float64(durs[len(durs)/2].Microseconds())/1000, "ms/start")
 }
 
 // echoScript answers every frame on descriptor 3 with a small reply frame on descriptor 4: the least any

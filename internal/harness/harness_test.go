@@ -258,6 +258,26 @@ func TestHarnessPythonVersions(t *testing.T) {
 				t.Fatal(err)
 			}
 			assertGone(t, pgid, token)
+
+			// The same through a fork server on this interpreter.
+			z, err := StartZygote(context.Background(), py, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer z.Close()
+			p, _ = startLoaded(t, dir, "good_provider.provider:Provider", Options{Python: py, Zygote: z})
+			if got := p.Hello().PythonVersion(); got != v {
+				t.Errorf("forked: hello says python %s", got)
+			}
+			r, err = call(t, p, "prepare_session", sessionArgs(t.TempDir()), 10*time.Second)
+			if err != nil || !r.OK || r.Stdout.String() != "session stdout for s-1\n" {
+				t.Fatalf("forked session: %v %+v", err, r)
+			}
+			pgid, token = p.PID(), p.ReplicaToken()
+			if err := p.Close(); err != nil {
+				t.Fatal(err)
+			}
+			assertGone(t, pgid, token)
 		})
 	}
 }

@@ -88,8 +88,30 @@ def _child(runner: Any, sock: socket.socket, wake: List[int], fds: List[int], en
     os._exit(70)
 
 
+#: Standard library modules providers commonly import (HTTP clients above all), imported once here so that a
+#: forked child's ``load`` imports only the provider's own code. Importing them has no effect a provider could
+#: observe: no hook is installed yet, and modules with per-process state (``random``, ``tempfile``, OpenSSL)
+#: renew it after a fork.
+PRELOAD = (
+    "base64", "concurrent.futures", "dataclasses", "email.message", "email.parser", "hashlib", "hmac",
+    "http.client", "json", "logging", "pathlib", "socket", "ssl", "subprocess", "tempfile", "urllib.error",
+    "urllib.parse", "urllib.request", "uuid",
+)
+
+
+def preload() -> None:
+    import importlib
+
+    for name in PRELOAD:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - an interpreter built without a module simply lacks it
+            pass
+
+
 def serve(runner: Any) -> None:
     """Serve spawn requests on descriptor 3 until end of input."""
+    preload()
     sock = socket.socket(fileno=3)
     os.set_inheritable(3, False)
     wake_r, wake_w = os.pipe()
