@@ -14,8 +14,8 @@ awk '
 /^BenchmarkCallbackOverhead/  { for (i=1;i<=NF;i++) { if ($i=="µs/overhead") o=$(i-1); if ($i=="µs/roundtrip") r=$(i-1); if ($i=="µs/floor") f=$(i-1); if ($i=="µs/echo") e=$(i-1) }
                                 printf "callback overhead (median):          %s µs (round trip %s µs, Python floor %s µs; bare pipe echo %s µs)\n", o, r, f, e }
 /^BenchmarkReplicaStart/      { split($1, a, "/"); m=a[2]; sub(/-.*/, "", m); for (i=1;i<=NF;i++) if ($i=="ms/start") printf "replica start and load, %-11s  %s ms (median)\n", m ":", $(i-1) }
-/^BenchmarkExploreThroughput/ { split($1, a, "="); j=a[2]; sub(/-.*/, "", j); for (i=1;i<=NF;i++) { if ($i=="callbacks/s") c=$(i-1); if ($i=="callbacks/s/worker") w=$(i-1) }
-                                printf "exploration, %s job(s):               %s callbacks/s (%s per worker)\n", j, c, w }
+/^BenchmarkExploreThroughput/ { split($1, a, "="); p=a[2]; sub(/\/.*/, "", p); j=a[3]; sub(/-.*/, "", j); for (i=1;i<=NF;i++) { if ($i=="callbacks/s") c=$(i-1); if ($i=="callbacks/s/worker") w=$(i-1) }
+                                printf "exploration, %-9s provider, %s job(s): %s callbacks/s (%s per worker)\n", p, j, c, w }
 /^BenchmarkExploreMemory/     { split($1, a, "="); n=a[2]; sub(/-.*/, "", n); for (i=1;i<=NF;i++) { if ($i=="MiB-peak-heap") h=$(i-1); if ($i=="MiB-peak-live") l=$(i-1) }
                                 printf "memory exploring %s scenarios:     peak live heap %s MiB (heap in use %s MiB)\n", n, l, h }
 ' "$out"

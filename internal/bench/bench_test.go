@@ -24,10 +24,16 @@ func reference() string {
 	return abs
 }
 
-func env(b *testing.B, seed int64) (*conformance.Env, *conformance.Target) {
+// minimal is the corpus's provider that overrides nothing and makes no I/O: exploring it measures the kit.
+func minimal() string {
+	abs, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "providers", "correct", "minimal"))
+	return abs
+}
+
+func env(b *testing.B, project string, seed int64) (*conformance.Env, *conformance.Target) {
 	b.Helper()
 	ctx := context.Background()
-	t, err := conformance.Resolve(ctx, conformance.Options{Project: reference(), Python: "python3", Getenv: os.Getenv})
+	t, err := conformance.Resolve(ctx, conformance.Options{Project: project, Python: "python3", Getenv: os.Getenv})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -226,8 +232,8 @@ func mustSDK(b *testing.B) string {
 }
 
 // benchExplore explores n scenarios with jobs worker sets and reports callbacks per second.
-func benchExplore(b *testing.B, jobs, n int) *explore.Result {
-	e, _ := env(b, 1)
+func benchExplore(b *testing.B, project string, jobs, n int) *explore.Result {
+	e, _ := env(b, project, 1)
 	ctx := context.Background()
 	w, err := e.NewWorkers(ctx, jobs, 3)
 	if err != nil {
@@ -245,20 +251,23 @@ func benchExplore(b *testing.B, jobs, n int) *explore.Result {
 }
 
 // BenchmarkExploreThroughput reports callbacks per second with 1 and 2 worker sets (target: at least 1,000 per
-// worker, scaling near-linearly).
+// worker, scaling near-linearly), on the reference provider (whose callbacks make HTTP requests to the double
+// from worker threads) and on the minimal provider (no I/O: what the kit itself sustains).
 func BenchmarkExploreThroughput(b *testing.B) {
-	for _, jobs := range []int{1, 2} {
-		b.Run(fmt.Sprintf("jobs=%d", jobs), func(b *testing.B) {
-			var calls int64
-			var elapsed time.Duration
-			for i := 0; i < b.N; i++ {
-				res := benchExplore(b, jobs, 100)
-				calls += res.Callbacks
-				elapsed += res.Elapsed
-			}
-			b.ReportMetric(float64(calls)/elapsed.Seconds(), "callbacks/s")
-			b.ReportMetric(float64(calls)/elapsed.Seconds()/float64(jobs), "callbacks/s/worker")
-		})
+	for _, prov := range []struct{ name, dir string }{{"reference", reference()}, {"minimal", minimal()}} {
+		for _, jobs := range []int{1, 2} {
+			b.Run(fmt.Sprintf("provider=%s/jobs=%d", prov.name, jobs), func(b *testing.B) {
+				var calls int64
+				var elapsed time.Duration
+				for i := 0; i < b.N; i++ {
+					res := benchExplore(b, prov.dir, jobs, 100)
+					calls += res.Callbacks
+					elapsed += res.Elapsed
+				}
+				b.ReportMetric(float64(calls)/elapsed.Seconds(), "callbacks/s")
+				b.ReportMetric(float64(calls)/elapsed.Seconds()/float64(jobs), "callbacks/s/worker")
+			})
+		}
 	}
 }
 
@@ -296,7 +305,7 @@ func BenchmarkExploreMemory(b *testing.B) {
 					}
 				}
 			}()
-			benchExplore(b, 2, n)
+			benchExplore(b, reference(), 2, n)
 			close(stop)
 			hi := <-out
 			b.ReportMetric(float64(hi.live)/(1<<20), "MiB-peak-live")

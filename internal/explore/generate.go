@@ -182,7 +182,7 @@ func (g *gen) turn() {
 		// cancel, and a short delay (a provider that does not wait for its request is far past its reply
 		// when the write lands).
 		st.Fault = &simulate.Fault{Kind: simulate.FaultCancel, After: 0.05, On: "request"}
-		st.Double = []simulate.DoubleFault{{Kind: "delay", Delay: 0.08}}
+		st.Double = []simulate.DoubleFault{{Kind: "delay", Delay: 0.03}}
 	case g.chance(0.05):
 		st.Double = []simulate.DoubleFault{{Kind: "unavailable", Times: 1}}
 	case g.chance(0.05):

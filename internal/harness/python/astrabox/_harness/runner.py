@@ -142,6 +142,7 @@ class Runner:
         # Unknown kinds are ignored: a newer Go side may send hints this harness does not need.
 
     def _end_of_requests(self) -> None:
+        dump_profile()
         for stream in (sys.stdout, sys.stderr):
             try:
                 if stream is not None:
@@ -159,6 +160,7 @@ class Runner:
             self.early_cancels.add(call_id)
 
     def _shutdown(self) -> None:
+        dump_profile()
         self.writer.close()
         for stream in (sys.stdout, sys.stderr):
             try:
@@ -411,6 +413,31 @@ class Runner:
         return True, value, None
 
 
+_PROFILE: Any = None
+
+
+def start_profile() -> None:
+    """With ``ASTRABOX_PROFILE_DIR`` set (a developer knob, see docs/performance.md), profile this process with
+    cProfile from here to its shutdown."""
+    global _PROFILE
+    if os.environ.get("ASTRABOX_PROFILE_DIR"):
+        import cProfile
+
+        _PROFILE = cProfile.Profile()
+        _PROFILE.enable()
+
+
+def dump_profile() -> None:
+    """Write the profile to ``ASTRABOX_PROFILE_DIR/harness-<pid>.prof`` (pstats format), if one runs."""
+    if _PROFILE is None:
+        return
+    _PROFILE.disable()
+    try:
+        _PROFILE.dump_stats(os.path.join(os.environ["ASTRABOX_PROFILE_DIR"], "harness-%d.prof" % os.getpid()))
+    except (OSError, KeyError):
+        pass
+
+
 def main() -> None:
     """Entry point after ``__main__`` has fixed ``sys.path`` and checked the cookie."""
     cookie = os.environ.get("ASTRABOX_HARNESS_COOKIE", "")
@@ -441,6 +468,7 @@ def main() -> None:
             "executable": sys.executable,
         }
     )
+    start_profile()
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     with observer.quiet():  # opening /proc/self/io is the harness's own business
