@@ -253,19 +253,17 @@ func (p *Process) launch(sdk string) error {
 
 	if z := p.o.Zygote; z != nil {
 		pid, exit, err := z.spawn(append(p.environ(), "ASTRABOX_PYCACHE="+pycacheDir(sdk)), p.o.ProjectDir, child)
-		for _, f := range child {
-			f.Close()
-		}
-		if err != nil {
-			for _, f := range parent {
+		if err == nil {
+			for _, f := range child {
 				f.Close()
 			}
-			return fail(err)
+			p.pid, p.forkExit = pid, exit
+			p.reqW, p.respR, p.outR, p.errR = reqW, respR, outR, errR
+			p.goroutines()
+			return nil
 		}
-		p.pid, p.forkExit = pid, exit
-		p.reqW, p.respR, p.outR, p.errR = reqW, respR, outR, errR
-		p.goroutines()
-		return nil
+		// Same process, slower start: the fork server is an optimisation, never a reason to fail.
+		p.logf("%v; starting an interpreter instead", err)
 	}
 	script := filepath.Join(sdk, "astrabox", "_harness", "__main__.py")
 	cmd := exec.Command(p.o.Python, "-B", script)

@@ -89,4 +89,15 @@ func TestZygoteGoneChildrenStillReported(t *testing.T) {
 		t.Fatal("the death of a harness whose fork server died was never noticed")
 	}
 	assertGone(t, pgid, token)
+
+	// A dead fork server is no reason to fail: the next process starts as its own interpreter.
+	p, _ = startLoaded(t, fixtureDir(t, "good"), "good_provider.provider:Provider", Options{Zygote: z})
+	if p.cmd == nil {
+		t.Error("the process claims to be forked by a dead fork server")
+	}
+	r, err := call(t, p, "plan", map[string]any{"config": map[string]any{}}, 5*time.Second)
+	if err != nil || !r.OK {
+		t.Fatalf("plan after the fork server died: %v %+v", err, r)
+	}
+	p.Close()
 }
