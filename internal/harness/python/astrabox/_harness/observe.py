@@ -385,9 +385,12 @@ class Observer:
             self.current = Bucket()
             return out
 
-    def end_call(self) -> None:
+    def end_call(self) -> bool:
+        """Mark the harness idle; True when background observations are waiting (one recorded after the reply
+        was built but before this point did not notify, since a call was still in flight)."""
         with self._lock:
             self.in_flight = None
+            return not self.background.empty()
 
     def take_background(self) -> Optional[Dict[str, Any]]:
         with self._lock:

@@ -307,9 +307,11 @@ class Runner:
                                          "leftovers": {"threads": [], "tasks": [], "timers": [], "children": []},
                                          "dropped": len(obs["logs"]) + len(obs["warnings"]) + len(obs["audit"])}
                 self.writer.send(reply)
-        self.observer.end_call()
+        pending = self.observer.end_call()
         self._call = None
         self.in_flight = None
+        if pending:
+            self.schedule_background()
         if self.early_cancels:
             self.early_cancels = {c for c in self.early_cancels if c > self.last_call}
 
