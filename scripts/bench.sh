@@ -19,7 +19,7 @@ awk '
 /^BenchmarkExploreMemory/     { split($1, a, "="); n=a[2]; sub(/-.*/, "", n); for (i=1;i<=NF;i++) { if ($i=="MiB-peak-heap") h=$(i-1); if ($i=="MiB-peak-live") l=$(i-1) }
                                 printf "memory exploring %s scenarios:     peak live heap %s MiB (heap in use %s MiB)\n", n, l, h }
 ' "$out"
-printf 'harness work per plan, warm loop:  %s µs (median, one process, no pipes: scripts/harness_warm.py)\n' \
+printf 'harness work per plan, warm loop:  %s µs (best batch median, one process, no pipes: scripts/harness_warm.py)\n' \
   "$(python3 scripts/harness_warm.py internal/harness/python examples/providers/reference)"
 if ! grep -q '^BenchmarkExploreMemory/' "$out"; then
   echo "peak heap: skipped (set ASTRABOX_BENCH_MEMORY=1 to explore 10,000 scenarios)"

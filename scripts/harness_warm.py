@@ -1,7 +1,7 @@
 """Times the harness's own work for one `plan` call in a warm loop inside one process (no pipes, no wake-ups).
 
 Usage: python3 scripts/harness_warm.py SDK_DIR PROVIDER_DIR
-Prints the median in microseconds. `make bench` runs it on the reference provider; docs/performance.md
+Prints the best of five batch medians, in microseconds. `make bench` runs it on the reference provider; docs/performance.md
 compares it with the round trip through a real harness process.
 """
 
@@ -36,17 +36,24 @@ def main() -> None:
         "project_root": project}})
     config = {"agent": {"display_name": "x", "model": "m", "instructions": "i"},
               "deployment": {"base_url": "u", "audience": "a"}, "packages": [], "skills": [], "secrets": {}}
-    times = []
-    for i in range(2, 6002):
-        body = json.dumps({"kind": "call", "id": i, "method": "plan", "args": {"config": config},
-                           "timeout_s": 5}).encode()
-        start = time.perf_counter_ns()
-        r.deliver(wire.decode_request(body))
-        times.append(time.perf_counter_ns() - start)
+    # Five batches of 2,000 calls; the best batch median is reported, as timeit does: on a shared virtual
+    # machine a batch sometimes runs at half speed for reasons outside the process.
+    medians = []
+    call_id = 2
+    for _ in range(5):
+        times = []
+        for _ in range(2000):
+            body = json.dumps({"kind": "call", "id": call_id, "method": "plan", "args": {"config": config},
+                               "timeout_s": 5}).encode()
+            call_id += 1
+            start = time.perf_counter_ns()
+            r.deliver(wire.decode_request(body))
+            times.append(time.perf_counter_ns() - start)
+        medians.append(statistics.median(times))
     sys.stdout.flush()
     os.dup2(saved[0], 1)
     os.dup2(saved[1], 2)
-    os.write(1, b"%.1f\n" % (statistics.median(times[1000:]) / 1000))
+    os.write(1, b"%.1f\n" % (min(medians) / 1000))
 
 
 if __name__ == "__main__":
