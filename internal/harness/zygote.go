@@ -83,8 +83,12 @@ func StartZygote(ctx context.Context, python, dir string) (*Zygote, error) {
 	cmd.ExtraFiles = []*os.File{theirs}
 	cmd.Stderr = &lockedWriter{mu: &z.mu, w: &z.stderr, limit: 16 << 10}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// The token placeholder has the length of a real token: each forked child writes its own token over it in
+	// its copy of this environment block, so that /proc/<pid>/environ of the child and of everything it forks
+	// carries the token the sweep looks for (see stamp_token in zygote.py).
 	cmd.Env = append(zygoteEnviron(), "ASTRABOX_HARNESS_ZYGOTE=1", "ASTRABOX_HARNESS_COOKIE=zygote",
-		"ASTRABOX_PYCACHE="+pycacheDir(sdk), "MALLOC_ARENA_MAX=2", "PYTHONDONTWRITEBYTECODE=1")
+		"ASTRABOX_PYCACHE="+pycacheDir(sdk), "MALLOC_ARENA_MAX=2", "PYTHONDONTWRITEBYTECODE=1",
+		"ASTRABOX_REPLICA_TOKEN="+strings.Repeat("0", len(randomHex(16))))
 	if err := cmd.Start(); err != nil {
 		z.conn.Close()
 		return nil, fmt.Errorf("start the fork server: run %s: %w", python, err)

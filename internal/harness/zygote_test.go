@@ -74,6 +74,12 @@ func TestZygoteExitStatuses(t *testing.T) {
 	}
 }
 
+// TestZygoteLingerSwept: a forked replica stamps its token into its environment block, so its descendants are
+// found and swept like those of a started one.
+func TestZygoteLingerSwept(t *testing.T) {
+	lingerAndSweep(t, Options{Zygote: startZygote(t)})
+}
+
 // TestZygoteGoneChildrenStillReported: when the fork server dies first, a forked harness's death is still
 // noticed (with its status unknown), so nothing waits for ever.
 func TestZygoteGoneChildrenStillReported(t *testing.T) {

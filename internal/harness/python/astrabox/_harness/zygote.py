@@ -52,6 +52,42 @@ def _reap(sock: socket.socket) -> None:
         _send(sock, {"kind": "exit", "pid": pid, "status": status})
 
 
+TOKEN_VAR = "ASTRABOX_REPLICA_TOKEN"
+
+
+def stamp_token(token: str) -> bool:
+    """Write this replica's token over the placeholder in the process's original environment block.
+
+    Go finds every descendant of a replica, even one that left its process group, by the token in
+    ``/proc/<pid>/environ``. That file shows the environment a process was *executed* with, which for a forked
+    replica is the server's. The server is started with a placeholder of the token's length; the child
+    overwrites it in its own memory, and every process it forks from then on inherits the stamped block
+    (processes it executes get ``os.environ``, which holds the token anyway). Linux only; False if the
+    placeholder is not found.
+    """
+    try:
+        import ctypes
+
+        with open("/proc/self/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        # Fields 50 and 51 of stat (env_start, env_end); the split starts at field 3.
+        env_start = int(fields[50 - 3])
+        with open("/proc/self/environ", "rb") as fh:
+            block = fh.read()
+        needle = (TOKEN_VAR + "=").encode()
+        at = block.find(b"\0" + needle)
+        at = at + 1 if at >= 0 else (0 if block.startswith(needle) else -1)
+        value = token.encode()
+        end = block.find(b"\0", at)
+        if at < 0 or not value or end - (at + len(needle)) != len(value):
+            return False
+        ctypes.memmove(env_start + at + len(needle), value, len(value))
+        with open("/proc/self/environ", "rb") as fh:
+            return value in fh.read()
+    except (OSError, ValueError, IndexError, ImportError):
+        return False
+
+
 def _child(runner: Any, sock: socket.socket, wake: List[int], fds: List[int], env: Dict[str, str], cwd: str) -> None:
     """In the forked child: become a harness process like one Go started itself. Never returns."""
     try:
@@ -74,6 +110,7 @@ def _child(runner: Any, sock: socket.socket, wake: List[int], fds: List[int], en
         os.chdir(cwd)
         os.environ.clear()
         os.environ.update(env)
+        stamp_token(env.get(TOKEN_VAR, ""))
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
@@ -93,7 +130,7 @@ def _child(runner: Any, sock: socket.socket, wake: List[int], fds: List[int], en
 #: observe: no hook is installed yet, and modules with per-process state (``random``, ``tempfile``, OpenSSL)
 #: renew it after a fork.
 PRELOAD = (
-    "base64", "concurrent.futures", "dataclasses", "email.message", "email.parser", "hashlib", "hmac",
+    "base64", "concurrent.futures", "ctypes", "dataclasses", "email.message", "email.parser", "hashlib", "hmac",
     "http.client", "json", "logging", "pathlib", "socket", "ssl", "subprocess", "tempfile", "urllib.error",
     "urllib.parse", "urllib.request", "uuid",
 )
