@@ -120,20 +120,23 @@ type Process struct {
 	helloCh chan Hello
 	replies chan replyMsg
 
-	mu          sync.Mutex
-	bg          Observations
-	killKind    ErrorKind
-	killErr     error
-	killStack   string
-	protoErr    error // a protocol violation seen by the reader
-	fatal       *ProcessError
-	reported    bool
-	closing     bool
-	status      syscall.WaitStatus // how the process ended, once waitDone is closed
-	statusKnown bool
-	forkExit    <-chan zygoteExit // the exit of a forked process, reported by its zygote
-	sandboxCtx  context.Context
-	sandboxEnd  context.CancelFunc
+	mu         sync.Mutex
+	bg         Observations
+	killKind   ErrorKind
+	killErr    error
+	killStack  string
+	protoErr   error // a protocol violation seen by the reader
+	fatal      *ProcessError
+	reported   bool
+	closing    bool
+	startTicks uint64 // the process's start time (clock ticks after boot), 0 if unknown
+	// sweptAfterExit: the sweep that followed the process's exit left nothing in its group or with its token.
+	sweptAfterExit bool
+	status         syscall.WaitStatus // how the process ended, once waitDone is closed
+	statusKnown    bool
+	forkExit       <-chan zygoteExit // the exit of a forked process, reported by its zygote
+	sandboxCtx     context.Context
+	sandboxEnd     context.CancelFunc
 
 	waitDone  chan struct{} // cmd.Wait returned
 	exited    chan struct{} // process gone and fatal computed
@@ -290,6 +293,9 @@ func (p *Process) launch(sdk string) error {
 
 // goroutines starts the drains, the reader, the waiter and the memory poller of a started process.
 func (p *Process) goroutines() {
+	if info, ok := readStat(p.pid); ok {
+		p.startTicks = info.start
+	}
 	p.wg.Add(5)
 	go p.drain(p.outR, p.stdout, p.outDone)
 	go p.drain(p.errR, p.stderr, p.errDone)
@@ -789,7 +795,10 @@ func (p *Process) waitLoop() {
 	p.logf("exited: %v", err)
 	// Orphans left in the group die with the harness.
 	killGroup(p.pid, syscall.SIGKILL)
-	p.sweep()
+	clean := p.sweep()
+	p.mu.Lock()
+	p.sweptAfterExit = clean
+	p.mu.Unlock()
 	// Let the reader deliver a last reply and the drains reach EOF.
 	bound := time.After(500 * time.Millisecond)
 	for _, ch := range []chan struct{}{p.readDone, p.errDone} {
@@ -857,14 +866,15 @@ func (p *Process) pollMemory() {
 	}
 }
 
-// sweep kills every process left in the group or carrying the replica token.
-func (p *Process) sweep() {
+// sweep kills every process left in the group or carrying the replica token. It reports whether it ended
+// with none left.
+func (p *Process) sweep() bool {
 	p.sweepMu.Lock()
 	defer p.sweepMu.Unlock()
 	for round := 0; round < 5; round++ {
-		pids := append(pidsInGroup(p.pid), pidsWithToken(p.token)...)
+		pids := strays(p.pid, p.token, p.startTicks)
 		if len(pids) == 0 {
-			return
+			return true
 		}
 		for _, pid := range pids {
 			p.logf("killing stray process %d", pid)
@@ -873,6 +883,7 @@ func (p *Process) sweep() {
 		killGroup(p.pid, syscall.SIGKILL)
 		time.Sleep(20 * time.Millisecond)
 	}
+	return false
 }
 
 // Kill ends the process at once, as when the host is lost: SIGKILL to the
@@ -914,7 +925,12 @@ func (p *Process) shutdown(graceful bool) error {
 	case <-time.After(10 * time.Second):
 		p.logf("process %d did not go away after SIGKILL", p.pid)
 	}
-	p.sweep()
+	p.mu.Lock()
+	clean := p.sweptAfterExit
+	p.mu.Unlock()
+	if !clean { // the sweep after the exit found nothing left: nothing can have appeared since
+		p.sweep()
+	}
 	close(p.stopPoll)
 	p.reqW.Close()
 	// Drains end at EOF unless something we could not kill holds the pipe.

@@ -11,6 +11,7 @@ import (
 type procInfo struct {
 	pid, ppid, pgrp int
 	rssPages        int64
+	start           uint64 // start time, in clock ticks after boot
 	state           byte
 }
 
@@ -33,6 +34,7 @@ func readStat(pid int) (procInfo, bool) {
 	p := procInfo{pid: pid, state: f[0][0]}
 	p.ppid, _ = strconv.Atoi(string(f[1]))
 	p.pgrp, _ = strconv.Atoi(string(f[2]))
+	p.start, _ = strconv.ParseUint(string(f[19]), 10, 64)
 	p.rssPages, _ = strconv.ParseInt(string(f[21]), 10, 64)
 	return p, true
 }
@@ -106,6 +108,36 @@ func pidsWithToken(token string) []int {
 			if p, ok := readStat(pid); ok && p.state == 'Z' {
 				continue
 			}
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// strays returns, in one pass over /proc, the live members of process group pgid and the live processes
+// whose environment holds ASTRABOX_REPLICA_TOKEN=token (other than this one). A process that started before
+// notBefore (clock ticks after boot: the replica's own start) cannot descend from the replica, so its
+// environment is not read: most of the machine's processes cost one stat read, not two reads.
+func strays(pgid int, token string, notBefore uint64) []int {
+	needle := []byte("ASTRABOX_REPLICA_TOKEN=" + token + "\x00")
+	self := os.Getpid()
+	var out []int
+	for _, pid := range allPids() {
+		if pid == self {
+			continue
+		}
+		p, ok := readStat(pid)
+		if !ok || p.state == 'Z' {
+			continue
+		}
+		if p.pgrp == pgid {
+			out = append(out, pid)
+			continue
+		}
+		if p.start < notBefore {
+			continue
+		}
+		if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ"); err == nil && bytes.Contains(append(b, 0), needle) {
 			out = append(out, pid)
 		}
 	}
