@@ -220,73 +220,80 @@ func Start(ctx context.Context, o Options) (*Process, error) {
 	}
 }
 
+// procPipes are the four pipes between the kit and one harness process: ours (parent) and the child's ends.
+type procPipes struct {
+	reqR, reqW, respR, respW, outR, outW, errR, errW *os.File
+}
+
+func (pp *procPipes) child() []*os.File { return []*os.File{pp.reqR, pp.respW, pp.outW, pp.errW} }
+
+func (pp *procPipes) closeAll() {
+	for _, f := range []*os.File{pp.reqR, pp.reqW, pp.respR, pp.respW, pp.outR, pp.outW, pp.errR, pp.errW} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+func newPipes() (*procPipes, error) {
+	pp := &procPipes{}
+	for _, pair := range [][2]**os.File{{&pp.reqR, &pp.reqW}, {&pp.respR, &pp.respW}, {&pp.outR, &pp.outW}, {&pp.errR, &pp.errW}} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			pp.closeAll()
+			return nil, fmt.Errorf("create pipe: %w", err)
+		}
+		*pair[0], *pair[1] = r, w
+	}
+	return pp, nil
+}
+
 func (p *Process) launch(sdk string) error {
 	fail := func(err error) error {
 		return &ProcessError{Kind: KindStart, Replica: p.o.Replica, ExitCode: -1, Err: err}
 	}
-	var parent, child []*os.File
-	closeAll := func() {
-		for _, f := range append(parent, child...) {
-			f.Close()
-		}
-	}
-	mk := func() (r, w *os.File, err error) { return os.Pipe() }
-	reqR, reqW, err := mk()
-	if err != nil {
-		return fail(fmt.Errorf("create pipe: %w", err))
-	}
-	parent, child = append(parent, reqW), append(child, reqR)
-	respR, respW, err := mk()
-	if err != nil {
-		closeAll()
-		return fail(fmt.Errorf("create pipe: %w", err))
-	}
-	parent, child = append(parent, respR), append(child, respW)
-	outR, outW, err := mk()
-	if err != nil {
-		closeAll()
-		return fail(fmt.Errorf("create pipe: %w", err))
-	}
-	parent, child = append(parent, outR), append(child, outW)
-	errR, errW, err := mk()
-	if err != nil {
-		closeAll()
-		return fail(fmt.Errorf("create pipe: %w", err))
-	}
-	parent, child = append(parent, errR), append(child, errW)
-
 	if z := p.o.Zygote; z != nil {
-		pid, exit, err := z.spawn(append(p.environ(), "ASTRABOX_PYCACHE="+pycacheDir(sdk)), p.o.ProjectDir, child)
+		pp, err := newPipes()
+		if err != nil {
+			return fail(err)
+		}
+		pid, exit, err := z.spawn(append(p.environ(), "ASTRABOX_PYCACHE="+pycacheDir(sdk)), p.o.ProjectDir, pp.child())
 		if err == nil {
-			for _, f := range child {
+			for _, f := range pp.child() {
 				f.Close()
 			}
 			p.pid, p.forkExit = pid, exit
-			p.reqW, p.respR, p.outR, p.errR = reqW, respR, outR, errR
+			p.reqW, p.respR, p.outR, p.errR = pp.reqW, pp.respR, pp.outR, pp.errR
 			p.goroutines()
 			return nil
 		}
-		// Same process, slower start: the fork server is an optimisation, never a reason to fail.
+		// Same process, slower start: the fork server is an optimisation, never a reason to fail. Fresh pipes,
+		// so that a fork that happened after all cannot share them.
+		pp.closeAll()
 		p.logf("%v; starting an interpreter instead", err)
+	}
+	pp, err := newPipes()
+	if err != nil {
+		return fail(err)
 	}
 	script := filepath.Join(sdk, "astrabox", "_harness", "__main__.py")
 	cmd := exec.Command(p.o.Python, "-B", script)
 	cmd.Dir = p.o.ProjectDir
-	cmd.Stdout = outW
-	cmd.Stderr = errW
-	cmd.ExtraFiles = []*os.File{reqR, respW}
+	cmd.Stdout = pp.outW
+	cmd.Stderr = pp.errW
+	cmd.ExtraFiles = []*os.File{pp.reqR, pp.respW}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = time.Second
 	cmd.Env = append(p.environ(), "ASTRABOX_PYCACHE="+pycacheDir(sdk))
 	if err := cmd.Start(); err != nil {
-		closeAll()
+		pp.closeAll()
 		return fail(fmt.Errorf("run %s: %w", p.o.Python, err))
 	}
-	for _, f := range child {
+	for _, f := range pp.child() {
 		f.Close()
 	}
 	p.cmd, p.pid = cmd, cmd.Process.Pid
-	p.reqW, p.respR, p.outR, p.errR = reqW, respR, outR, errR
+	p.reqW, p.respR, p.outR, p.errR = pp.reqW, pp.respR, pp.outR, pp.errR
 	p.goroutines()
 	return nil
 }

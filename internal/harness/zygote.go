@@ -21,11 +21,9 @@ import (
 // started directly: its own process group, pipes, environment, limits, hello and load; only its exit status
 // travels through the zygote, the one process that can reap it.
 type Zygote struct {
-	python string
-	dir    string
-	cmd    *exec.Cmd
-	conn   *net.UnixConn
-	pid    int
+	cmd  *exec.Cmd
+	conn *net.UnixConn
+	pid  int
 
 	spawnMu sync.Mutex // one spawn request at a time
 	answers chan zygoteMsg
@@ -56,6 +54,9 @@ type zygoteExit struct {
 // zygoteStart bounds the fork server's start-up (an interpreter start plus the harness imports).
 const zygoteStart = 30 * time.Second
 
+// zygoteAnswer bounds the wait for the answer to one spawn request (a variable for tests).
+var zygoteAnswer = 30 * time.Second
+
 // StartZygote starts a fork server for python in the project directory dir.
 func StartZygote(ctx context.Context, python, dir string) (*Zygote, error) {
 	if python == "" {
@@ -76,7 +77,7 @@ func StartZygote(ctx context.Context, python, dir string) (*Zygote, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start the fork server: %w", err)
 	}
-	z := &Zygote{python: python, dir: dir, conn: fc.(*net.UnixConn), answers: make(chan zygoteMsg, 1),
+	z := &Zygote{conn: fc.(*net.UnixConn), answers: make(chan zygoteMsg, 1),
 		waiters: map[int]chan zygoteExit{}, early: map[int]zygoteExit{}, done: make(chan struct{})}
 	cmd := exec.Command(python, "-B", filepath.Join(sdk, "astrabox", "_harness", "__main__.py"))
 	cmd.Dir = dir
@@ -216,7 +217,7 @@ func (z *Zygote) spawn(env []string, dir string, files []*os.File) (int, <-chan 
 	if _, _, err := z.conn.WriteMsgUnix(body, syscall.UnixRights(fds...), nil); err != nil {
 		return 0, nil, fmt.Errorf("fork a harness: the fork server is gone: %w", err)
 	}
-	t := time.NewTimer(zygoteStart)
+	t := time.NewTimer(zygoteAnswer)
 	defer t.Stop()
 	var m zygoteMsg
 	select {
@@ -224,7 +225,10 @@ func (z *Zygote) spawn(env []string, dir string, files []*os.File) (int, <-chan 
 	case <-z.done:
 		return 0, nil, fmt.Errorf("fork a harness: the fork server ended: %s", z.stderrTail())
 	case <-t.C:
-		return 0, nil, fmt.Errorf("fork a harness: no answer from the fork server within %s", zygoteStart)
+		// A server that does not answer is of no further use: stop it, so that later starts fall back at once
+		// and a late answer cannot be taken for the next request's.
+		killGroup(z.pid, syscall.SIGKILL)
+		return 0, nil, fmt.Errorf("fork a harness: no answer from the fork server within %s", zygoteAnswer)
 	}
 	if m.Kind != "spawned" || m.PID <= 0 {
 		return 0, nil, fmt.Errorf("fork a harness: %s", m.Message)

@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -104,6 +105,32 @@ func TestZygoteGoneChildrenStillReported(t *testing.T) {
 	r, err := call(t, p, "plan", map[string]any{"config": map[string]any{}}, 5*time.Second)
 	if err != nil || !r.OK {
 		t.Fatalf("plan after the fork server died: %v %+v", err, r)
+	}
+	p.Close()
+}
+
+// TestZygoteSilentServerIsStopped: a fork server that does not answer is stopped, and the process starts as its
+// own interpreter on fresh pipes.
+func TestZygoteSilentServerIsStopped(t *testing.T) {
+	z := startZygote(t)
+	saved := zygoteAnswer
+	zygoteAnswer = 300 * time.Millisecond
+	t.Cleanup(func() { zygoteAnswer = saved })
+	if err := syscall.Kill(z.pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := startLoaded(t, fixtureDir(t, "good"), "good_provider.provider:Provider", Options{Zygote: z})
+	if p.cmd == nil {
+		t.Error("the process claims to be forked by a server that never answered")
+	}
+	select {
+	case <-z.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the silent fork server was not stopped")
+	}
+	r, err := call(t, p, "plan", map[string]any{"config": map[string]any{}}, 5*time.Second)
+	if err != nil || !r.OK {
+		t.Fatalf("plan: %v %+v", err, r)
 	}
 	p.Close()
 }
