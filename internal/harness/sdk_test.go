@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestSDKDirContent(t *testing.T) {
@@ -111,4 +112,61 @@ func TestHarnessBytecodeCache(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestProviderBytecodeCache: the provider's modules are compiled once into the kit's cache (hash-checked), and
+// an edit made at once, keeping the file's size, is seen by the next process: the cache can never be stale.
+func TestProviderBytecodeCache(t *testing.T) {
+	project := t.TempDir()
+	if err := os.CopyFS(project, os.DirFS(fixtureDir(t, "good"))); err != nil {
+		t.Fatal(err)
+	}
+	source := filepath.Join(project, "src", "good_provider", "provider.py")
+	sdk, err := SDKDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached, _ := filepath.Glob(filepath.Join(pycacheDir(sdk), "provider", "*", strings.TrimPrefix(source, "/")+".pyc"))
+	for _, f := range cached {
+		os.Remove(f)
+	}
+	plan := func() string {
+		p, _ := startLoaded(t, project, "good_provider.provider:Provider", Options{})
+		defer p.Close()
+		r, err := call(t, p, "plan", map[string]any{"config": map[string]any{}}, 5*time.Second)
+		if err != nil || !r.OK {
+			t.Fatalf("plan: %v %+v", err, r)
+		}
+		return r.Stdout.String()
+	}
+	if got := plan(); got != "plan stdout\n" {
+		t.Fatalf("first run printed %q", got)
+	}
+	cached, _ = filepath.Glob(filepath.Join(pycacheDir(sdk), "provider", "*", strings.TrimPrefix(source, "/")+".pyc"))
+	if len(cached) != 1 {
+		t.Fatalf("no cached bytecode for %s", source)
+	}
+	before, _ := os.Stat(cached[0])
+	if got := plan(); got != "plan stdout\n" {
+		t.Fatalf("second run printed %q", got)
+	}
+	if after, err := os.Stat(cached[0]); err != nil || !os.SameFile(before, after) {
+		t.Errorf("the second run compiled again instead of using the cached bytecode (%v)", err)
+	}
+	text, err := os.ReadFile(source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(text), `print("plan stdout")`, `print("plan STDOUT")`, 1)
+	if edited == string(text) {
+		t.Fatal("the fixture no longer prints plan stdout")
+	}
+	info, _ := os.Stat(source)
+	if err := os.WriteFile(source, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Chtimes(source, info.ModTime(), info.ModTime()) // same size, same time: only the hash can tell
+	if got := plan(); got != "plan STDOUT\n" {
+		t.Fatalf("after the edit the provider printed %q: stale bytecode", got)
+	}
 }

@@ -11,6 +11,7 @@ import sys
 from typing import Any, Dict, Optional, Tuple
 
 from astrabox import seams
+from astrabox._harness import bytecode
 from astrabox._harness.contexts import ArgumentError
 from astrabox._harness.observe import Observer
 from astrabox._harness.values import callable_name, safe_repr
@@ -197,7 +198,14 @@ def load(args: Any, observer: Observer) -> Loaded:
     # Frames of an import failure are attributed to the given paths already.
     observer.set_roots([], roots)
     importlib.invalidate_caches()
-    module, obj, module_name = _resolve(target)
+    cache = bytecode.finder(observer.is_provider_file, observer.quiet)
+    if cache is not None:
+        sys.meta_path.insert(0, cache)
+    try:
+        module, obj, module_name = _resolve(target)
+    finally:
+        if cache is not None and cache in sys.meta_path:
+            sys.meta_path.remove(cache)
     pkg_dir = provider_pkg_dir(module_name)
     with observer.quiet():
         observer.set_roots([pkg_dir] if pkg_dir else [], roots)
