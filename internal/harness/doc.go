@@ -11,6 +11,15 @@
 // up every process it started, including descendants that left the group with
 // setsid.
 //
+// # Fork server
+//
+// A [Zygote] is one interpreter that has imported the harness and forks ready
+// harness processes on request; a Process started with Options.Zygote is forked
+// from it (its own process group, pipes, environment and limits, exactly as a
+// started one) and gets its exit status through it. Replica sets use one to
+// avoid an interpreter start per replica; when it cannot serve, the process is
+// started as its own interpreter.
+//
 // # Limits
 //
 // [DefaultLimits] documents the default values of [Limits]. The address-space
@@ -26,7 +35,9 @@
 // (docs/protocol.md), at most Limits.CaptureBytes per stream (head and tail
 // halves, the rest counted). After a reply Go waits up to one second for the
 // markers, and not at all on a stream that is closed or a process that is
-// gone; without a marker the output is cut where it stood.
+// gone; without a marker the output is cut where it stood. A reply that says
+// no marker was written (the harness proved nothing but itself wrote since the
+// last one) is cut at once.
 //
 // # Cleanup
 //
