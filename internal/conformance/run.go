@@ -109,6 +109,9 @@ type Target struct {
 	Settings   *Settings
 	Paths      []string
 	Warnings   []string
+	// Zygote, when set, is a fork server for this target's interpreter and project: inspection and every
+	// replica set fork their processes from it. Whoever set it closes it after them.
+	Zygote *harness.Zygote
 }
 
 // Resolve discovers the project, its provider declaration, its interpreter and its settings.
@@ -183,7 +186,7 @@ func (s *Settings) limits() harness.Limits {
 
 // Inspect loads the provider once and returns what the harness learnt about it.
 func Inspect(ctx context.Context, t *Target) (*harness.LoadInfo, *harness.Reply, error) {
-	proc, err := harness.Start(ctx, harness.Options{Python: t.Python.Path, ProjectDir: t.Project.Dir, Replica: "inspect", Limits: t.Settings.limits()})
+	proc, err := harness.Start(ctx, harness.Options{Python: t.Python.Path, ProjectDir: t.Project.Dir, Replica: "inspect", Limits: t.Settings.limits(), Zygote: t.Zygote})
 	if err != nil {
 		return nil, nil, undecided(fmt.Errorf("start the provider harness with %s: %w", t.Python.Path, err))
 	}
@@ -253,6 +256,14 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	}
 	if o.Seed != nil {
 		seed = *o.Seed
+	}
+	// One fork server for the whole run: inspection and every replica are forked from it (one interpreter
+	// start instead of one per process). Without it, each process starts its own interpreter.
+	if z, err := harness.StartZygote(ctx, t.Python.Path, t.Project.Dir); err == nil {
+		t.Zygote = z
+		defer z.Close()
+	} else if o.Verbose {
+		logf("replicas start without a fork server: %v", err)
 	}
 	info, reply, err := Inspect(ctx, t)
 	if err != nil {
@@ -383,6 +394,7 @@ func NewEnv(t *Target, info *harness.LoadInfo, seed int64) (*Env, error) {
 	e.Sim = simulate.Options{
 		Python: t.Python.Path, ProjectDir: t.Project.Dir, Target: t.Resolution.Chosen.Ref.Target(), Paths: t.Paths,
 		Config: cfg, Secrets: simSecrets, Limits: t.Settings.limits(), ForceDebugLogging: t.Settings.ForceDebugLogging,
+		Zygote: t.Zygote,
 	}
 	return e, nil
 }

@@ -29,8 +29,9 @@ type Cluster struct {
 	ctx     context.Context
 	wg      sync.WaitGroup
 	// zygote forks the cluster's replica processes (nil if it could not start: processes are then started
-	// one interpreter each).
-	zygote *harness.Zygote
+	// one interpreter each); ownZygote when the cluster started it and so closes it.
+	zygote    *harness.Zygote
+	ownZygote bool
 }
 
 // forkServer returns the cluster's fork server, or nil (also on a nil cluster).
@@ -134,8 +135,10 @@ func NewCluster(ctx context.Context, o Options, n int) (*Cluster, error) {
 	c.dbl = d
 	// One interpreter start for the fork server, then a fork per replica: cheaper than an interpreter per
 	// replica, and every later replacement of a lost replica is a fork too.
-	if z, err := harness.StartZygote(ctx, o.Python, o.ProjectDir); err == nil {
-		c.zygote = z
+	if o.Zygote != nil {
+		c.zygote = o.Zygote
+	} else if z, err := harness.StartZygote(ctx, o.Python, o.ProjectDir); err == nil {
+		c.zygote, c.ownZygote = z, true
 	} else if o.Verbose != nil {
 		fmt.Fprintf(o.Verbose, "astrabox: replicas start without a fork server: %v\n", err)
 	}
@@ -145,7 +148,7 @@ func NewCluster(ctx context.Context, o Options, n int) (*Cluster, error) {
 	}
 	if err := p.startReplicas(); err != nil {
 		p.close()
-		if c.zygote != nil {
+		if c.ownZygote {
 			c.zygote.Close()
 		}
 		return nil, err
@@ -215,7 +218,7 @@ func (c *Cluster) Close() {
 	}
 	wg.Wait()
 	c.dbl.Close()
-	if c.zygote != nil {
+	if c.ownZygote {
 		c.zygote.Close()
 	}
 }

@@ -44,6 +44,9 @@ type Options struct {
 	// Cluster, when set, supplies running replicas and a deployment double reused across runs
 	// (exploration); Run then neither starts nor closes them.
 	Cluster *Cluster
+	// Zygote, when set, is a fork server clusters fork their replicas from; its owner closes it after the
+	// clusters. Without one, each cluster starts its own.
+	Zygote *harness.Zygote
 }
 
 // ErrProviderLoad is returned (wrapped) when the provider cannot be loaded at all.
