@@ -2,6 +2,8 @@ package harness
 
 import (
 	"bytes"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -173,4 +175,28 @@ func lingerAndSweep(t *testing.T, o Options) {
 		t.Fatal(err)
 	}
 	assertGone(t, pgid, token)
+}
+
+// pidsWithToken returns the processes whose environment holds ASTRABOX_REPLICA_TOKEN=token (other than
+// this one), whatever their group: the linger test counts them.
+func pidsWithToken(token string) []int {
+	needle := []byte("ASTRABOX_REPLICA_TOKEN=" + token + "\x00")
+	self := os.Getpid()
+	var out []int
+	for _, pid := range allPids() {
+		if pid == self {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+		if err != nil || len(b) == 0 {
+			continue
+		}
+		if bytes.Contains(append(b, 0), needle) {
+			if p, ok := readStat(pid); ok && p.state == 'Z' {
+				continue
+			}
+			out = append(out, pid)
+		}
+	}
+	return out
 }

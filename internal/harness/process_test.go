@@ -59,7 +59,7 @@ func assertGone(t *testing.T, pgid int, token string) {
 	t.Helper()
 	var left []int
 	for i := 0; i < 100; i++ {
-		left = append(pidsInGroup(pgid), pidsWithToken(token)...)
+		left = strays(pgid, token, 0)
 		if len(left) == 0 {
 			return
 		}

@@ -90,30 +90,6 @@ func treeRSS(root int) uint64 {
 	return uint64(pages) * uint64(os.Getpagesize())
 }
 
-// pidsWithToken returns the processes whose environment holds
-// ASTRABOX_REPLICA_TOKEN=token (other than this one).
-func pidsWithToken(token string) []int {
-	needle := []byte("ASTRABOX_REPLICA_TOKEN=" + token + "\x00")
-	self := os.Getpid()
-	var out []int
-	for _, pid := range allPids() {
-		if pid == self {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-		if err != nil || len(b) == 0 {
-			continue
-		}
-		if bytes.Contains(append(b, 0), needle) {
-			if p, ok := readStat(pid); ok && p.state == 'Z' {
-				continue
-			}
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
 // strays returns, in one pass over /proc, the live members of process group pgid and the live processes
 // whose environment holds ASTRABOX_REPLICA_TOKEN=token (other than this one). A process that started before
 // notBefore (clock ticks after boot: the replica's own start) cannot descend from the replica, so its
@@ -138,17 +114,6 @@ func strays(pgid int, token string, notBefore uint64) []int {
 			continue
 		}
 		if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ"); err == nil && bytes.Contains(append(b, 0), needle) {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
-// pidsInGroup returns the live (non-zombie) members of process group pgid.
-func pidsInGroup(pgid int) []int {
-	var out []int
-	for _, pid := range allPids() {
-		if p, ok := readStat(pid); ok && p.pgrp == pgid && p.state != 'Z' {
 			out = append(out, pid)
 		}
 	}

@@ -166,12 +166,7 @@ func (z *Zygote) read() {
 	z.waiters = map[int]chan zygoteExit{}
 	z.mu.Unlock()
 	for pid, ch := range orphans {
-		go func(pid int, ch chan zygoteExit) {
-			for alive(pid) {
-				time.Sleep(20 * time.Millisecond)
-			}
-			ch <- zygoteExit{}
-		}(pid, ch)
+		go awaitGone(pid, ch)
 	}
 }
 
@@ -186,6 +181,15 @@ func (z *Zygote) deliver(pid int, e zygoteExit) {
 	if ch != nil {
 		ch <- e
 	}
+}
+
+// awaitGone reports an unknown exit on ch once pid is gone: for a child whose fork server died before it, and
+// which only its new parent can reap.
+func awaitGone(pid int, ch chan zygoteExit) {
+	for alive(pid) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	ch <- zygoteExit{}
 }
 
 // alive reports whether pid is a live (non-zombie) process.
@@ -239,12 +243,7 @@ func (z *Zygote) spawn(env []string, dir string, files []*os.File) (int, <-chan 
 		delete(z.early, m.PID)
 		ch <- e
 	} else if z.dead {
-		go func() {
-			for alive(m.PID) {
-				time.Sleep(20 * time.Millisecond)
-			}
-			ch <- zygoteExit{}
-		}()
+		go awaitGone(m.PID, ch)
 	} else {
 		z.waiters[m.PID] = ch
 	}
