@@ -15,6 +15,13 @@ const (
 	StatusWarning Status = "warning"
 	StatusSkipped Status = "skipped"
 	StatusFlaky   Status = "flaky"
+	// StatusNotApplicable means the provider keeps the platform's default for everything the check judges
+	// (it does not implement the callback or path), so there is nothing of its own to judge.
+	StatusNotApplicable Status = "not_applicable"
+	// StatusNotExercised means the provider implements what the check judges but no scenario of the run
+	// reached it: the kit could not decide. A run with such a result never prints PASSED and exits 2 unless
+	// the check is skipped with a reason.
+	StatusNotExercised Status = "not_exercised"
 )
 
 // Severity says how much a failed check matters.
@@ -65,6 +72,9 @@ type Summary struct {
 	Warning int `json:"warning"`
 	Skipped int `json:"skipped"`
 	Flaky   int `json:"flaky"`
+	// NotApplicable and NotExercised count the results with those statuses.
+	NotApplicable int `json:"not_applicable"`
+	NotExercised  int `json:"not_exercised"`
 }
 
 // Result is the outcome of one check over the recorded histories.
@@ -80,6 +90,10 @@ type Result struct {
 	Help     string     `json:"help,omitempty"`
 	Evidence []Evidence `json:"evidence"`
 	Location *Location  `json:"location"`
+	// DecidedOver says what the check was decided over (for example "14 prepare_turn calls in 3 scenarios:
+	// 2 refreshes, 3 retries on other replicas"), or, for a not_exercised result, what was missing and what
+	// would reach it.
+	DecidedOver string `json:"decided_over,omitempty"`
 }
 
 // Evidence is one observed fact that supports a result. Text never holds a secret in clear: the conformance
@@ -114,6 +128,10 @@ func (r *Report) Summarize() {
 			s.Skipped++
 		case StatusFlaky:
 			s.Flaky++
+		case StatusNotApplicable:
+			s.NotApplicable++
+		case StatusNotExercised:
+			s.NotExercised++
 		}
 	}
 	r.Summary = s

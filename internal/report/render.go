@@ -39,6 +39,17 @@ func For(format string, s term.Styles, width int) (Renderer, error) {
 	return nil, fmt.Errorf("unknown output format %q: use one of %s", format, strings.Join(Formats(), ", "))
 }
 
+// Undecided reports whether some check could not be decided (not_exercised): such a run never reads as
+// PASSED; the command line exits with 1 when a check failed, else with 2 (docs/report-format.md).
+func (r *Report) Undecided() bool {
+	for _, res := range r.Results {
+		if res.Status == StatusNotExercised {
+			return true
+		}
+	}
+	return false
+}
+
 // HasFailures reports whether the run breaks the contract: at least one check failed or was flaky (a flaky
 // check saw the breach in some runs, which is a breach). Warnings and skipped checks do not count. The command
 // line exits with 1 exactly when this is true.
@@ -61,9 +72,11 @@ func rank(s Status) int {
 		return 4
 	case StatusWarning:
 		return 3
+	case StatusNotExercised:
+		return 3
 	case StatusPassed:
 		return 2
-	case StatusSkipped:
+	case StatusSkipped, StatusNotApplicable:
 		return 1
 	}
 	return 0
