@@ -73,6 +73,9 @@ type Reply struct {
 	// was still running (its asyncio task was cancelled). A cancel sent but
 	// not received crossed the reply, or met synchronous code.
 	CancelReceived bool
+	// Exit is set when the callback raised SystemExit or KeyboardInterrupt: the process ends right after
+	// the reply (see WaitExit).
+	Exit *ExitInfo
 }
 
 // Result decodes Value of a callback reply.
@@ -505,6 +508,7 @@ func (p *Process) finish(r replyMsg, cancelSent bool) *Reply {
 		CancelSent:   cancelSent,
 		// Only a cancel this Call sent counts (a stale flag cannot come from elsewhere: one call at a time).
 		CancelReceived: cancelSent && r.CancelReceived,
+		Exit:           r.Exit,
 	}
 	if r.Markers != nil && !*r.Markers {
 		// Nothing was written since the last marker: the segments are what was read so far (empty unless a

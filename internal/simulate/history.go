@@ -62,7 +62,14 @@ type Event struct {
 	Delivery   *Delivery             `json:"delivery,omitempty"`
 	Engine     *EngineStart          `json:"engine,omitempty"`
 	Background *harness.Observations `json:"background,omitempty"`
-	Data       map[string]any        `json:"data,omitempty"`
+	// Origin is, for a background event, the key of the call whose code started the work that made these
+	// observations and this output ("" when they cannot be told apart: several calls' work at once).
+	Origin string `json:"origin,omitempty"`
+	// Stdout and Stderr are, for a background event, what that work wrote to the process's output while the
+	// platform waited for it.
+	Stdout string         `json:"stdout,omitempty"`
+	Stderr string         `json:"stderr,omitempty"`
+	Data   map[string]any `json:"data,omitempty"`
 }
 
 // Call outcomes.
@@ -165,7 +172,11 @@ type Request struct {
 	Callback string `json:"callback,omitempty"`
 	// InFlight is the call that was in flight on the replica when the request arrived, when that is not the
 	// call whose code made it (work a finished call left behind).
-	InFlight   string          `json:"in_flight,omitempty"`
+	InFlight string `json:"in_flight,omitempty"`
+	// Background is set when the request was made by work its call left running, after that call returned
+	// (it arrived while the platform waited for that work, or it carries the call's tag while another call
+	// or none was in flight).
+	Background bool            `json:"background,omitempty"`
 	Method     string          `json:"method"`
 	Path       string          `json:"path"`
 	Operation  string          `json:"operation,omitempty"`
