@@ -35,7 +35,13 @@ type Settings struct {
 	ForceDebugLogging bool
 	// MemoryMB, AddressSpaceMB and OpenFiles bound each replica process (0 keeps the defaults).
 	MemoryMB, AddressSpaceMB, OpenFiles int
+	// SettleS bounds, in seconds, the wait for work a callback left running (0 keeps
+	// simulate.DefaultSettle).
+	SettleS float64
 }
+
+// maxSettleS is the largest settle time accepted: the wait is paid after every callback that leaves work.
+const maxSettleS = 60
 
 // SettingsError is a problem in the project's settings.
 type SettingsError struct {
@@ -140,6 +146,12 @@ func ParseSettings(raw map[string]any, file, projectDir string) (*Settings, erro
 					return nil, bad(k+"."+dk, "unknown deadline; use plan, synchronize, recover, session, turn or user-action")
 				}
 			}
+		case "settle":
+			f, ok := number(v)
+			if !ok || !(f > 0 && f <= maxSettleS) {
+				return nil, bad(k, "must be a number of seconds greater than 0 and at most %d", maxSettleS)
+			}
+			s.SettleS = f
 		case "skip":
 			m, ok := v.(map[string]any)
 			if !ok {
@@ -182,7 +194,7 @@ func ParseSettings(raw map[string]any, file, projectDir string) (*Settings, erro
 				}
 			}
 		default:
-			return nil, bad(k, "unknown setting; valid settings are python-path, secret-fields, config, engine, replicas, seed, deadlines, skip, force-debug-logging, limits")
+			return nil, bad(k, "unknown setting; valid settings are python-path, secret-fields, config, engine, replicas, seed, deadlines, settle, skip, force-debug-logging, limits")
 		}
 	}
 	return s, nil
