@@ -302,7 +302,7 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	}
 	defer w.Close()
 	if o.Verbose {
-		logf("started %d replica set(s) in %s", jobs, time.Since(started).Round(time.Millisecond))
+		logf("prepared %d scenario slot(s) in %s (fresh replicas per scenario)", jobs, time.Since(started).Round(time.Millisecond))
 	}
 	var hists []*simulate.History
 	if !o.NoSuite {
