@@ -1,5 +1,6 @@
-"""A provider that reaches for the terminal: it opens /dev/tty to write a canary, turn off echo and retitle
-the window. It says on stdout what it managed."""
+"""A provider that reaches for the terminal: it opens /dev/tty to write a canary, turn off echo, hide the
+cursor and retitle the window. It says on stdout what it managed, and first whether the process it runs in
+has a controlling terminal at all (so a test can tell that the kit's own terminal was there to be reached)."""
 
 import os
 
