@@ -94,7 +94,9 @@ func (wardenLauncher) launch(s launchSpec) (*launched, error) {
 	cmd.Stdout, cmd.Stderr = s.pipes.outW, s.pipes.errW
 	cmd.ExtraFiles = []*os.File{s.pipes.reqR, s.pipes.respW, statusW}
 	cmd.Env = append(append([]string(nil), s.env...), wardenVar+"=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGTERM}
+	// No parent-death signal: the warden watches its status pipe instead, whose only reader is the kit, and
+	// kills the tree when the kit is gone (a signal would kill it before it could).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := startOnSpawner(cmd); err != nil {
 		statusR.Close()
 		return nil, startError(s.python, err)

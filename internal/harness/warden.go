@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"runtime"
 	"strings"
 	"syscall"
@@ -24,7 +23,9 @@ import (
 //     (PR_SET_PDEATHSIG), and reports its pid and its wait status on a pipe;
 //   - when the harness has exited, kills every process left below it and reaps them until it has no child
 //     left, then exits: the end of the pipe means the whole tree is gone;
-//   - dies with the kit (its own parent-death signal, SIGTERM, makes it kill the tree first).
+//   - dies with the kit, killing the tree first: its status pipe has no reader any more (poll reports an
+//     error on the write end), however the kit ended. This costs one thread where signal handling would cost
+//     four (every thread counts against the user's process limit, ulimit -u).
 //
 // The fork server's children play the same part for forked harnesses (zygote.py).
 
@@ -57,7 +58,8 @@ func init() {
 
 // runWarden is the warden's main: args are the harness's command line (interpreter first).
 func runWarden(args []string) int {
-	// The harness's parent-death signal follows the thread that forked it: keep that thread for ever.
+	// The harness's parent-death signal follows the thread that forked it. The Go runtime retires a thread
+	// only when a goroutine locked to it ends, which none here does, but say so plainly.
 	runtime.LockOSThread()
 	status := os.NewFile(wardenStatusFD, "status")
 	report := func(m wardenMsg) {
@@ -72,9 +74,6 @@ func runWarden(args []string) int {
 		return 2
 	}
 	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-	// Signals from the kit (or its death): kill everything below; the loop below reaps and reports.
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 
 	env := make([]string, 0, len(os.Environ()))
 	for _, kv := range os.Environ() {
@@ -114,9 +113,14 @@ func runWarden(args []string) int {
 	_ = syscall.Close(3)
 	_ = syscall.Close(4)
 	report(wardenMsg{Kind: wardenStarted, PID: harness})
+	// The kit's death: kill everything below; the loop below reaps and then ends.
 	go func() {
-		for range sigs {
-			killBelow(os.Getpid())
+		fds := []unix.PollFd{{Fd: wardenStatusFD}}
+		for {
+			if _, err := unix.Poll(fds, -1); err == nil && fds[0].Revents&(unix.POLLERR|unix.POLLHUP) != 0 {
+				killBelow(os.Getpid())
+				return
+			}
 		}
 	}()
 	for {
