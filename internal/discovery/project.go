@@ -534,6 +534,9 @@ func (p *Project) FindModule(module string) (file, root string, ok bool) {
 
 // decodeTOML parses a TOML file into a generic map, turning syntax errors into an *Error with position.
 func decodeTOML(path, src string) (map[string]any, error) {
+	if err := checkTOMLShape(path, src); err != nil {
+		return nil, err
+	}
 	var m map[string]any
 	if _, err := toml.Decode(src, &m); err != nil {
 		var pe toml.ParseError
@@ -548,14 +551,18 @@ func decodeTOML(path, src string) (map[string]any, error) {
 	return m, nil
 }
 
-// readOptional reads a file, returning "" and no error when it does not exist.
+// readOptional reads a project text file (bounded by MaxProjectFileSize, regular files only, UTF-8),
+// returning "" and no error when it does not exist.
 func readOptional(path string) (string, string, error) {
-	b, err := os.ReadFile(path)
+	b, err := readBounded(path, MaxProjectFileSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", "", nil
 	}
 	if err != nil {
-		return "", "", &Error{File: path, Message: "cannot read file", Err: err, Hint: "check the file's permissions"}
+		return "", "", err
+	}
+	if err := checkText(path, b); err != nil {
+		return "", "", err
 	}
 	return string(b), path, nil
 }
