@@ -216,3 +216,5 @@ func TestTextEncoding(t *testing.T) {
 		t.Fatalf("UTF-8 BOM: %v %+v", err, p)
 	}
 }
+
+func mkfifo(path string) error { return syscall.Mkfifo(path, 0o644) }
