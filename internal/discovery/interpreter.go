@@ -162,7 +162,9 @@ func (s *search) warn(format string, args ...any) {
 }
 
 // probe runs the probe from the project directory.
-func (s *search) probe(path, reason string) (*Interpreter, error) { return probeIn(path, reason, s.dir) }
+func (s *search) probe(path, reason string) (*Interpreter, error) {
+	return probeIn(path, reason, s.dir)
+}
 
 // explicit resolves the interpreter named by --python or ASTRABOX_PYTHON.
 func (s *search) explicit(value, reason, how string) (*Interpreter, error) {
@@ -211,6 +213,7 @@ func (s *search) find() (*Interpreter, error) {
 	}
 	return s.onPath()
 }
+
 // probeScript prints the interpreter's version as JSON; it runs on Python 2 too, so that an old interpreter
 // gets a clear message rather than a syntax error.
 const probeScript = `import sys
