@@ -90,9 +90,13 @@ type Project struct {
 	Dir string
 	// Name is the project name from [project], [tool.poetry] or setup.cfg [metadata]; "" when unknown.
 	Name string
-	// Pyproject and SetupCfg are the paths of the files read ("" when absent).
+	// Pyproject, SetupCfg and SetupPy are the paths of the files read ("" when absent).
 	Pyproject string
 	SetupCfg  string
+	SetupPy   string
+	// SetupPyGroupLine is the line of setup.py that names the provider group, 0 when none does. setup.py
+	// is never run: its entry points are known only from the installed project's metadata.
+	SetupPyGroupLine int
 	// Declarations are the provider-group entry points the project declares, in file order.
 	Declarations []Declaration
 	// DynamicEntryPoints is true when [project] dynamic lists "entry-points": the build backend computes
@@ -110,8 +114,8 @@ type Project struct {
 	Warnings []string
 }
 
-// FindProjectRoot returns the nearest directory at or above start that holds a pyproject.toml or a
-// setup.cfg. start may be a file.
+// FindProjectRoot returns the nearest directory at or above start that holds a pyproject.toml, a setup.cfg
+// or a setup.py (regular files only). start may be a file.
 func FindProjectRoot(start string) (string, error) {
 	abs, err := filepath.Abs(start)
 	if err != nil {
@@ -124,7 +128,7 @@ func FindProjectRoot(start string) (string, error) {
 		abs = filepath.Dir(abs)
 	}
 	for d := abs; ; {
-		for _, name := range []string{"pyproject.toml", "setup.cfg"} {
+		for _, name := range []string{"pyproject.toml", "setup.cfg", "setup.py"} {
 			if st, err := os.Stat(filepath.Join(d, name)); err == nil && st.Mode().IsRegular() {
 				return d, nil
 			}
@@ -135,7 +139,7 @@ func FindProjectRoot(start string) (string, error) {
 		}
 		d = parent
 	}
-	return "", &Error{File: abs, Message: "no pyproject.toml or setup.cfg here or in any parent directory",
+	return "", &Error{File: abs, Message: "no pyproject.toml, setup.cfg or setup.py here or in any parent directory",
 		Hint: "run astrabox inside your provider project, or point at it with --project DIR"}
 }
 
@@ -155,11 +159,12 @@ func LoadProject(dir string) (*Project, error) {
 	if err != nil {
 		return nil, err
 	}
-	if pyPath == "" && cfgPath == "" {
-		return nil, &Error{File: abs, Message: "neither pyproject.toml nor setup.cfg found",
+	p.Pyproject, p.SetupCfg = pyPath, cfgPath
+	p.scanSetupPy()
+	if pyPath == "" && cfgPath == "" && p.SetupPy == "" {
+		return nil, &Error{File: abs, Message: "none of pyproject.toml, setup.cfg and setup.py found",
 			Hint: "point --project at the directory that holds your provider's pyproject.toml"}
 	}
-	p.Pyproject, p.SetupCfg = pyPath, cfgPath
 
 	var doc map[string]any
 	var lines map[string]int
@@ -178,7 +183,7 @@ func LoadProject(dir string) (*Project, error) {
 
 	project, hasProject := table(doc, "project")
 	poetry, _ := table(doc, "tool", "poetry")
-	p.Name = firstString(str(project, "name"), str(poetry, "name"))
+	p.Name = firstString(str(project, "name"), str(poetry, "name"), p.Name)
 	if p.Name == "" && cfg != nil {
 		if s := cfg.section("metadata"); s != nil {
 			if o := s.option("name"); o != nil {
@@ -244,6 +249,29 @@ func LoadProject(dir string) (*Project, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+var setupPyName = regexp.MustCompile(`\bname\s*=\s*["']([A-Za-z0-9][A-Za-z0-9._-]*)["']`)
+
+// scanSetupPy notes a setup.py without running it: the distribution name it passes to setup() when written
+// literally, and the line naming the provider group.
+func (p *Project) scanSetupPy() {
+	path := filepath.Join(p.Dir, "setup.py")
+	b, err := readBounded(path, MaxProjectFileSize)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			p.Warnings = append(p.Warnings, err.Error())
+		}
+		return
+	}
+	p.SetupPy = path
+	src := string(b)
+	if m := setupPyName.FindStringSubmatch(src); m != nil {
+		p.Name = m[1]
+	}
+	if i := strings.Index(src, Group); i >= 0 {
+		p.SetupPyGroupLine = 1 + strings.Count(src[:i], "\n")
+	}
 }
 
 // warn records a warning tied to a file and line.
