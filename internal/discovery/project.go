@@ -25,6 +25,7 @@ const (
 	OriginPEP621    Origin = "pyproject.toml [project.entry-points]"
 	OriginPoetry    Origin = "pyproject.toml [tool.poetry.plugins]"
 	OriginSetupCfg  Origin = "setup.cfg [options.entry_points]"
+	OriginFlit      Origin = "pyproject.toml [tool.flit.entrypoints]"
 	OriginInstalled Origin = "installed distribution"
 )
 
@@ -183,7 +184,8 @@ func LoadProject(dir string) (*Project, error) {
 
 	project, hasProject := table(doc, "project")
 	poetry, _ := table(doc, "tool", "poetry")
-	p.Name = firstString(str(project, "name"), str(poetry, "name"), p.Name)
+	flit, _ := table(doc, "tool", "flit", "metadata")
+	p.Name = firstString(str(project, "name"), str(poetry, "name"), str(flit, "dist-name"), str(flit, "module"), p.Name)
 	if p.Name == "" && cfg != nil {
 		if s := cfg.section("metadata"); s != nil {
 			if o := s.option("name"); o != nil {
@@ -224,8 +226,16 @@ func LoadProject(dir string) (*Project, error) {
 			return nil, err
 		}
 	}
+	// flit's legacy metadata (before flit 3 read [project]).
+	if eps, ok := table(doc, "tool", "flit", "entrypoints"); ok {
+		p.nearMisses(pyPath, lines, eps, "tool", "flit", "entrypoints")
+		if err := p.tomlGroup(pyPath, lines, eps, OriginFlit, "tool", "flit", "entrypoints"); err != nil {
+			return nil, err
+		}
+	}
 	// setup.cfg.
 	if cfg != nil {
+		p.cfgNearMisses(cfgPath, cfg)
 		decls, err := cfgGroup(cfgPath, cfg)
 		if err != nil {
 			return nil, err
@@ -297,6 +307,26 @@ func (p *Project) nearMisses(file string, lines map[string]int, groups map[strin
 	for _, g := range names {
 		p.warn(file, lines[pathKey(append(prefix, g)...)],
 			fmt.Sprintf("entry-point group %q is not the provider group; did you mean %q?", g, Group))
+	}
+}
+
+// cfgNearMisses warns about setup.cfg entry-point groups that look like the provider group but are not it,
+// in another case above all: setuptools writes the group into entry_points.txt as spelt, and the platform's
+// lookup compares it exactly (measured with setuptools 58 and 65).
+func (p *Project) cfgNearMisses(file string, cfg *iniFile) {
+	sec := cfg.section("options.entry_points")
+	if sec == nil {
+		return
+	}
+	for _, o := range sec.Options {
+		if o.Name == Group || !nearGroup.MatchString(o.Name) {
+			continue
+		}
+		msg := fmt.Sprintf("entry-point group %q is not the provider group; did you mean %q?", o.Name, Group)
+		if strings.EqualFold(o.Name, Group) {
+			msg += " (setuptools keeps the group's case as written and the platform compares it exactly: write it in lower case)"
+		}
+		p.warn(file, o.Line, msg)
 	}
 }
 
@@ -483,6 +513,16 @@ func codeRoots(dir string, doc map[string]any, cfg *iniFile) ([]string, string) 
 			}
 		}
 	}
+	if wheel, ok := table(doc, "tool", "hatch", "build", "targets", "wheel"); ok {
+		if pkgs, ok := wheel["packages"].([]any); ok {
+			for _, it := range pkgs {
+				if s, ok := it.(string); ok && strings.TrimSpace(s) != "" {
+					// "src/my_pkg" ships my_pkg, importable from src.
+					add("[tool.hatch.build.targets.wheel] packages", filepath.Dir(filepath.Clean(filepath.FromSlash(s))))
+				}
+			}
+		}
+	}
 	poetry, _ := table(doc, "tool", "poetry")
 	if pkgs, ok := poetry["packages"].([]any); ok {
 		for _, it := range pkgs {
@@ -523,8 +563,13 @@ func codeRoots(dir string, doc map[string]any, cfg *iniFile) ([]string, string) 
 	return []string{dir}, "flat layout"
 }
 
-// hasPython reports whether dir holds a Python module or a package directory directly inside it.
-func hasPython(dir string) bool {
+// hasPython reports whether dir holds Python code: a module, a package directory, or a PEP 420 namespace
+// package (a directory without __init__.py with Python code below it, up to a few levels down).
+func hasPython(dir string) bool { return hasPythonWithin(dir, 0) }
+
+const namespaceDepth = 4
+
+func hasPythonWithin(dir string, depth int) bool {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return false
@@ -533,10 +578,17 @@ func hasPython(dir string) bool {
 		if !e.IsDir() && strings.HasSuffix(e.Name(), ".py") {
 			return true
 		}
-		if e.IsDir() {
-			if _, err := os.Stat(filepath.Join(dir, e.Name(), "__init__.py")); err == nil {
-				return true
-			}
+	}
+	if depth >= namespaceDepth {
+		return false
+	}
+	for _, e := range entries {
+		n := e.Name()
+		if !e.IsDir() || strings.HasPrefix(n, ".") || n == "__pycache__" || strings.HasSuffix(n, ".egg-info") || strings.HasSuffix(n, ".dist-info") {
+			continue
+		}
+		if hasPythonWithin(filepath.Join(dir, n), depth+1) {
+			return true
 		}
 	}
 	return false
