@@ -65,7 +65,7 @@ func (s *search) dotVenv(start string) *envCandidate {
 				return &envCandidate{dir: cand, py: py, reason: ".venv at " + cand}
 			} else {
 				s.reject(".venv at "+cand, why)
-				s.warn("ignoring the virtual environment %s: it %s; %s", cand, why, recreateHint(cand))
+				s.warn("ignoring the virtual environment %s (%s); %s", cand, why, recreateHint(cand))
 			}
 		} else if err == nil {
 			if c := s.dotVenvFile(d, cand); c != nil {
@@ -145,7 +145,7 @@ func (s *search) activeVenv(v string, dot *envCandidate) *envCandidate {
 	if py == "" {
 		s.reject(name, why)
 		if !strings.HasPrefix(why, "has no pyvenv.cfg") {
-			s.warn("ignoring the active virtual environment %s: it %s; %s", v, why, recreateHint(v))
+			s.warn("ignoring the active virtual environment %s (%s); %s", v, why, recreateHint(v))
 		}
 		return nil
 	}
