@@ -24,6 +24,9 @@ const (
 	// MaxTOMLKeyParts bounds the parts of a key path: a table header's dotted parts plus the dotted parts
 	// of the keys inside it, inline tables included (tool.poetry.group.dev.dependencies has 5).
 	MaxTOMLKeyParts = 64
+	// MaxTOMLEntries bounds the table headers plus key/value pairs of a TOML file (a large real
+	// pyproject.toml has a few hundred): 1 MiB of one-line tables would otherwise take the decoder seconds.
+	MaxTOMLEntries = 20000
 )
 
 // readBounded reads a project file that must be a regular file of at most limit bytes. It returns

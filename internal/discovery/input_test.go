@@ -53,10 +53,9 @@ func TestProjectFilesMustBeRegular(t *testing.T) {
 	_, err := loadWithin(t, dir)
 	wantError(t, err, py, 0, "a named pipe (FIFO)")
 
-	// The project root search does not stop at a FIFO either, and the error names the file.
-	if _, err := FindProjectRoot(dir); err == nil {
-		t.Fatalf("a FIFO counted as a project file")
-	}
+	// The project root search does not walk past a FIFO to a parent either: the error names the file.
+	_, err = FindProjectRoot(filepath.Join(dir))
+	wantError(t, err, py, 0, "a named pipe (FIFO)")
 
 	dir2 := t.TempDir()
 	py2 := filepath.Join(dir2, "pyproject.toml")
@@ -112,6 +111,7 @@ func TestTOMLShapeLimits(t *testing.T) {
 		{"long dotted key", "[tool]\n" + strings.Repeat("k.", 70) + "k = 1\n", 2, "key path of more than 64 parts"},
 		{"long path through inline tables", "[a.b.c.d]\nk = " + strings.Repeat("{e.f = ", 31) + "1" + strings.Repeat("}", 31) + "\n",
 			2, "key path of"},
+		{"30,000 tables, cut at the bound", "[project]\nname = \"x\"\n" + strings.Repeat("[t]\n", 30000), 19999 + 2, "more than 20000 tables and keys"},
 		{"multi-line string before", "s = \"\"\"\n\n\n\"\"\"\nv = " + strings.Repeat("[", 33) + strings.Repeat("]", 33) + "\n", 5, "nest more than"},
 	}
 	for _, c := range cases {

@@ -132,6 +132,9 @@ func FindProjectRoot(start string) (string, error) {
 		for _, name := range []string{"pyproject.toml", "setup.cfg", "setup.py"} {
 			if st, err := os.Stat(filepath.Join(d, name)); err == nil && st.Mode().IsRegular() {
 				return d, nil
+			} else if err == nil {
+				// A FIFO or a device in a project file's place: say so rather than walk on to a parent.
+				return "", notRegular(filepath.Join(d, name), st.Mode())
 			}
 		}
 		parent := filepath.Dir(d)

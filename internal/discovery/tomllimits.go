@@ -34,6 +34,17 @@ type shapeScanner struct {
 	header int
 	key    int
 	atKey  bool
+	// entries counts table headers and key/value pairs.
+	entries int
+}
+
+// entry counts one table header or key/value pair.
+func (s *shapeScanner) entry() error {
+	s.entries++
+	if s.entries > MaxTOMLEntries {
+		return fmt.Errorf("more than %d tables and keys, more than astrabox accepts", MaxTOMLEntries)
+	}
+	return nil
 }
 
 func (s *shapeScanner) base() int {
@@ -83,6 +94,9 @@ func (s *shapeScanner) step() error {
 	case '=':
 		if s.atKey {
 			s.atKey = false
+			if err := s.entry(); err != nil {
+				return err
+			}
 			if s.base()+s.key > MaxTOMLKeyParts {
 				return fmt.Errorf("a key path of %d parts is longer than the %d astrabox accepts", s.base()+s.key, MaxTOMLKeyParts)
 			}
@@ -120,6 +134,9 @@ func (s *shapeScanner) open(kind byte) error {
 
 // tableHeader reads "[a.b]" or "[[a.b]]" and records its part count.
 func (s *shapeScanner) tableHeader() error {
+	if err := s.entry(); err != nil {
+		return err
+	}
 	s.pos++
 	if s.pos < len(s.src) && s.src[s.pos] == '[' {
 		s.pos++
