@@ -115,10 +115,10 @@ func (j JUnit) Render(w io.Writer, r *Report) error {
 			if res.Status == StatusFlaky {
 				msg = "flaky: " + msg
 			}
-			c.Failure = &junitProblem{Message: msg, Type: string(res.Status), Text: junitDetails(root, res)}
+			c.Failure = &junitProblem{Message: msg, Type: string(res.Status), Text: junitDetails(root, r.Provider.Project, res)}
 		case StatusNotExercised:
 			suite.Errors++
-			c.Error = &junitProblem{Message: "not exercised: " + msg, Type: string(res.Status), Text: junitDetails(root, res)}
+			c.Error = &junitProblem{Message: "not exercised: " + msg, Type: string(res.Status), Text: junitDetails(root, r.Provider.Project, res)}
 		case StatusSkipped:
 			suite.Skipped++
 			c.Skipped = &junitSkipped{Message: msg}
@@ -126,7 +126,7 @@ func (j JUnit) Render(w io.Writer, r *Report) error {
 			suite.Skipped++
 			c.Skipped = &junitSkipped{Message: strings.TrimSuffix("not applicable: "+msg, ": ")}
 		case StatusWarning:
-			notes = append(notes, res.Check+" warning (not a failure):\n"+junitDetails(root, res))
+			notes = append(notes, res.Check+" warning (not a failure):\n"+junitDetails(root, r.Provider.Project, res))
 		}
 		suite.Cases = append(suite.Cases, c)
 	}
@@ -191,10 +191,10 @@ func reportProperties(r *Report) junitProps {
 // junitDetails is the text of a failure or error, one fact per line: the location relative to root first
 // (JUnit has no place for it that strict consumers accept), then message, clauses, evidence with its context
 // and steps, what the check was decided over, and the hint; provider text made safe.
-func junitDetails(root string, res *Result) string {
+func junitDetails(root, project string, res *Result) string {
 	rel := func(l *Location) string {
 		p := l.Path
-		if r, ok := relPath(root, p); ok {
+		if r, ok := rootRel(root, project, p); ok {
 			p = r
 		}
 		return locationString(&Location{Path: p, Line: l.Line})

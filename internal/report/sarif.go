@@ -204,7 +204,7 @@ func (s SARIF) Render(w io.Writer, r *Report) error {
 		}
 		var path string
 		primary := primaryLocation(res)
-		if p, ok := relIfLoc(root, primary); ok {
+		if p, ok := relIfLoc(root, r.Provider.Project, primary); ok {
 			path = p
 			out.Locations = []sarifLocation{physical(p, primary.Line)}
 		} else {
@@ -218,7 +218,7 @@ func (s SARIF) Render(w io.Writer, r *Report) error {
 			if e.Location == nil || e.Location.Path == "" {
 				continue
 			}
-			loc, ok := relatedPhysical(root, e.Location)
+			loc, ok := relatedPhysical(root, r.Provider.Project, e.Location)
 			key := locationString(e.Location)
 			if !ok || seen[key] {
 				continue
@@ -230,8 +230,8 @@ func (s SARIF) Render(w io.Writer, r *Report) error {
 			out.RelatedLocations = append(out.RelatedLocations, loc)
 		}
 		if primary != nil && !seen[locationString(primary)] {
-			if _, ok := relIfLoc(root, primary); !ok {
-				if loc, ok := relatedPhysical(root, primary); ok {
+			if _, ok := relIfLoc(root, r.Provider.Project, primary); !ok {
+				if loc, ok := relatedPhysical(root, r.Provider.Project, primary); ok {
 					id := len(out.RelatedLocations) + 1
 					loc.ID = &id
 					loc.Message = &sarifText{"source location outside the project"}
@@ -324,12 +324,13 @@ func ruleName(title string) string {
 	return b.String()
 }
 
-// relIfLoc makes l's path relative to root, when l is set and inside root.
-func relIfLoc(root string, l *Location) (string, bool) {
+// relIfLoc makes l's path relative to root, when l is set and inside root (a relative path is relative to
+// project).
+func relIfLoc(root, project string, l *Location) (string, bool) {
 	if l == nil {
 		return "", false
 	}
-	return relPath(root, l.Path)
+	return rootRel(root, project, l.Path)
 }
 
 // physical is a location relative to %SRCROOT%, on line when line is positive.
@@ -342,14 +343,18 @@ func physical(rel string, line int) sarifLocation {
 }
 
 // relatedPhysical is l relative to root when possible, else as an absolute file URI.
-func relatedPhysical(root string, l *Location) (sarifLocation, bool) {
-	if p, ok := relPath(root, l.Path); ok {
+func relatedPhysical(root, project string, l *Location) (sarifLocation, bool) {
+	if p, ok := rootRel(root, project, l.Path); ok {
 		return physical(p, l.Line), true
 	}
-	if !filepath.IsAbs(l.Path) {
+	abs := l.Path
+	if !filepath.IsAbs(abs) && project != "" {
+		abs = filepath.Join(project, filepath.FromSlash(abs))
+	}
+	if !filepath.IsAbs(abs) {
 		return sarifLocation{}, false
 	}
-	u := url.URL{Scheme: "file", Path: filepath.ToSlash(l.Path)}
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}
 	loc := sarifLocation{PhysicalLocation: sarifPhysical{ArtifactLocation: sarifArtifactLoc{URI: u.String()}}}
 	if l.Line > 0 {
 		loc.PhysicalLocation.Region = &sarifRegion{StartLine: l.Line}
