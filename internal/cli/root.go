@@ -84,7 +84,7 @@ file and line.`,
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.Err)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return &usageError{fmt.Errorf("%w\nRun '%s --help' for usage.", err, cmd.CommandPath())}
+		return &usageError{fmt.Errorf("%s\nRun '%s --help' for usage.", cleanFlagError(err.Error()), cmd.CommandPath())}
 	})
 	root.AddCommand(
 		newConformanceCmd(f),
@@ -126,7 +126,7 @@ func reportError(w io.Writer, s term.Styles, err error) int {
 	if errors.As(err, &ee) {
 		code = ee.code
 	}
-	msg := err.Error()
+	msg := safeErrorText(err.Error())
 	if strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "unknown flag") || strings.HasPrefix(msg, "unknown shorthand flag") {
 		code = ExitUndecided
 	}

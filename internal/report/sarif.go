@@ -189,7 +189,7 @@ func (s SARIF) Render(w io.Writer, r *Report) error {
 			msg += "\nHint: " + res.Hint
 		}
 		if res.Status == StatusNotExercised && res.DecidedOver != "" {
-			msg += "\nNot exercised: " + res.DecidedOver
+			msg += notExercisedNote(res.DecidedOver)
 		}
 		out := sarifResult{
 			RuleID:    res.Check,
@@ -450,3 +450,6 @@ func declarationFile(source string) (string, int) {
 	}
 	return "", 0
 }
+
+// notExercisedNote is the line a not_exercised result's message ends with: what was missing.
+func notExercisedNote(decidedOver string) string { return "\nNot exercised: " + decidedOver }
