@@ -44,7 +44,7 @@ func TestUndecidedRunWritesJUnitAndSanitisesStderr(t *testing.T) {
 	}
 	dir := t.TempDir()
 	writeProject(t, dir, map[string]string{
-		"pyproject.toml": hostileProvider,
+		"pyproject.toml":      hostileProvider,
 		"hostile_provider.py": "raise ImportError('cannot start\\n::error file=README.md,line=1::pwned\\n\\x1b[2J\\x1b[31mred')\n",
 	})
 	junit := filepath.Join(t.TempDir(), "junit.xml")
@@ -187,9 +187,9 @@ func runWithEnv(t *testing.T, env map[string]string, args ...string) (int, strin
 func TestInstalledCopyMapsToSource(t *testing.T) {
 	dir := t.TempDir()
 	writeProject(t, dir, map[string]string{
-		"src/acme/provider.py": "x = 1\n",
+		"src/acme/provider.py":                                "x = 1\n",
 		".venv/lib/python3.11/site-packages/acme/provider.py": "x = 1\n",
-		".venv/pyvenv.cfg": "home = /usr/bin\n",
+		".venv/pyvenv.cfg":                                    "home = /usr/bin\n",
 	})
 	rep := &report.Report{Provider: report.Provider{Project: dir}, Results: []report.Result{{
 		Check: "LEAK-LOG", Status: report.StatusFailed,
