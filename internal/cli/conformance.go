@@ -46,6 +46,7 @@ type RunOptions struct {
 	JUnit    string
 	SARIF    string
 	GitHub   string
+	GitLab   string
 	Jobs     int
 	Explore  ExploreOptions
 	// SourceRoot is the directory SARIF and GitHub annotation paths are relative to.
@@ -108,11 +109,12 @@ scenario exercised).`,
 	cmd.Flags().StringVar(&o.JUnit, "junit", "", "also write a JUnit XML report to this file")
 	cmd.Flags().StringVar(&o.SARIF, "sarif", "", "also write a SARIF 2.1.0 report to this file")
 	cmd.Flags().StringVar(&o.GitHub, "github", "", "also write GitHub workflow annotations to this file")
+	cmd.Flags().StringVar(&o.GitLab, "gitlab", "", "also write a GitLab Code Quality report to this file")
 	cmd.Flags().IntVarP(&o.Jobs, "jobs", "j", 0, "scenarios run at once on independent replica sets (default: the number of cores)")
 	cmd.Flags().StringVar(&o.failOn, "fail-on", string(FailOnFailed), "results that fail the run (exit 1): failed (failed or flaky checks) or warning (also warnings)")
 	cmd.Flags().BoolVar(&o.Policy.ExitZero, "exit-zero", false, "exit 0 even when checks fail (exit 2 still means the kit could not decide)")
 	exploreFlags(cmd, &o.Explore, 0)
-	cmd.Flags().StringVar(&o.SourceRoot, "source-root", "", "directory SARIF and GitHub annotation paths are relative to (default: GITHUB_WORKSPACE, else the git repository holding the project, else the project)")
+	cmd.Flags().StringVar(&o.SourceRoot, "source-root", "", "directory report paths are relative to (default: GITHUB_WORKSPACE or CI_PROJECT_DIR, else the git repository holding the project, else the project)")
 	_ = cmd.RegisterFlagCompletionFunc("check", completeCheckIDs)
 	_ = cmd.RegisterFlagCompletionFunc("skip", completeCheckIDs)
 	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(report.Formats(), cobra.ShellCompDirectiveNoFileComp))
@@ -238,7 +240,7 @@ func writeReports(f *Factory, rep *report.Report, o *RunOptions, ro report.Optio
 	for _, extra := range []struct {
 		format report.Format
 		file   string
-	}{{report.FormatJSON, o.JSONFile}, {report.FormatJUnit, o.JUnit}, {report.FormatSARIF, o.SARIF}, {report.FormatGitHub, o.GitHub}} {
+	}{{report.FormatJSON, o.JSONFile}, {report.FormatJUnit, o.JUnit}, {report.FormatSARIF, o.SARIF}, {report.FormatGitHub, o.GitHub}, {report.FormatGitLab, o.GitLab}} {
 		if extra.file == "" {
 			continue
 		}
@@ -342,8 +344,9 @@ func asUndecided(err error) error {
 	return &exitError{code: ExitUndecided, err: err}
 }
 
-// sourceRoot is the directory code-scanning paths are relative to: the flag, else GITHUB_WORKSPACE when it
-// holds the project, else the git repository holding the project, else the project itself.
+// sourceRoot is the directory code-scanning paths are relative to: the flag, else GITHUB_WORKSPACE (GitHub
+// Actions) or CI_PROJECT_DIR (GitLab CI) when it holds the project, else the git repository holding the
+// project, else the project itself.
 func sourceRoot(f *Factory, flag, project string) string {
 	if flag != "" {
 		if abs, err := filepath.Abs(flag); err == nil {
@@ -354,8 +357,10 @@ func sourceRoot(f *Factory, flag, project string) string {
 	if project == "" {
 		return ""
 	}
-	if ws := f.Getenv("GITHUB_WORKSPACE"); ws != "" && within(project, ws) {
-		return ws
+	for _, name := range []string{"GITHUB_WORKSPACE", "CI_PROJECT_DIR"} {
+		if ws := f.Getenv(name); ws != "" && within(project, ws) {
+			return ws
+		}
 	}
 	for dir := project; ; dir = filepath.Dir(dir) {
 		if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {

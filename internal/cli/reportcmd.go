@@ -23,8 +23,9 @@ func newReportCmd(f *Factory) *cobra.Command {
 		Short: "Merge the JSON reports of sharded runs into one and render it",
 		Long: `Merge JSON reports (astrabox.conformance/v1) of the same provider and seed, for example from CI
 matrix shards, into one: each check keeps its worst status and all evidence. Paths in JUnit, SARIF,
-GitHub, GitLab and concise output are relative to --source-root (default: GITHUB_WORKSPACE when it
-holds the project, else the git repository holding the project, else the project). Exit status 1
+GitHub, GitLab and concise output are relative to --source-root (default: GITHUB_WORKSPACE or
+CI_PROJECT_DIR when it holds the project, else the git repository holding the project, else the
+project). Exit status 1
 when the merged report has a failure.`,
 		Example: `  astrabox report merge shard-*.json --format sarif --output astrabox.sarif
   astrabox report merge shard-*.json --format junit --source-root . --output junit.xml`,
@@ -78,7 +79,7 @@ when the merged report has a failure.`,
 	}
 	merge.Flags().StringVarP(&format, "format", "f", "json", "output format: "+strings.Join(report.Formats(), ", "))
 	merge.Flags().StringVarP(&output, "output", "o", "", "write to this file instead of stdout")
-	merge.Flags().StringVar(&root, "source-root", "", "directory report paths are relative to (default: GITHUB_WORKSPACE, else the git repository holding the project, else the project)")
+	merge.Flags().StringVar(&root, "source-root", "", "directory report paths are relative to (default: GITHUB_WORKSPACE or CI_PROJECT_DIR, else the git repository holding the project, else the project)")
 	_ = merge.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(report.Formats(), cobra.ShellCompDirectiveNoFileComp))
 	cmd.AddCommand(merge)
 	return cmd

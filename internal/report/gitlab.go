@@ -11,8 +11,9 @@ import (
 // relative to Root (the repository root; GitLab resolves them against it); a result without a location inside
 // Root points at the file that declares the provider, as in SARIF.
 //
-// Severity: a failed or flaky check of a secrets rule is critical, another failed or flaky check major
-// (minor, info for checks of severity warning, note); a warning is minor; not_exercised is info.
+// Severity: a failed or flaky check is critical, major or minor for a check of severity error, warning or
+// note; a warning is minor; not_exercised is info. Checks that judge secret handling are in the Security
+// category, the others in Bug Risk.
 type GitLab struct {
 	// Root is the directory paths are made relative to; empty means the report's project directory.
 	Root string
@@ -55,21 +56,18 @@ func (g GitLab) Render(w io.Writer, r *Report) error {
 	issues := []gitlabIssue{}
 	for _, f := range findings(r, g.Root, g.Manifest) {
 		res := f.res
-		sev := gitlabMajor
+		sev := gitlabCritical
 		switch {
 		case res.Status == StatusNotExercised:
 			sev = gitlabInfo
-		case res.Status == StatusWarning || res.Severity == SeverityWarning:
+		case res.Status == StatusWarning || res.Severity == SeverityNote:
 			sev = gitlabMinor
-		case res.Severity == SeverityNote:
-			sev = gitlabInfo
+		case res.Severity == SeverityWarning:
+			sev = gitlabMajor
 		}
 		category := "Bug Risk"
 		if _, ok := securityOf(res); ok {
 			category = "Security"
-			if sev == gitlabMajor {
-				sev = gitlabCritical
-			}
 		}
 		issues = append(issues, gitlabIssue{
 			Type: "issue", CheckName: res.Check, Description: f.prefix + res.Check + ": " + f.message,

@@ -161,9 +161,9 @@ func TestGitLabCodeQuality(t *testing.T) {
 	}
 	for id, want := range map[string]string{
 		"LEAK-LOG": "critical acme/src/acme_provider/provider.py Security",
-		"SESS004":  "major acme/src/acme_provider/provider.py Bug Risk",
+		"SESS004":  "critical acme/src/acme_provider/provider.py Bug Risk",
 		"SYNC005":  "minor acme/src/acme_provider/sync.py Bug Risk",
-		"PLAN001":  "major acme/pyproject.toml Bug Risk",
+		"PLAN001":  "critical acme/pyproject.toml Bug Risk",
 		"TURN002":  "info acme/src/acme_provider/turn.py Bug Risk",
 	} {
 		if sev[id] != want {
