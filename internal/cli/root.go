@@ -29,6 +29,8 @@ type Factory struct {
 	Getenv  func(string) string
 	Verbose bool
 	Quiet   bool
+	// Color is the --color mode: auto, always or never.
+	Color string
 	// Version is the module version shown by `astrabox version` and in reports.
 	Version string
 }
@@ -75,12 +77,14 @@ file and line.`,
 			if f.Verbose && f.Quiet {
 				return usagef("--verbose and --quiet cannot be used together")
 			}
-			return nil
+			return applyColor(f, f.Color)
 		},
 	}
 	root.SetVersionTemplate("astrabox {{.Version}}\n")
 	root.PersistentFlags().BoolVarP(&f.Verbose, "verbose", "v", false, "say more on stderr: which interpreter and provider were chosen and why, each platform step")
 	root.PersistentFlags().BoolVarP(&f.Quiet, "quiet", "q", false, "print only errors and the requested data")
+	root.PersistentFlags().StringVar(&f.Color, "color", "auto", "colour output: auto (from NO_COLOR, FORCE_COLOR and the terminal), always or never")
+	_ = root.RegisterFlagCompletionFunc("color", cobra.FixedCompletions(colorModes, cobra.ShellCompDirectiveNoFileComp))
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.Err)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
@@ -95,6 +99,7 @@ file and line.`,
 		newVersionCmd(f),
 		newInitCmd(f),
 		newImageCmd(f),
+		newEnvironmentTopic(),
 	)
 	root.SuggestionsMinimumDistance = 2
 	return root
