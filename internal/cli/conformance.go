@@ -291,10 +291,7 @@ func newConformanceListCmd(f *Factory) *cobra.Command {
 				}
 				return writeJSON(f.IO.Out, rows)
 			case "text":
-				s := f.IO.OutStyles()
-				for _, c := range checks {
-					fmt.Fprintf(f.IO.Out, "%-24s %-8s %-13s %s\n", s.ID.Render(c.ID), c.Severity, c.Area, c.Title)
-				}
+				writeCheckList(f.IO.Out, f.IO.OutStyles(), checks, f.IO.Width)
 				return nil
 			}
 			return usagef("unknown format %q; use text or json", format)
@@ -319,7 +316,7 @@ func newConformanceExplainCmd(f *Factory) *cobra.Command {
 				}
 				return usagef("%s (see `astrabox conformance list`)", msg)
 			}
-			fmt.Fprint(f.IO.Out, conformance.Explain(c, f.IO.OutStyles()))
+			fmt.Fprint(f.IO.Out, conformance.ExplainWidth(c, f.IO.OutStyles(), f.IO.Width))
 			return nil
 		},
 	}
@@ -357,8 +354,8 @@ func sourceRoot(f *Factory, flag, project string) string {
 	if project == "" {
 		return ""
 	}
-	for _, name := range []string{"GITHUB_WORKSPACE", "CI_PROJECT_DIR"} {
-		if ws := f.Getenv(name); ws != "" && within(project, ws) {
+	for _, ws := range []string{f.Getenv("GITHUB_WORKSPACE"), f.Getenv("CI_PROJECT_DIR")} {
+		if ws != "" && within(project, ws) {
 			return ws
 		}
 	}

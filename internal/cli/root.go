@@ -102,6 +102,7 @@ file and line.`,
 		newEnvironmentTopic(),
 	)
 	root.SuggestionsMinimumDistance = 2
+	fitHelpToWidth(root, f.IO.Width)
 	return root
 }
 
