@@ -123,11 +123,23 @@ scenario exercised).`,
 	return cmd
 }
 
+// completeCheckIDs completes --check and --skip values and explain's argument: check IDs and area names,
+// matched case-insensitively, also after a comma (--check LEAK-LOG,TU<TAB>).
 func completeCheckIDs(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	done, last := "", toComplete
+	if i := strings.LastIndex(toComplete, ","); i >= 0 && cmd.Name() != "explain" {
+		done, last = toComplete[:i+1], toComplete[i+1:]
+	}
+	want := strings.ToUpper(last)
 	var out []string
+	seenArea := map[string]bool{}
 	for _, c := range conformance.Checks() {
-		if strings.HasPrefix(c.ID, strings.ToUpper(toComplete)) {
-			out = append(out, c.ID+"\t"+c.Title)
+		if strings.HasPrefix(c.ID, want) {
+			out = append(out, done+c.ID+"\t"+c.Title)
+		}
+		if cmd.Name() != "explain" && !seenArea[c.Area] && strings.HasPrefix(strings.ToUpper(c.Area), want) {
+			seenArea[c.Area] = true
+			out = append(out, done+c.Area+"\tevery check of the "+c.Area+" area")
 		}
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp
