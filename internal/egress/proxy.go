@@ -339,6 +339,7 @@ func (p *Proxy) serveService(w http.ResponseWriter, r *http.Request, s *Service,
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.RequestURI = ""
+	r.URL.Scheme, r.URL.Host = scheme, host // the handler sees the destination as host:port, default port filled in
 	seq := p.next()
 	rec := &statusRecorder{ResponseWriter: w}
 	s.Handler.ServeHTTP(rec, r)
