@@ -480,27 +480,50 @@ func (ev *Evidence) AddHistory(h *simulate.History) {
 // Workers run scenarios, at most a fixed number at a time. Every scenario gets fresh replica processes
 // (forked from the run's fork servers, one per replica name), a fresh deployment double and fresh host
 // directories, all gone when it ends: nothing of one scenario (state, threads, requests, files) reaches
-// another, so a write that lands late is judged in the scenario and against the call that made it.
+// another, so a write that lands late is judged in the scenario and against the call that made it. To keep
+// that cheap, each slot prepares the next scenario's double and processes while the current one runs
+// (simulate.PrepareStage), and a finished scenario's processes are stopped in the background.
 type Workers struct {
-	env   *Env
-	slots chan struct{}
-	hosts *simulate.Hosts
-	own   bool // the workers made hosts and so close them
+	env      *Env
+	ctx      context.Context
+	slots    chan *slot
+	all      []*slot
+	replicas int
+	hosts    *simulate.Hosts
+	own      bool // the workers made hosts and so close them
+	closing  sync.WaitGroup
+}
+
+// slot is one scenario at a time, with the stage its next scenario takes.
+type slot struct {
+	next *simulate.Stage
 }
 
 // NewWorkers prepares to run n scenarios at a time with up to `replicas` replicas each: it starts the fork
-// servers of those replicas (unless the environment's target already has them).
+// servers of those replicas (unless the environment's target already has them) and prepares each slot's
+// first stage.
 func (e *Env) NewWorkers(ctx context.Context, n, replicas int) (*Workers, error) {
 	if n < 1 {
 		n = 1
 	}
-	w := &Workers{env: e, slots: make(chan struct{}, n), hosts: e.Sim.Hosts}
+	w := &Workers{env: e, ctx: ctx, slots: make(chan *slot, n), replicas: max(1, replicas), hosts: e.Sim.Hosts}
 	if w.hosts == nil {
 		w.hosts = simulate.NewHosts(ctx, e.Sim.Python, e.Sim.ProjectDir, e.Seed, nil)
 		w.own = true
 	}
-	w.hosts.Prestart(replicaNames(replicas)...)
+	w.hosts.Prestart(replicaNames(w.replicas)...)
+	for i := 0; i < n; i++ {
+		s := &slot{next: simulate.PrepareStage(ctx, w.options(), w.replicas)}
+		w.all = append(w.all, s)
+		w.slots <- s
+	}
 	return w, nil
+}
+
+func (w *Workers) options() simulate.Options {
+	o := w.env.Sim
+	o.Hosts = w.hosts
+	return o
 }
 
 // replicaNames are the names of the first n replicas: r1, r2, ...
@@ -514,23 +537,32 @@ func replicaNames(n int) []string {
 
 // Run plays one scenario on fresh replicas once a slot is free.
 func (w *Workers) Run(ctx context.Context, sc *simulate.Scenario) (*simulate.History, error) {
+	var s *slot
 	select {
-	case w.slots <- struct{}{}:
+	case s = <-w.slots:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	defer func() { <-w.slots }()
-	o := w.env.Sim
-	o.Hosts = w.hosts
+	defer func() { w.slots <- s }()
+	o := w.options()
+	o.Stage, o.Closing = s.next, &w.closing
+	s.next = simulate.PrepareStage(w.ctx, w.options(), max(w.replicas, sc.Replicas))
 	return simulate.Run(ctx, sc, o)
 }
 
-// StandBy is kept for callers that ask for standby processes before exploring: every scenario now forks
-// fresh replicas (a fork is a few milliseconds), so there is nothing to keep standing by.
+// StandBy is kept for callers that ask for standby processes before exploring: every slot already prepares
+// its next scenario's processes.
 func (w *Workers) StandBy() {}
 
-// Close stops the fork servers the workers started.
+// Close stops every prepared stage and every finished scenario's processes, and the fork servers the workers
+// started.
 func (w *Workers) Close() {
+	for _, s := range w.all {
+		if s.next != nil {
+			s.next.Close()
+		}
+	}
+	w.closing.Wait()
 	if w.own {
 		w.hosts.Close()
 	}
