@@ -358,9 +358,18 @@ class CallTest(unittest.TestCase):
         self.assertIn("truncated", e["message"])
         e = self.plan("recursion")["error"]
         self.assertEqual(e["type"], "RecursionError")
-        e = self.plan("system-exit")["error"]
-        self.assertEqual(e["type"], "SystemExit")
         self.assertTrue(self.plan("default")["ok"])  # still serving
+
+    def test_system_exit_ends_the_process(self):
+        # On the platform's asyncio host SystemExit from a callback ends the process: the harness replies,
+        # saying so, and exits with the code.
+        with Harness() as h:
+            h.hello()
+            self.assertTrue(h.load("fixprov.good:Good")["ok"])
+            reply = h.call("plan", {"config": {"mode": "system-exit"}})
+            self.assertEqual(reply["error"]["type"], "SystemExit")
+            self.assertEqual(reply["exit"], {"exception": "SystemExit", "code": 3})
+            self.assertEqual(h.proc.wait(timeout=10), 3)
 
     def test_cancel_a_sleeping_coroutine(self):
         def cancel_when_sleeping(call_id):
