@@ -481,8 +481,9 @@ func (ev *Evidence) AddHistory(h *simulate.History) {
 // (forked from the run's fork servers, one per replica name), a fresh deployment double and fresh host
 // directories, all gone when it ends: nothing of one scenario (state, threads, requests, files) reaches
 // another, so a write that lands late is judged in the scenario and against the call that made it. To keep
-// that cheap, each slot prepares the next scenario's double and processes while the current one runs
-// (simulate.PrepareStage), and a finished scenario's processes are stopped in the background.
+// that cheap, each slot prepares its next scenario's double and processes as soon as its current scenario has
+// ended (simulate.PrepareStage), while the caller judges it, and a finished scenario's processes are stopped
+// in the background.
 type Workers struct {
 	env      *Env
 	ctx      context.Context
@@ -546,8 +547,11 @@ func (w *Workers) Run(ctx context.Context, sc *simulate.Scenario) (*simulate.His
 	defer func() { w.slots <- s }()
 	o := w.options()
 	o.Stage, o.Closing = s.next, &w.closing
+	h, err := simulate.Run(ctx, sc, o)
+	// The next scenario's stage is prepared once this one has ended, never while it runs: preparing forks
+	// processes, and CPU taken from a running scenario would shift its timing.
 	s.next = simulate.PrepareStage(w.ctx, w.options(), max(w.replicas, sc.Replicas))
-	return simulate.Run(ctx, sc, o)
+	return h, err
 }
 
 // StandBy is kept for callers that ask for standby processes before exploring: every slot already prepares
