@@ -33,11 +33,17 @@ func TestDeclaredServicesThroughTheProxy(t *testing.T) {
 		t.Skip("starts Python")
 	}
 	dir, _ := filepath.Abs(filepath.Join("testdata", "providers", "egress"))
-	spec := services.Spec{Name: "tokens", URLs: []string{"https://login.tokens-corp.example"}, Hosts: []string{"login.tokens-corp.example:443"},
-		Stubs: filepath.Join(dir, "stubs"), SecretFields: services.DefaultSecretFields}
+	specs := []services.Spec{
+		{Name: "tokens", URLs: []string{"https://login.tokens-corp.example"}, Hosts: []string{"login.tokens-corp.example:443"},
+			Stubs: filepath.Join(dir, "stubs"), SecretFields: services.DefaultSecretFields},
+		{Name: "records", URLs: []string{"https://records.corp.example:8443"}, Hosts: []string{"records.corp.example:8443"},
+			Stubs: filepath.Join(dir, "records")},
+		{Name: "audit", URLs: []string{"http://audit.corp.example"}, Hosts: []string{"audit.corp.example:80"},
+			Stubs: filepath.Join(dir, "audit")},
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	svcs, err := StartServices(ctx, []services.Spec{spec}, egress.PolicyRefuse)
+	svcs, err := StartServices(ctx, specs, egress.PolicyRefuse)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,13 +58,30 @@ func TestDeclaredServicesThroughTheProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	var served []Request
+	by := map[string][]Request{}
 	for _, rq := range h.Requests {
+		by[rq.Service] = append(by[rq.Service], rq)
 		if rq.Service == "tokens" {
 			served = append(served, rq)
 		}
 	}
 	if len(served) != 3 {
 		t.Fatalf("service requests = %+v (all: %+v)", served, h.Requests)
+	}
+	// http.client over TLS and asyncio streams over plain HTTP never read the proxy variables: the harness
+	// routes them to the same service (the 503 step raised before reaching them).
+	for _, name := range []string{"records", "audit"} {
+		if len(by[name]) != 2 {
+			t.Fatalf("%s requests = %+v", name, by[name])
+		}
+		for _, rq := range by[name] {
+			if !rq.Applied || rq.Callback != "prepare_session" || rq.Call == "" {
+				t.Errorf("%s request = %+v", name, rq)
+			}
+		}
+	}
+	if by["records"][0].Host != "records.corp.example:8443" || by["records"][0].Method != "PUT" || by["audit"][0].Host != "audit.corp.example:80" {
+		t.Errorf("records %+v audit %+v", by["records"][0], by["audit"][0])
 	}
 	for i, rq := range served {
 		if rq.Host != "login.tokens-corp.example:443" || rq.Path != "/oauth2/token" || rq.Method != "POST" || rq.Callback != "prepare_session" || rq.Call == "" {
@@ -77,11 +100,18 @@ func TestDeclaredServicesThroughTheProxy(t *testing.T) {
 	if !secret {
 		t.Error("the token the service answered is not among the history's secrets")
 	}
-	if len(h.Egress) != 1 {
+	if len(h.Egress) != 2 {
 		t.Fatalf("egress attempts = %+v", h.Egress)
 	}
-	a := h.Egress[0]
-	if !a.Refused || a.Host != "telemetry.example.net:443" || a.Replica != "r2" || a.Callback != "prepare_session" || a.Step != 3 {
-		t.Errorf("egress attempt = %+v", a)
+	hosts := map[string]bool{}
+	for _, a := range h.Egress {
+		hosts[a.Host] = true
+		if !a.Refused || a.Replica != "r2" || a.Callback != "prepare_session" || a.Step != 3 {
+			t.Errorf("egress attempt = %+v", a)
+		}
+	}
+	// urllib asked the proxy (CONNECT); http.client resolved the name itself and the harness refused it.
+	if !hosts["telemetry.example.net:443"] || !hosts["metrics.example.org:443"] {
+		t.Errorf("egress hosts = %v", hosts)
 	}
 }
