@@ -115,6 +115,9 @@ type Target struct {
 	// Hosts, when set, are the hosts of the run's replicas (a fork server per replica name, with that
 	// replica's string-hash seed); whoever set them closes them. Without them, Workers make their own.
 	Hosts *simulate.Hosts
+	// Services, when set, are the stand-ins of the project's declared services for the run; whoever set it
+	// closes it.
+	Services *simulate.Services
 }
 
 // Resolve discovers the project, its provider declaration, its interpreter and its settings.
@@ -289,6 +292,14 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	if info == nil {
 		return nil, LoadError(t, reply)
 	}
+	if len(t.Settings.Services) > 0 && info.IsSubclass && info.Instantiated {
+		svcs, err := simulate.StartServices(ctx, t.Settings.Services, t.Settings.Egress)
+		if err != nil {
+			return nil, undecided(fmt.Errorf("start the declared services: %w", err))
+		}
+		t.Services = svcs
+		defer svcs.Close()
+	}
 	env, err := NewEnv(t, info, seed)
 	if err != nil {
 		return nil, err
@@ -412,6 +423,7 @@ func NewEnv(t *Target, info *harness.LoadInfo, seed int64) (*Env, error) {
 		Python: t.Python.Path, ProjectDir: t.Project.Dir, Target: t.Resolution.Chosen.Ref.Target(), Paths: t.Paths,
 		Config: cfg, Secrets: simSecrets, Limits: t.Settings.limits(), ForceDebugLogging: t.Settings.ForceDebugLogging,
 		Hosts: t.Hosts, Settle: time.Duration(t.Settings.SettleS * float64(time.Second)),
+		Services: t.Services,
 	}
 	return e, nil
 }

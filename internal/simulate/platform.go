@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/astrabox-dev/astrabox/internal/double"
+	"github.com/astrabox-dev/astrabox/internal/egress"
 	"github.com/astrabox-dev/astrabox/internal/harness"
 )
 
@@ -50,6 +51,9 @@ type Options struct {
 	// executor jobs, children), after that callback and at the end of the scenario; 0 means DefaultSettle.
 	// Nothing is waited for when nothing was left.
 	Settle time.Duration
+	// Services, when set, are the provider's declared external systems, started by the caller for the run:
+	// each scenario resets them and sends each replica's traffic to them through a proxy and its double.
+	Services *Services
 }
 
 // DefaultSettle is how long the platform waits, at most, for work a callback left running.
@@ -119,6 +123,12 @@ type platform struct {
 	dbl   *double.Double
 	hist  *History
 
+	// proxies are the replicas' egress proxies (declared services only), by replica name, with the
+	// environment that sends a replica's traffic through its proxy; egress logs what they refused.
+	proxies  map[string]*egress.Proxy
+	proxyEnv map[string][]string
+	egress   egressLog
+
 	mu        sync.Mutex // guards hist.Events and sandboxes (the harness calls back from its goroutines)
 	replicas  []*replica
 	info      *harness.LoadInfo
@@ -179,7 +189,10 @@ func Run(ctx context.Context, sc *Scenario, o Options) (*History, error) {
 	}
 	// A fresh double and fresh replica processes for every scenario: nothing of another scenario (state,
 	// threads, requests) reaches this one.
-	d, err := double.Start(double.Options{Clock: p.clock.Now, Seed: sc.Seed})
+	if err := o.Services.reset(ctx); err != nil {
+		return nil, fmt.Errorf("reset the declared services: %w", err)
+	}
+	d, err := double.Start(double.Options{Clock: p.clock.Now, Seed: sc.Seed, Upstreams: o.Services.upstreams()})
 	if err != nil {
 		return nil, fmt.Errorf("start the deployment double: %w", err)
 	}
@@ -261,7 +274,11 @@ func (p *platform) startReplica(r *replica) error {
 	p.mu.Lock()
 	p.hostDirs = append(p.hostDirs, h)
 	p.mu.Unlock()
-	proc, info, err := spawn(p.ctx, p.o, p.dbl, r.name, p, p.hosts.ForkServer(r.name), h.env)
+	env, err := p.egressEnv(r.name)
+	if err != nil {
+		return err
+	}
+	proc, info, err := spawn(p.ctx, p.o, p.dbl, r.name, p, p.hosts.ForkServer(r.name), append(append([]string(nil), h.env...), env...))
 	if err != nil {
 		return err
 	}
@@ -273,6 +290,29 @@ func (p *platform) startReplica(r *replica) error {
 	r.unsettled = nil
 	p.mu.Unlock()
 	return nil
+}
+
+// egressEnv starts a replica's egress proxy the first time the replica starts in this scenario (a replaced
+// process keeps its proxy) and returns the environment that sends its traffic through it. None without
+// declared services.
+func (p *platform) egressEnv(name string) ([]string, error) {
+	if p.o.Services == nil {
+		return nil, nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if env, ok := p.proxyEnv[name]; ok {
+		return env, nil
+	}
+	px, env, err := p.o.Services.proxy(name, p.dbl, p.observeEgress)
+	if err != nil {
+		return nil, fmt.Errorf("start the egress proxy of replica %s: %w", name, err)
+	}
+	if p.proxies == nil {
+		p.proxies, p.proxyEnv = map[string]*egress.Proxy{}, map[string][]string{}
+	}
+	p.proxies[name], p.proxyEnv[name] = px, env
+	return env, nil
 }
 
 // spawn starts one replica process of the provider and loads it.
@@ -324,6 +364,9 @@ func (p *platform) close() {
 		}
 	}
 	wg.Wait()
+	for _, px := range p.proxies {
+		px.Close()
+	}
 	p.dbl.Close()
 	for _, h := range p.hostDirs {
 		removeTree(h.root)
@@ -342,7 +385,7 @@ func (p *platform) finish() {
 		methods[c.Key] = c.Method
 	}
 	for _, rq := range p.dbl.Requests() {
-		hr := Request{Seq: rq.Seq, Replica: rq.Replica, Method: rq.Method, Path: rq.Path, Operation: rq.Operation,
+		hr := Request{Seq: rq.Seq, Replica: rq.Replica, Service: rq.Service, Host: rq.Host, Method: rq.Method, Path: rq.Path, Operation: rq.Operation,
 			Status: rq.Status, Applied: rq.Applied, ApplyOrder: rq.ApplyOrder, Fenced: rq.Fenced, Held: rq.Held,
 			Delayed: rq.Delayed, Dropped: rq.Dropped, Forbidden: rq.Forbidden, body: rq.Body}
 		if rq.Call != nil {
@@ -372,6 +415,8 @@ func (p *platform) finish() {
 	for _, t := range p.dbl.IssuedTokens() {
 		p.hist.Secrets = append(p.hist.Secrets, Secret{Value: t, Origin: "credential issued by the deployment double"})
 	}
+	p.hist.Secrets = append(p.hist.Secrets, p.serviceSecrets(p.dbl.Requests())...)
+	p.hist.Egress = p.egress.sorted()
 	for _, b := range p.boxes {
 		ib := InventoryBox{ID: b.id, Agent: b.agent, SandboxID: b.sandbox.ID, Generation: b.generation, EngineInitialized: b.engineInit, State: b.state}
 		ib.Files = b.sandbox.Paths()
