@@ -332,6 +332,10 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		if hists, err = w.RunAll(ctx, scenarios); err != nil {
 			return nil, err
 		}
+		// A fake that died mid-run answered later scenarios with 502s: nothing judged after it can be trusted.
+		if err := t.Services.Alive(); err != nil {
+			return nil, undecided(err)
+		}
 		if o.Verbose {
 			logf("ran %d scenario(s) in %s", len(scenarios), time.Since(started).Round(time.Millisecond))
 		}
