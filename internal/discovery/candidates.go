@@ -184,7 +184,7 @@ func (s *search) onPath() (*Interpreter, error) {
 		}
 		return s.probe(p, "python3 on PATH")
 	}
-	pinned := fmt.Sprintf("Python %s pinned by %s", pin.Request, pin.Source)
+	pinned := fmt.Sprintf("%s pinned by %s", pin.Label(), pin.Source)
 	if lookErr == nil {
 		in, err := s.probe(p, "python3 on PATH")
 		switch {
