@@ -1,7 +1,6 @@
 package discovery
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -215,8 +214,7 @@ func (s *search) onPath() (*Interpreter, error) {
 	}
 	return nil, &Error{File: pin.File,
 		Message: fmt.Sprintf("%s, and no interpreter of that version was found; tried: %s", pinned, strings.Join(tried, ", ")),
-		Err:     errors.New("no matching interpreter"), hideCause: true,
-		Hint: fmt.Sprintf("install it (pyenv install %s, or uv python install %s), pass --python, or change the pin", pin.Request, pin.Request)}
+		Hint:    fmt.Sprintf("install it (pyenv install %s, or uv python install %s), pass --python, or change the pin", pin.Request, pin.Request)}
 }
 
 // samePath compares two directories after resolving links.
