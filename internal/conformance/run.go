@@ -700,7 +700,7 @@ func sortedKeys(m map[string]string) []string {
 func Decide(ev *Evidence, t *Target, seed int64, o Options) *report.Report {
 	rep := &report.Report{Schema: report.Schema, Seed: seed}
 	rep.Provider = report.Provider{
-		EntryPoint: t.Resolution.Chosen.Name, Target: t.Resolution.Chosen.Value, Source: t.Resolution.Chosen.Where(),
+		EntryPoint: t.Resolution.Chosen.Name + " = " + t.Resolution.Chosen.Value, Target: t.Resolution.Chosen.Value, Source: t.Resolution.Chosen.Where(),
 		Project: t.Project.Dir, Python: t.Python.VersionString(), PythonPath: t.Python.Path,
 	}
 	if ev.Load != nil && ev.Load.Name != nil {
