@@ -230,3 +230,25 @@ func TestExitZeroAndPathArgument(t *testing.T) {
 		t.Errorf("PROJECT and --project: exit %d %s", code, stderr)
 	}
 }
+
+// TestProgressLineFitsTheTerminal: the exploration's progress line, about 87 columns, is cut to the width
+// of stderr, so an 80-column terminal does not stack a new line per update; the carriage return and
+// erase-line prefix stay.
+func TestProgressLineFitsTheTerminal(t *testing.T) {
+	var b strings.Builder
+	w := fitLine{w: &b, width: 80}
+	line := "\r\x1b[Kexplored 120/2000 scenarios · 3 failing · 41.7 scenarios/s · 5321 callbacks/s · 45s left"
+	if n, err := w.Write([]byte(line)); err != nil || n != len(line) {
+		t.Fatalf("write: %d, %v", n, err)
+	}
+	got := b.String()
+	if !strings.HasPrefix(got, "\r\x1b[Kexplored 120/2000") || ansi.StringWidth(strings.TrimPrefix(got, "\r\x1b[K")) > 79 {
+		t.Errorf("progress line %q (%d columns)", got, ansi.StringWidth(strings.TrimPrefix(got, "\r\x1b[K")))
+	}
+	b.Reset()
+	short := "\r\x1b[Kexplored 1/2 scenarios"
+	_, _ = (fitLine{w: &b, width: 80}).Write([]byte(short))
+	if b.String() != short {
+		t.Errorf("a line that fits was changed: %q", b.String())
+	}
+}
