@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/astrabox-dev/astrabox/internal/conformance"
 )
 
 // codeBlocks returns the fenced code blocks of a markdown section (from its "## " heading to the next).
@@ -100,5 +102,53 @@ func TestGettingStartedIsTrue(t *testing.T) {
 	}
 	if code, out, _ := run(t, "conformance", "run", dir, "--python", "python3"); code != 0 || !strings.Contains(out, "PASSED") {
 		t.Errorf("step 6: exit %d\n%s", code, out)
+	}
+}
+
+// TestReportFormatExamplesUseRealIDs: every check ID and area the report-format page shows in its examples
+// exists (the page once showed SESS004 and "Session materials", which never did).
+func TestReportFormatExamplesUseRealIDs(t *testing.T) {
+	data, err := os.ReadFile(repoPath("docs/report-format.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]bool{}
+	areas := map[string]bool{}
+	for _, c := range conformance.Checks() {
+		known[c.ID] = true
+		areas[c.Area] = true
+		for _, cl := range c.Clauses {
+			known[cl] = true
+		}
+	}
+	doc := string(data)
+	rows := regexp.MustCompile(`(?m)^  (?:FAIL|WARN|SKIP|PASS|FLAKY) +([A-Z][A-Z0-9-]+)`).FindAllStringSubmatch(doc, -1)
+	if len(rows) < 4 {
+		t.Fatalf("found only %d check rows in the text example: the test reads nothing", len(rows))
+	}
+	for _, m := range rows {
+		if !known[m[1]] {
+			t.Errorf("text example shows check %s, which does not exist", m[1])
+		}
+	}
+	for _, re := range []string{`"check": "([^"]+)"`, `title=([A-Z][A-Z0-9-]+)::`, `"clauses": \["([^"]+)"`} {
+		for _, m := range regexp.MustCompile(re).FindAllStringSubmatch(doc, -1) {
+			if !known[m[1]] {
+				t.Errorf("example shows check %s, which does not exist", m[1])
+			}
+		}
+	}
+	for _, m := range regexp.MustCompile(`(?m)^([a-z][a-z-]+) \(\d+ (?:failed|warning|passed)`).FindAllStringSubmatch(doc, -1) {
+		if !areas[m[1]] {
+			t.Errorf("text example shows area %q, which does not exist", m[1])
+		}
+	}
+	for _, m := range regexp.MustCompile(`"area": "([^"]+)"`).FindAllStringSubmatch(doc, -1) {
+		if !areas[m[1]] {
+			t.Errorf("JSON example shows area %q, which does not exist", m[1])
+		}
+	}
+	if strings.Contains(doc, "SESS004") {
+		t.Error("the page still names SESS004")
 	}
 }
