@@ -252,3 +252,41 @@ func TestProgressLineFitsTheTerminal(t *testing.T) {
 		t.Errorf("a line that fits was changed: %q", b.String())
 	}
 }
+
+// TestConfigAndSetOverrideTheProjectSettings: --set and --config reach the run (the seed the report
+// carries), and a bad override is exit 2 naming --set.
+func TestConfigAndSetOverrideTheProjectSettings(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python")
+	}
+	project := repoPath("examples/providers/reference")
+	seedOf := func(args ...string) int64 {
+		t.Helper()
+		code, out, stderr := run(t, append([]string{"conformance", "run", project, "--python", "python3", "--check", "EP-*", "--format", "json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d\n%s", args, code, stderr)
+		}
+		rep, err := report.ReadJSON(strings.NewReader(out))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep.Seed
+	}
+	cfg := filepath.Join(t.TempDir(), "ci.toml")
+	if err := os.WriteFile(cfg, []byte("seed = 11\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s := seedOf("--set", "seed=7"); s != 7 {
+		t.Errorf("--set seed=7: report seed %d", s)
+	}
+	if s := seedOf("--config", cfg); s != 11 {
+		t.Errorf("--config: report seed %d", s)
+	}
+	if s := seedOf("--config", cfg, "--set", "seed=12"); s != 12 {
+		t.Errorf("--config then --set: report seed %d", s)
+	}
+	code, _, stderr := run(t, "conformance", "run", project, "--python", "python3", "--set", "replicas=many")
+	if code != ExitUndecided || !strings.Contains(stderr, "--set: [tool.astrabox] replicas") {
+		t.Errorf("bad --set: exit %d %s", code, stderr)
+	}
+}
