@@ -19,6 +19,7 @@ import (
 	"github.com/astrabox-dev/astrabox/internal/conformance"
 	"github.com/astrabox-dev/astrabox/internal/explore"
 	"github.com/astrabox-dev/astrabox/internal/report"
+	"github.com/astrabox-dev/astrabox/internal/suppress"
 	"github.com/astrabox-dev/astrabox/internal/term"
 )
 
@@ -193,6 +194,12 @@ func runConformance(parent context.Context, f *Factory, o *RunOptions) error {
 			return &exitError{code: ExitUndecided, err: errInterrupted}
 		}
 		return undecidedRun(f, o, started, err)
+	}
+	rep = mapInstalledSources(rep)
+	for _, w := range suppress.Apply(rep, func(id string) bool { _, ok := conformance.Lookup(id); return ok }) {
+		if !f.Quiet {
+			fmt.Fprintln(f.IO.Err, "warning: "+safeErrorText(w))
+		}
 	}
 	ro := reportOptions(f, o.SourceRoot, rep, started, time.Since(started))
 	if err := writeReports(f, rep, o, ro); err != nil {

@@ -290,3 +290,47 @@ func TestConfigAndSetOverrideTheProjectSettings(t *testing.T) {
 		t.Errorf("bad --set: exit %d %s", code, stderr)
 	}
 }
+
+// TestInlineSuppression: the leak-log fixture with `# astrabox: ignore[LEAK-LOG] reason` on the line that
+// logs the token passes (exit 0), and every report shows LEAK-LOG as skipped with the reason, never passed.
+func TestInlineSuppression(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python")
+	}
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(repoPath("testdata/providers/broken/leak-log"))); err != nil {
+		t.Fatal(err)
+	}
+	manifest := filepath.Join(dir, "pyproject.toml")
+	data, _ := os.ReadFile(manifest)
+	abs := strings.ReplaceAll(string(data), "../../../../examples/providers/reference/src", filepath.ToSlash(repoPath("examples/providers/reference/src")))
+	if err := os.WriteFile(manifest, []byte(abs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(dir, "broken_leak_log.py")
+	code, out, _ := run(t, "conformance", "run", dir, "--python", "python3", "--format", "json")
+	if code != ExitFailed {
+		t.Fatalf("unsuppressed: exit %d, want 1", code)
+	}
+	body, _ := os.ReadFile(src)
+	marked := strings.Replace(string(body), "context.principal_id)\n", "context.principal_id)  # astrabox: ignore[LEAK-LOG] reviewed: the fixture's token\n", 1)
+	if marked == string(body) {
+		t.Fatal("could not mark the leaking line")
+	}
+	if err := os.WriteFile(src, []byte(marked), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := run(t, "conformance", "run", dir, "--python", "python3", "--format", "json")
+	if code != 0 {
+		t.Fatalf("suppressed: exit %d\n%s", code, stderr)
+	}
+	rep, err := report.ReadJSON(strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Results {
+		if r.Check == "LEAK-LOG" && (r.Status != report.StatusSkipped || !strings.Contains(r.Message, "suppressed at broken_leak_log.py:20: reviewed: the fixture's token")) {
+			t.Errorf("LEAK-LOG: %s %q", r.Status, r.Message)
+		}
+	}
+}
