@@ -298,6 +298,9 @@ func newConformanceListCmd(f *Factory) *cobra.Command {
 		Short: "List every check with its severity and the clauses it covers",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := textOrJSON(&format); err != nil {
+				return err
+			}
 			checks := conformance.Checks()
 			switch format {
 			case "json":

@@ -334,3 +334,15 @@ func TestInlineSuppression(t *testing.T) {
 		}
 	}
 }
+
+// TestFormatIsCaseInsensitiveEverywhere: every command's --format takes its names in any case.
+func TestFormatIsCaseInsensitiveEverywhere(t *testing.T) {
+	for _, args := range [][]string{{"conformance", "list", "--format", "JSON"}, {"version", "--format", "Json"}} {
+		if code, out, stderr := run(t, args...); code != 0 || !strings.HasPrefix(strings.TrimSpace(out), "{") && !strings.HasPrefix(strings.TrimSpace(out), "[") {
+			t.Errorf("%v: exit %d %q %s", args, code, out, stderr)
+		}
+	}
+	if code, _, stderr := run(t, "version", "--format", "yaml"); code != ExitUndecided || !strings.Contains(stderr, `unknown format "yaml"; use text or json`) {
+		t.Errorf("bad format: exit %d %s", code, stderr)
+	}
+}

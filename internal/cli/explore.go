@@ -124,8 +124,8 @@ command that replays it. A failure whose replay does not fail the same way is re
   astrabox simulate explore --explore 2000 --shard 1/4 --jobs 2`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if so.Format != "text" && so.Format != "json" {
-				return usagef("unknown format %q; use text or json", so.Format)
+			if err := textOrJSON(&so.Format); err != nil {
+				return err
 			}
 			var res *explore.Result
 			hook, err := exploreHook(f, eo, false, jobs, checks, skip, &res)

@@ -24,8 +24,8 @@ RuntimePreparationProvider subclass with a valid name; 2 otherwise (it does not 
 has an invalid name, or several providers conflict), so the command works as a smoke check.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "text" && format != "json" {
-				return usagef("unknown format %q; use text or json", format)
+			if err := textOrJSON(&format); err != nil {
+				return err
 			}
 			ctx, cancel := signalContext(cmd.Context())
 			defer cancel()
