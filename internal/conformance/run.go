@@ -94,6 +94,10 @@ type Options struct {
 	Verbose bool
 	// Version is the kit's version for the report.
 	Version string
+	// ConfigFile replaces the project's settings with this file's (--config); Set overrides single keys
+	// (--set KEY=VALUE, VALUE in TOML).
+	ConfigFile string
+	Set        []string
 	// NoSuite skips the default suite (exploration only).
 	NoSuite bool
 	// After, when set, runs with the warm workers before they close (exploration), and may add results to
@@ -165,7 +169,11 @@ func Resolve(ctx context.Context, o Options) (*Target, error) {
 		}
 		return nil, undecided(err)
 	}
-	settings, err := ParseSettings(proj.Settings, proj.SettingsFile, proj.Dir)
+	raw, file, dir, err := settingsSource(proj.Settings, proj.SettingsFile, proj.Dir, o.ConfigFile, o.Set)
+	if err != nil {
+		return nil, undecided(err)
+	}
+	settings, err := ParseSettings(raw, file, dir)
 	if err != nil {
 		return nil, undecided(err)
 	}
@@ -720,7 +728,7 @@ func sortedKeys(m map[string]string) []string {
 func Decide(ev *Evidence, t *Target, seed int64, o Options) *report.Report {
 	rep := &report.Report{Schema: report.Schema, Seed: seed}
 	rep.Provider = report.Provider{
-		EntryPoint: t.Resolution.Chosen.Name, Target: t.Resolution.Chosen.Value, Source: t.Resolution.Chosen.Where(),
+		EntryPoint: t.Resolution.Chosen.Name + " = " + t.Resolution.Chosen.Value, Target: t.Resolution.Chosen.Value, Source: t.Resolution.Chosen.Where(),
 		Project: t.Project.Dir, Python: t.Python.VersionString(), PythonPath: t.Python.Path,
 	}
 	if ev.Load != nil && ev.Load.Name != nil {
