@@ -3,6 +3,7 @@ package harness
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -344,6 +345,38 @@ func TestHostileJoinGroup(t *testing.T) {
 			time.Sleep(200 * time.Millisecond) // let the loop block
 			err = closeWithin(t, p, 20*time.Second)
 			asProcessError(t, err, KindHung, "did not exit within 1s after shutdown", "SIGKILL")
+			assertGone(t, pgid, token)
+		})
+	}
+}
+
+// TestHostileStopKit: a provider that stops the kit with SIGSTOP does not hang it: the supervisor (or the
+// fork server) finds the kit stopped, continues it, and every replica alive fails with a clear error.
+func TestHostileStopKit(t *testing.T) {
+	skipShort(t)
+	for via, opts := range launchers(t) {
+		t.Run(via, func(t *testing.T) {
+			o := opts(t)
+			o.Env = []string{"ASTRABOX_TEST_STOP_PID=" + strconv.Itoa(os.Getpid())}
+			p := startHostile(t, "stopkit", o)
+			pgid, token := p.PID(), p.ReplicaToken()
+			// Should the kit not be continued, this continues it after 20 s, and the test fails below.
+			rescue := exec.Command("sh", "-c", "sleep 20; kill -CONT "+strconv.Itoa(os.Getpid()))
+			if err := rescue.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = rescue.Process.Kill(); _ = rescue.Wait() }()
+			start := time.Now()
+			_, _ = call(t, p, "prepare_session", sessionArgs(t.TempDir()), 10*time.Second)
+			for i := 0; i < 250 && p.Alive(); i++ {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if waited := time.Since(start); waited > 15*time.Second {
+				t.Fatalf("the kit was continued only after %s: by the rescue, not by the watch", waited)
+			}
+			_, err := call(t, p, "plan", map[string]any{"config": map[string]any{}}, time.Second)
+			asProcessError(t, err, KindClosed, "died earlier", "stopped astrabox with a signal (SIGSTOP)")
+			p.Close()
 			assertGone(t, pgid, token)
 		})
 	}

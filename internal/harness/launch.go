@@ -41,6 +41,9 @@ type launched struct {
 	exit            <-chan exitState
 	gone            <-chan struct{}
 	forked          bool // forked by a fork server
+	// stopped is closed when the supervisor (or the fork server) found the kit stopped by a signal it did not
+	// give itself, and continued it.
+	stopped <-chan struct{}
 	// supervisorStart is the supervisor's start time in clock ticks after boot (0 if unknown).
 	supervisorStart uint64
 }
@@ -63,8 +66,10 @@ func startOnSpawner(cmd *exec.Cmd) error {
 }
 
 // The spawner starts with the package (not with the first process), so that it is no goroutine that a
-// process start leaves behind.
+// process start leaves behind; so does the job-control guard, which lets the wardens and the fork server tell
+// the user's Ctrl-Z from a provider's SIGSTOP (see warden.GuardJobControl).
 func init() {
+	warden.GuardJobControl()
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread lives as long as the kit
 		for r := range spawnCh {
@@ -93,7 +98,7 @@ func (wardenLauncher) launch(s launchSpec) (*launched, error) {
 		<-c.Gone
 		close(gone)
 	}()
-	return &launched{pid: c.PID, supervisor: c.Warden, supervisorStart: c.WardenStart, exit: exit, gone: gone}, nil
+	return &launched{pid: c.PID, supervisor: c.Warden, supervisorStart: c.WardenStart, exit: exit, gone: gone, stopped: c.Stopped}, nil
 }
 
 // startError turns a failure to start a process into a clear message; a reached process limit (EAGAIN from

@@ -65,16 +65,7 @@ func run(v string, args []string) int {
 		f.Close()
 	}
 	report(msg{Kind: kindStarted, PID: proc})
-	// The caller's death: kill everything below; the loop below reaps and then ends.
-	go func() {
-		fds := []unix.PollFd{{Fd: int32(statusFD)}}
-		for {
-			if _, err := unix.Poll(fds, -1); err == nil && fds[0].Revents&(unix.POLLERR|unix.POLLHUP) != 0 {
-				killBelow(os.Getpid())
-				return
-			}
-		}
-	}()
+	go watchCaller(statusFD, os.Getppid(), func() { report(msg{Kind: kindStopped}) })
 	for {
 		var ws syscall.WaitStatus
 		pid, err := syscall.Wait4(-1, &ws, 0, nil)
@@ -88,6 +79,25 @@ func run(v string, args []string) int {
 			report(msg{Kind: kindExit, PID: proc, Status: int(ws)})
 			report(msg{Kind: kindDone, Left: drainBelow()})
 			return 0
+		}
+	}
+}
+
+// watchCaller watches, ten times a second, the caller (the warden's parent). When the caller is gone (the
+// status pipe has no reader, which poll reports on the write end, however the caller ended) it kills
+// everything below; the main loop then reaps and ends. When the caller is stopped by a signal other than its
+// own job-control stop (see StopName), it continues it and calls stopped: a process of the command stopped it.
+func watchCaller(statusFD, caller int, stopped func()) {
+	fds := []unix.PollFd{{Fd: int32(statusFD)}}
+	for {
+		n, err := unix.Poll(fds, 100)
+		if err == nil && n > 0 && fds[0].Revents&(unix.POLLERR|unix.POLLHUP) != 0 {
+			killBelow(os.Getpid())
+			return
+		}
+		if StoppedBySomeoneElse(caller) {
+			_ = syscall.Kill(caller, syscall.SIGCONT)
+			stopped()
 		}
 	}
 }

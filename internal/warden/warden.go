@@ -47,6 +47,7 @@ const (
 	kindError   = "error"
 	kindExit    = "exit"
 	kindDone    = "done"
+	kindStopped = "stopped"
 )
 
 // Spec is the command to run. Stdin, Stdout and Stderr are given to it as descriptors 0-2 (nil: /dev/null),
@@ -80,8 +81,12 @@ type Child struct {
 	Exit <-chan Exit
 	// Gone is closed when the warden has exited and been reaped: nothing of the command is left.
 	Gone <-chan struct{}
+	// Stopped is closed when the warden found the caller stopped by a signal (SIGSTOP from some process,
+	// most likely one of the command's) and continued it.
+	Stopped <-chan struct{}
 
-	left chan int
+	left    chan int
+	stopped chan struct{}
 }
 
 // Left returns how many processes the warden had to kill after the command exited (those it left running),
@@ -131,7 +136,8 @@ func Start(s Spec) (*Child, error) {
 	}
 	statusW.Close()
 	exit, gone, first := make(chan Exit, 1), make(chan struct{}), make(chan msg, 1)
-	c := &Child{Warden: cmd.Process.Pid, Exit: exit, Gone: gone, left: make(chan int, 1)}
+	stopped := make(chan struct{})
+	c := &Child{Warden: cmd.Process.Pid, Exit: exit, Gone: gone, Stopped: stopped, left: make(chan int, 1), stopped: stopped}
 	if st, ok := readStat(c.Warden); ok {
 		c.WardenStart = st.start
 	}
@@ -176,6 +182,12 @@ func (c *Child) read(cmd *exec.Cmd, r *os.File, first chan<- msg, exit chan<- Ex
 			sentExit = true
 		case m.Kind == kindDone:
 			left = m.Left
+		case m.Kind == kindStopped:
+			select {
+			case <-c.stopped:
+			default:
+				close(c.stopped)
+			}
 		}
 	}
 	r.Close()

@@ -6,16 +6,24 @@ a hundred milliseconds of CPU); a fork of this process costs a few. Go talks to 
 
 - Go sends ``{"kind": "spawn", "env": {...}, "dir": "..."}`` with four descriptors attached (``SCM_RIGHTS``):
   the request pipe's read end, the reply pipe's write end, and the write ends of the stdout and stderr pipes.
-- The server forks. The child becomes its own process group, puts the four descriptors at 3, 4, 1 and 2
-  (``/dev/null`` at 0), closes everything else, takes ``env`` as its whole environment and ``dir`` as its
-  working directory, and runs the harness exactly as a freshly started one would (``runner.main``): the hello,
-  the limits, the observer and the provider load all happen in the child.
-- The server answers ``{"kind": "spawned", "pid": N}`` (or ``{"kind": "error", "message": ...}``) and later
-  ``{"kind": "exit", "pid": N, "status": S}`` with the raw wait status when a child ends: only the parent can
-  reap a child, and Go needs the status to say how a replica died.
+- The server forks a *supervisor* (``_supervise``): a child subreaper in a session of its own, which forks the
+  harness. The harness leads its own session (no controlling terminal), dies with its supervisor, puts the
+  four descriptors at 3, 4, 1 and 2 (``/dev/null`` at 0), closes everything else, takes ``env`` as its whole
+  environment and ``dir`` as its working directory, and runs the harness exactly as a freshly started one
+  would (``runner.main``): the hello, the limits, the observer and the provider load all happen in it.
+- The supervisor answers ``{"kind": "spawned", "pid": H, "supervisor": S}`` (or ``{"kind": "error",
+  "message": ...}``) and later ``{"kind": "exit", "pid": H, "status": W}`` with the raw wait status when the
+  harness ends: only the parent can reap a child, and Go needs the status to say how a replica died. Then it
+  kills everything left below it (every descendant of the harness, wherever it went: they are re-parented to
+  the supervisor) and exits; the server reports ``{"kind": "exit", "pid": S, ...}``, after which nothing of
+  the replica is left.
 
 The server never imports a provider, never starts a thread and installs no hook, so a fork copies nothing but
-the interpreter and the harness's modules. End of input (Go went away) ends the server.
+the interpreter and the harness's modules. End of input (Go went away) ends the server; it also dies with the
+kit (Go gives it a parent-death signal) and takes every supervisor along (theirs is tied to the server).
+
+Ten times a second the server looks at the kit: a kit stopped by a signal it did not give itself (a provider's
+``SIGSTOP``; see ``stopped_by_someone_else``) is continued and Go is told ``{"kind": "kit-stopped"}``.
 """
 
 from __future__ import annotations
@@ -274,6 +282,34 @@ def preload() -> None:
             pass
 
 
+#: The name (``/proc/<pid>/comm``) the kit gives itself while it stops for job control (warden.StopName).
+STOP_NAME = b"astrabox-tstp"
+
+
+def stopped_by_someone_else(pid: int) -> bool:
+    """Whether ``pid`` is stopped by a signal (state T, not a debugger's trace stop) without the kit's
+    job-control name: a SIGSTOP some other process sent, most likely a provider's."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return False
+    start, end = data.find(b"("), data.rfind(b")")
+    if start < 0 or end < start or end + 2 >= len(data):
+        return False
+    return data[end + 2 : end + 3] == b"T" and data[start + 1 : end] != STOP_NAME
+
+
+def _watch_kit(sock: socket.socket, kit: int) -> None:
+    """Continue the kit when a process stopped it, and say so (Go fails the run's replicas)."""
+    if stopped_by_someone_else(kit):
+        try:
+            os.kill(kit, signal.SIGCONT)
+        except OSError:
+            return
+        _send(sock, {"kind": "kit-stopped"})
+
+
 def serve(runner: Any) -> None:
     """Serve spawn requests on descriptor 3 until end of input."""
     preload()
@@ -284,13 +320,14 @@ def serve(runner: Any) -> None:
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
-    me = os.getpid()
+    me, kit = os.getpid(), os.getppid()
     _send(sock, {"kind": "ready", "pid": me})
     while True:
         try:
-            ready, _, _ = select.select([sock, wake_r], [], [])
+            ready, _, _ = select.select([sock, wake_r], [], [], 0.1)
         except InterruptedError:
             ready = []
+        _watch_kit(sock, kit)
         if wake_r in ready:
             try:
                 while os.read(wake_r, 512):
