@@ -21,7 +21,6 @@ package warden
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -151,15 +150,27 @@ func Start(s Spec) (*Child, error) {
 			return c, nil
 		}
 		<-gone
-		if m.Errno != 0 {
-			return nil, fmt.Errorf("%s: %w", m.Message, syscall.Errno(m.Errno))
-		}
-		return nil, errors.New(m.Message)
+		return nil, &startError{msg: m.Message, errno: syscall.Errno(m.Errno)}
 	case <-t.C:
 		_ = cmd.Process.Kill()
 		<-gone
 		return nil, fmt.Errorf("the warden did not start %s within %s", s.Path, StartTimeout)
 	}
+}
+
+// startError is a failure the warden reported: its message, and the errno behind it (0 if none).
+type startError struct {
+	msg   string
+	errno syscall.Errno
+}
+
+func (e *startError) Error() string { return e.msg }
+
+func (e *startError) Unwrap() error {
+	if e.errno == 0 {
+		return nil
+	}
+	return e.errno
 }
 
 // read reads the warden's status lines: the first (started or error) goes to first, the command's exit to
