@@ -9,6 +9,7 @@ import (
 )
 
 func startZygote(t *testing.T) *Zygote {
+	skipShort(t)
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
