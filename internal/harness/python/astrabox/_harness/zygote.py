@@ -35,7 +35,7 @@ import select
 import signal
 import socket
 import sys
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Set
 
 MAX_MESSAGE = 1 << 20
 
@@ -47,17 +47,59 @@ def _send(sock: socket.socket, msg: Dict[str, Any]) -> None:
         os._exit(0)  # Go is gone: children are Go's to kill, nothing to report to
 
 
+#: The pids of the supervisors the server forked and has not reaped yet: its only legitimate children.
+SUPERVISORS: Set[int] = set()
+
+
 def _reap(sock: socket.socket) -> None:
+    """Reap every child that ended and report it. A supervisor that did not end cleanly (it was killed) left
+    the descendants of its harness to the server, a subreaper: kill them."""
+    strays = False
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return
+            break
         except InterruptedError:
             continue
         if pid == 0:
-            return
+            break
+        if pid in SUPERVISORS:
+            SUPERVISORS.discard(pid)
+            strays = strays or not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0)
         _send(sock, {"kind": "exit", "pid": pid, "status": status})
+    if strays:
+        _kill_strays(sock)
+
+
+def _kill_strays(sock: socket.socket) -> None:
+    """Kill every child of the server that is not a supervisor, and everything below it, until none is left
+    (bounded: a stray cannot be re-parented here faster than it is killed for long)."""
+    import time
+
+    me = os.getpid()
+    for _ in range(500):
+        children = _children_of().get(me, [])
+        strays = [pid for pid in children if pid not in SUPERVISORS]
+        if not strays:
+            return
+        for pid in strays:
+            _kill_below(pid)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except (ChildProcessError, InterruptedError):
+                break
+            if pid == 0:
+                break
+            if pid in SUPERVISORS:
+                SUPERVISORS.discard(pid)
+                _send(sock, {"kind": "exit", "pid": pid, "status": status})
+        time.sleep(0.002)
 
 
 TOKEN_VAR = "ASTRABOX_REPLICA_TOKEN"
@@ -128,13 +170,13 @@ def _die_with(parent: int, sig: int) -> None:
         os.kill(os.getpid(), sig)
 
 
-def _below(root: int) -> List[int]:
-    """Every live descendant of ``root``, from the parent links in /proc."""
+def _children_of() -> Dict[int, List[int]]:
+    """The live children of every process, from the parent links in /proc."""
     children: Dict[int, List[int]] = {}
     try:
         names = os.listdir("/proc")
     except OSError:
-        return []
+        return children
     for name in names:
         if not name.isdigit():
             continue
@@ -145,6 +187,12 @@ def _below(root: int) -> List[int]:
             continue
         if fields and fields[0] != b"Z":
             children.setdefault(int(fields[1]), []).append(int(name))
+    return children
+
+
+def _below(root: int) -> List[int]:
+    """Every live descendant of ``root``."""
+    children = _children_of()
     out: List[int] = []
     stack = [root]
     while stack:
@@ -321,6 +369,8 @@ def serve(runner: Any) -> None:
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     me, kit = os.getpid(), os.getppid()
+    # Descendants of a harness whose supervisor was killed come here, and are killed (_reap).
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
     _send(sock, {"kind": "ready", "pid": me})
     while True:
         try:
@@ -365,6 +415,7 @@ def serve(runner: Any) -> None:
             continue
         if pid == 0:
             _supervise(runner, sock, [wake_r, wake_w], fds, env, cwd, me)
+        SUPERVISORS.add(pid)
         for fd in fds:
             os.close(fd)
         # The supervisor answers the request itself ("spawned", with the harness's pid) once it has forked it.
