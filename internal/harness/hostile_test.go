@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Each hostile provider must end in a clear error (or, for print and flood,
@@ -378,6 +380,48 @@ func TestHostileStopKit(t *testing.T) {
 			asProcessError(t, err, KindClosed, "died earlier", "stopped astrabox with a signal (SIGSTOP)")
 			p.Close()
 			assertGone(t, pgid, token)
+		})
+	}
+}
+
+// TestHarnessProcessLimit: a harness may create fewer processes than the kit (RLIMIT_NPROC, soft and hard,
+// below the kit's by a reserve), so that a provider that forks without end cannot take from the kit the
+// processes and threads it needs to end it.
+func TestHarnessProcessLimit(t *testing.T) {
+	skipShort(t)
+	var saved unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NPROC, &saved); err != nil {
+		t.Fatal(err)
+	}
+	lim := saved
+	if lim.Cur == unix.RLIM_INFINITY || lim.Cur > 1<<20 {
+		lim.Cur = 1 << 20
+	}
+	if err := unix.Setrlimit(unix.RLIMIT_NPROC, &lim); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Setrlimit(unix.RLIMIT_NPROC, &saved) })
+	want := procsCap()
+	if want == 0 || want >= lim.Cur {
+		t.Fatalf("cap %d for a limit of %d", want, lim.Cur)
+	}
+	for via, opts := range launchers(t) {
+		t.Run(via, func(t *testing.T) {
+			p := startHostile(t, "print", opts(t))
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(p.PID()) + "/limits")
+			if err != nil {
+				t.Fatal(err)
+			}
+			line := ""
+			for _, l := range strings.Split(string(b), "\n") {
+				if strings.HasPrefix(l, "Max processes") {
+					line = l
+				}
+			}
+			if f := strings.Fields(line); len(f) < 4 || f[2] != strconv.FormatUint(want, 10) || f[3] != f[2] {
+				t.Errorf("harness limits %q, want %d soft and hard", line, want)
+			}
+			p.Close()
 		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/astrabox-dev/astrabox/internal/warden"
+	"golang.org/x/sys/unix"
 )
 
 // launcher starts one harness process: the wardened exec of an interpreter, or a fork from a [Zygote].
@@ -23,6 +24,7 @@ type launchSpec struct {
 	python, script, dir string
 	env                 []string
 	pipes               *procPipes
+	zygoteEnv           []string // added to env by a fork server launch only
 }
 
 // exitState is how a harness ended: its wait status when its supervisor reaped it, or known=false (with why)
@@ -86,6 +88,7 @@ func (wardenLauncher) launch(s launchSpec) (*launched, error) {
 	c, err := warden.Start(warden.Spec{
 		Path: s.python, Args: []string{s.python, "-B", s.script}, Dir: s.dir, Env: s.env,
 		Stdout: s.pipes.outW, Stderr: s.pipes.errW, ExtraFiles: []*os.File{s.pipes.reqR, s.pipes.respW},
+		MaxProcs: procsCap(),
 	})
 	if err != nil {
 		return nil, startError(s.python, err)
@@ -99,6 +102,18 @@ func (wardenLauncher) launch(s launchSpec) (*launched, error) {
 		close(gone)
 	}()
 	return &launched{pid: c.PID, supervisor: c.Warden, supervisorStart: c.WardenStart, exit: exit, gone: gone, stopped: c.Stopped}, nil
+}
+
+// procsCap is the RLIMIT_NPROC given to harnesses: the kit's own soft limit less a reserve, so that a
+// provider that forks without end leaves the kit room for the threads and processes it needs to end it (the
+// limit counts every process and thread of the user). 0 means no cap: no limit, or one below 256, too low
+// to spare a reserve (replicas and their threads need most of it: a conformance run needs about 40).
+func procsCap() uint64 {
+	var rl unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NPROC, &rl) != nil || rl.Cur == unix.RLIM_INFINITY || rl.Cur < 256 {
+		return 0
+	}
+	return rl.Cur - min(rl.Cur/8, 64)
 }
 
 // startError turns a failure to start a process into a clear message; a reached process limit (EAGAIN from

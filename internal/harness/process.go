@@ -247,6 +247,10 @@ func (p *Process) launch(sdk string) error {
 		dir:    p.o.ProjectDir,
 		env:    append(p.environ(), "ASTRABOX_PYCACHE="+pycacheDir(sdk)),
 	}
+	if n := procsCap(); n > 0 && p.o.Zygote != nil {
+		// The fork server's harness sets it itself (zygote.py); a warden sets it on the harness it starts.
+		spec.zygoteEnv = []string{fmt.Sprintf("ASTRABOX_LIMIT_NPROC=%d", n)}
+	}
 	launchers := []launcher{wardenLauncher{}}
 	if p.o.Zygote != nil {
 		launchers = []launcher{p.o.Zygote, wardenLauncher{}}

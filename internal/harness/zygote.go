@@ -214,7 +214,7 @@ func alive(pid int) bool {
 // s.pipes.
 func (z *Zygote) launch(s launchSpec) (*launched, error) {
 	envMap := map[string]string{}
-	for _, kv := range s.env {
+	for _, kv := range append(append([]string(nil), s.env...), s.zygoteEnv...) {
 		if i := strings.IndexByte(kv, '='); i > 0 {
 			envMap[kv[:i]] = kv[i+1:]
 		}

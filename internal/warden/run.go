@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -21,12 +20,14 @@ func init() {
 	}
 }
 
-// run is the warden's main. v is "1:<status fd>"; args are the command's path, then its argv.
+// run is the warden's main. v is "1:<status fd>:<max procs>"; args are the command's path, then its argv.
 func run(v string, args []string) int {
 	// The command's parent-death signal follows the thread that forked it. The Go runtime retires a thread
 	// only when a goroutine locked to it ends, which none here does, but say so plainly.
 	runtime.LockOSThread()
-	statusFD, err := strconv.Atoi(strings.TrimPrefix(v, "1:"))
+	var statusFD int
+	var maxProcs uint64
+	_, err := fmt.Sscanf(v, "1:%d:%d", &statusFD, &maxProcs)
 	if err != nil || statusFD < 3 || len(args) < 2 {
 		fmt.Fprintln(os.Stderr, "astrabox warden: started by hand, or by a different astrabox")
 		return 2
@@ -45,6 +46,11 @@ func run(v string, args []string) int {
 	}
 	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 	proc, err := startCommand(args[0], args[1:], files)
+	if err == nil && maxProcs > 0 {
+		// Set before the command can fork: an interpreter takes milliseconds to reach the first line of code.
+		lim := unix.Rlimit{Cur: maxProcs, Max: maxProcs}
+		_ = unix.Prlimit(proc, unix.RLIMIT_NPROC, &lim, nil)
+	}
 	if err != nil {
 		m := msg{Kind: kindError, Message: err.Error()}
 		var errno syscall.Errno

@@ -58,6 +58,8 @@ type Spec struct {
 	Env                   []string // the command's whole environment
 	Stdin, Stdout, Stderr *os.File
 	ExtraFiles            []*os.File
+	// MaxProcs, when not 0, is the command's RLIMIT_NPROC (soft and hard), set as soon as it is started.
+	MaxProcs uint64
 }
 
 // Exit is how the command ended: its wait status when the warden reaped it, or Known false (with Why) when
@@ -127,7 +129,7 @@ func Start(s Spec) (*Child, error) {
 		cmd.Stderr = s.Stderr
 	}
 	cmd.ExtraFiles = append(append([]*os.File(nil), s.ExtraFiles...), statusW)
-	cmd.Env = append(append([]string(nil), s.Env...), fmt.Sprintf("%s=1:%d", Var, 3+len(s.ExtraFiles)))
+	cmd.Env = append(append([]string(nil), s.Env...), fmt.Sprintf("%s=1:%d:%d", Var, 3+len(s.ExtraFiles), s.MaxProcs))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		statusR.Close()

@@ -273,6 +273,19 @@ def _supervise(runner: Any, sock: socket.socket, wake: List[int], fds: List[int]
     os._exit(0)
 
 
+def _limit_procs(value: str) -> None:
+    """Set RLIMIT_NPROC (soft and hard) to ``value``, the kit's limit less a reserve, so that a provider that
+    forks without end leaves the kit room to end it. Nothing when empty or not applicable."""
+    try:
+        import resource
+
+        n = int(value)
+        if n > 0:
+            resource.setrlimit(resource.RLIMIT_NPROC, (n, n))
+    except (ValueError, OSError, ImportError, AttributeError):
+        pass
+
+
 def _child(runner: Any, sock: socket.socket, fds: List[int], env: Dict[str, str], cwd: str, parent: int) -> None:
     """In the supervisor's child: become a harness process like one Go started itself. Never returns."""
     try:
@@ -292,6 +305,7 @@ def _child(runner: Any, sock: socket.socket, fds: List[int], env: Dict[str, str]
             os.dup2(src, dst, inheritable=dst <= 2)
         os.closerange(5, 65536)
         os.chdir(cwd)
+        _limit_procs(env.pop("ASTRABOX_LIMIT_NPROC", ""))
         os.environ.clear()
         os.environ.update(env)
         stamp_token(env.get(TOKEN_VAR, ""))
