@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/astrabox-dev/astrabox/internal/warden"
 )
 
 // Supervision: the waiter, the memory poller, the sweep of strays and the kill discipline. Every wait here
@@ -147,7 +149,7 @@ func (p *Process) sweep() bool {
 	for end := time.Now().Add(goneBound); ; {
 		pids := strays(p.pid, p.token, p.startTicks)
 		if s := p.supervisorAlive(); s > 0 {
-			pids = append(pids, descendants(s)...)
+			pids = append(pids, warden.Below(s)...)
 		}
 		if len(pids) == 0 {
 			return true
