@@ -47,7 +47,8 @@ func run(v string, args []string) int {
 	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 	proc, err := startCommand(args[0], args[1:], files)
 	if err == nil && maxProcs > 0 {
-		// Set before the command can fork: an interpreter takes milliseconds to reach the first line of code.
+		// Set at once after the start (Go cannot set a limit between fork and exec); an interpreter takes
+		// milliseconds before it runs any code that could fork.
 		lim := unix.Rlimit{Cur: maxProcs, Max: maxProcs}
 		_ = unix.Prlimit(proc, unix.RLIMIT_NPROC, &lim, nil)
 	}
