@@ -211,11 +211,14 @@ func (p *Project) loadSettings(doc map[string]any, pyPath string, lines map[stri
 	if err != nil {
 		return err
 	}
+	// As ruff does with ruff.toml and [tool.ruff]: astrabox.toml takes precedence, and a [tool.astrabox]
+	// table that holds settings is ignored with a warning (an empty one, as `astrabox init` may leave, is not
+	// worth one).
 	if inPy && altPath != "" {
-		return &Error{File: altPath,
-			Message: "settings are defined twice: in astrabox.toml and in " + pyPath + " [tool.astrabox]" +
-				fmt.Sprintf(" (line %d)", lines[pathKey("tool", "astrabox")]),
-			Hint: "keep one of them: move the settings into one file and delete the other"}
+		if m, ok := raw.(map[string]any); !ok || len(m) > 0 {
+			p.warn(pyPath, lines[pathKey("tool", "astrabox")], "[tool.astrabox] is ignored: astrabox.toml beside it takes precedence (keep the settings in one place)")
+		}
+		inPy = false
 	}
 	if inPy {
 		m, ok := raw.(map[string]any)
