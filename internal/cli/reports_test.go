@@ -3,8 +3,8 @@ package cli
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"encoding/xml"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
