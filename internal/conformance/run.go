@@ -300,7 +300,10 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	if info == nil {
 		return nil, LoadError(t, reply)
 	}
-	if len(t.Settings.Services) > 0 && info.IsSubclass && info.Instantiated {
+	// Egress is controlled in every run, with or without declared services: a connection to an undeclared
+	// non-loopback destination is refused and recorded (docs/services.md), so a run never reaches a real
+	// system by accident.
+	if info.IsSubclass && info.Instantiated {
 		svcs, err := simulate.StartServices(ctx, t.Settings.Services, t.Settings.Egress)
 		if err != nil {
 			return nil, undecided(fmt.Errorf("start the declared services: %w", err))
