@@ -171,7 +171,7 @@ func (g *gen) turn() {
 	g.attempts[s] = append(g.attempts[s], a)
 	st := simulate.Step{Op: simulate.OpTurn, Session: s, Attempt: a, Replica: g.replica()}
 	if g.chance(0.2) {
-		st.LiveFor = 600
+		st.LiveFor = simulate.LiveFor{Seconds: 600}
 	}
 	if g.chance(0.1) {
 		st.Via = "console"
