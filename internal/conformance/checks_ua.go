@@ -293,6 +293,9 @@ var (
 // initialConsent returns the consent states a history's scenario starts with, when the history comes from a
 // scenario of the default suite (same name, same steps); ok is false otherwise.
 func initialConsent(h *simulate.History) (consent, onCheck map[string]string, ok bool) {
+	if h.Played != nil {
+		return principalConsent(h.Played)
+	}
 	defaultSuiteOnce.Do(func() { defaultSuite, _ = DefaultScenarios() })
 	var stepOps []string
 	for _, e := range h.Events {
@@ -314,19 +317,24 @@ func initialConsent(h *simulate.History) (consent, onCheck map[string]string, ok
 		if !same {
 			continue
 		}
-		consent, onCheck = map[string]string{}, map[string]string{}
-		for name, p := range sc.Principals {
-			consent[name] = p.Consent
-			if consent[name] == "" {
-				consent[name] = "granted"
-			}
-			if p.ConsentOnCheck != "" {
-				onCheck[name] = p.ConsentOnCheck
-			}
-		}
-		return consent, onCheck, true
+		return principalConsent(sc)
 	}
 	return nil, nil, false
+}
+
+// principalConsent is the consent each principal of a scenario starts with, and what a check moves it to.
+func principalConsent(sc *simulate.Scenario) (consent, onCheck map[string]string, ok bool) {
+	consent, onCheck = map[string]string{}, map[string]string{}
+	for name, p := range sc.Principals {
+		consent[name] = p.Consent
+		if consent[name] == "" {
+			consent[name] = "granted"
+		}
+		if p.ConsentOnCheck != "" {
+			onCheck[name] = p.ConsentOnCheck
+		}
+	}
+	return consent, onCheck, true
 }
 
 // parseConsentEvent reads the platform's "consent of P is now S at the identity service" event.
