@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/astrabox-dev/astrabox/internal/harness"
+	"github.com/astrabox-dev/astrabox/internal/report"
 	"github.com/astrabox-dev/astrabox/internal/simulate"
 )
 
@@ -39,6 +40,14 @@ func suiteHistories(t *testing.T, dir string) (*harness.LoadInfo, []*simulate.Hi
 	ev, err := Collect(ctx, tg, info, 1, o)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if strings.Contains(dir, "/correct/") || strings.Contains(dir, "/examples/") {
+		// Once checks account for what they saw, a correct provider must leave none of them undecided.
+		for _, res := range Decide(ev, tg, 1, o).Results {
+			if res.Status == report.StatusNotExercised {
+				t.Errorf("%s was not exercised: %s", res.Check, res.Message)
+			}
+		}
 	}
 	return info, ev.Histories
 }
