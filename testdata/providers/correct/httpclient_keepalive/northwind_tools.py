@@ -11,6 +11,7 @@ import http.client
 import json
 import logging
 import os
+import select
 import threading
 import time
 import urllib.parse
@@ -50,6 +51,10 @@ class _Wire:
 
     def _connection(self, fresh=False):
         conn = getattr(self._local, "conn", None)
+        if conn is not None and conn.sock is not None:
+            # An idle keep-alive connection the server closed reads as ready (EOF): never send on it.
+            readable, _, _ = select.select([conn.sock], [], [], 0)
+            fresh = fresh or bool(readable)
         if conn is None or fresh:
             if conn is not None:
                 conn.close()
