@@ -202,7 +202,15 @@ func uaIdempotentIn(ev *Evidence, h *simulate.History) []Finding {
 	groups := map[string]*group{}
 	var order []string
 	last := map[string]*harness.Result{} // session -> last state read or performed
+	// A consent change at the identity service starts a new requirement for its principal, even when the
+	// new pending state reads the same as the old one.
+	epoch := map[string]int{}
 	for _, e := range h.Events {
+		if principal, ok := e.Data["principal"].(string); ok && e.Kind == simulate.EventPlatform && e.Call == nil {
+			if _, changed := e.Data["consent"].(string); changed {
+				epoch[principal]++
+			}
+		}
 		if e.Call == nil {
 			continue
 		}
@@ -221,7 +229,7 @@ func uaIdempotentIn(ev *Evidence, h *simulate.History) []Finding {
 				continue
 			}
 			action, _ := e.Call.Args["action_id"].(string)
-			k := e.Call.Ctx.Session + "\x00" + action + "\x00" + stateKey(before)
+			k := fmt.Sprintf("%s\x00%s\x00%d\x00%s", e.Call.Ctx.Session, action, epoch[e.Call.Ctx.Principal], stateKey(before))
 			g := groups[k]
 			if g == nil {
 				g = &group{}

@@ -59,7 +59,8 @@ func (p *platform) runStep(st *Step) {
 			url = "https://identity.example/consent/" + st.Principal
 		}
 		p.dbl.SetConsent(st.Principal, st.Consent, url)
-		p.event(&Event{Kind: EventPlatform, Message: "consent of " + st.Principal + " is now " + st.Consent + " at the identity service"})
+		p.event(&Event{Kind: EventPlatform, Message: "consent of " + st.Principal + " is now " + st.Consent + " at the identity service",
+			Data: map[string]any{"principal": st.Principal, "consent": st.Consent}})
 	case OpRefreshInputs:
 		p.event(&Event{Kind: EventPlatform, Message: "inputs of session " + st.Session + " refreshed (no provider callback: SYNC-WHEN)"})
 	}
