@@ -3,6 +3,7 @@ package simulate
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -180,6 +181,9 @@ func (st *Step) validateFills() string {
 	}
 	if strings.HasPrefix(st.Operation, "$") && (st.Operation != FillUnresolved || st.Op != OpRecover) {
 		return fmt.Sprintf("operation %q: only recover takes a fill, and its one fill is %s", st.Operation, FillUnresolved)
+	}
+	if v := st.LiveFor.Seconds; v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return fmt.Sprintf("live_for %g: use a finite number of host seconds, 0 or more, or %s", v, FillValidity)
 	}
 	each := 0
 	for _, d := range st.Double {
