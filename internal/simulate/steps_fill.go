@@ -174,7 +174,8 @@ func (st *Step) eachWrite() int {
 	return -1
 }
 
-// validateFills checks the fills of a step: each appears only in the field that takes it.
+// validateFills checks the fills of a step (each appears only in the field that takes it), its live_for and
+// its double faults' write positions, and returns what is wrong, or "".
 func (st *Step) validateFills() string {
 	if strings.HasPrefix(st.Action, "$") && st.Action != FillOffered {
 		return fmt.Sprintf("action %q is an unknown fill; use an operation id or %s", st.Action, FillOffered)
