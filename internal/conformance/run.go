@@ -94,6 +94,10 @@ type Options struct {
 	Verbose bool
 	// Version is the kit's version for the report.
 	Version string
+	// ConfigFile replaces the project's settings with this file's (--config); Set overrides single keys
+	// (--set KEY=VALUE, VALUE in TOML).
+	ConfigFile string
+	Set        []string
 	// NoSuite skips the default suite (exploration only).
 	NoSuite bool
 	// After, when set, runs with the warm workers before they close (exploration), and may add results to
@@ -115,6 +119,9 @@ type Target struct {
 	// Hosts, when set, are the hosts of the run's replicas (a fork server per replica name, with that
 	// replica's string-hash seed); whoever set them closes them. Without them, Workers make their own.
 	Hosts *simulate.Hosts
+	// Services, when set, are the stand-ins of the project's declared services for the run; whoever set it
+	// closes it.
+	Services *simulate.Services
 }
 
 // Resolve discovers the project, its provider declaration, its interpreter and its settings.
@@ -162,7 +169,11 @@ func Resolve(ctx context.Context, o Options) (*Target, error) {
 		}
 		return nil, undecided(err)
 	}
-	settings, err := ParseSettings(proj.Settings, proj.SettingsFile, proj.Dir)
+	raw, file, dir, err := settingsSource(proj.Settings, proj.SettingsFile, proj.Dir, o.ConfigFile, o.Set)
+	if err != nil {
+		return nil, undecided(err)
+	}
+	settings, err := ParseSettings(raw, file, dir)
 	if err != nil {
 		return nil, undecided(err)
 	}
@@ -289,6 +300,17 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	if info == nil {
 		return nil, LoadError(t, reply)
 	}
+	// Egress is controlled in every run, with or without declared services: a connection to an undeclared
+	// non-loopback destination is refused and recorded (docs/services.md), so a run never reaches a real
+	// system by accident.
+	if info.IsSubclass && info.Instantiated {
+		svcs, err := simulate.StartServices(ctx, t.Settings.Services, t.Settings.Egress)
+		if err != nil {
+			return nil, undecided(fmt.Errorf("start the declared services: %w", err))
+		}
+		t.Services = svcs
+		defer svcs.Close()
+	}
 	env, err := NewEnv(t, info, seed)
 	if err != nil {
 		return nil, err
@@ -320,6 +342,10 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		started = time.Now()
 		if hists, err = w.RunAll(ctx, scenarios); err != nil {
 			return nil, err
+		}
+		// A fake that died mid-run answered later scenarios with 502s: nothing judged after it can be trusted.
+		if err := t.Services.Alive(); err != nil {
+			return nil, undecided(err)
 		}
 		if o.Verbose {
 			logf("ran %d scenario(s) in %s", len(scenarios), time.Since(started).Round(time.Millisecond))
@@ -412,6 +438,7 @@ func NewEnv(t *Target, info *harness.LoadInfo, seed int64) (*Env, error) {
 		Python: t.Python.Path, ProjectDir: t.Project.Dir, Target: t.Resolution.Chosen.Ref.Target(), Paths: t.Paths,
 		Config: cfg, Secrets: simSecrets, Limits: t.Settings.limits(), ForceDebugLogging: t.Settings.ForceDebugLogging,
 		Hosts: t.Hosts, Settle: time.Duration(t.Settings.SettleS * float64(time.Second)),
+		Services: t.Services,
 	}
 	return e, nil
 }
@@ -514,11 +541,20 @@ func (e *Env) NewWorkers(ctx context.Context, n, replicas int) (*Workers, error)
 	}
 	w.hosts.Prestart(replicaNames(w.replicas)...)
 	for i := 0; i < n; i++ {
-		s := &slot{next: simulate.PrepareStage(ctx, w.options(), w.replicas)}
+		s := &slot{next: w.prepare(w.replicas)}
 		w.all = append(w.all, s)
 		w.slots <- s
 	}
 	return w, nil
+}
+
+// prepare starts preparing a stage of n replicas, or returns nil when scenarios start their own (a provider
+// with declared services: their egress proxies belong to each scenario).
+func (w *Workers) prepare(n int) *simulate.Stage {
+	if w.env.Sim.Services != nil {
+		return nil
+	}
+	return simulate.PrepareStage(w.ctx, w.options(), n)
 }
 
 func (w *Workers) options() simulate.Options {
@@ -550,7 +586,7 @@ func (w *Workers) Run(ctx context.Context, sc *simulate.Scenario) (*simulate.His
 	h, err := simulate.Run(ctx, sc, o)
 	// The next scenario's stage is prepared once this one has ended, never while it runs: preparing forks
 	// processes, and CPU taken from a running scenario would shift its timing.
-	s.next = simulate.PrepareStage(w.ctx, w.options(), max(w.replicas, sc.Replicas))
+	s.next = w.prepare(max(w.replicas, sc.Replicas))
 	return h, err
 }
 
@@ -737,7 +773,7 @@ func sortedKeys(m map[string]string) []string {
 func Decide(ev *Evidence, t *Target, seed int64, o Options) *report.Report {
 	rep := &report.Report{Schema: report.Schema, Seed: seed}
 	rep.Provider = report.Provider{
-		EntryPoint: t.Resolution.Chosen.Name, Target: t.Resolution.Chosen.Value, Source: t.Resolution.Chosen.Where(),
+		EntryPoint: t.Resolution.Chosen.Name + " = " + t.Resolution.Chosen.Value, Target: t.Resolution.Chosen.Value, Source: t.Resolution.Chosen.Where(),
 		Project: t.Project.Dir, Python: t.Python.VersionString(), PythonPath: t.Python.Path,
 	}
 	if ev.Load != nil && ev.Load.Name != nil {

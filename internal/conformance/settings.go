@@ -1,6 +1,9 @@
 package conformance
 
 import (
+	"github.com/astrabox-dev/astrabox/internal/egress"
+	"github.com/astrabox-dev/astrabox/internal/services"
+
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -38,6 +41,10 @@ type Settings struct {
 	// SettleS bounds, in seconds, the wait for work a callback left running (0 keeps
 	// simulate.DefaultSettle).
 	SettleS float64
+	// Services are the provider's declared external systems ([tool.astrabox.services.NAME], docs/services.md).
+	Services []services.Spec
+	// Egress says what happens to connections to undeclared destinations (default: refused and reported).
+	Egress egress.Policy
 }
 
 // maxSettleS is the largest settle time accepted: the wait is paid after every callback that leaves work.
@@ -145,6 +152,20 @@ func ParseSettings(raw map[string]any, file, projectDir string) (*Settings, erro
 				default:
 					return nil, bad(k+"."+dk, "unknown deadline; use plan, synchronize, recover, session, turn or user-action")
 				}
+			}
+		case "services":
+			specs, err := services.Parse(v, file, projectDir)
+			if err != nil {
+				return nil, err
+			}
+			s.Services = specs
+		case "egress":
+			str, _ := v.(string)
+			switch egress.Policy(str) {
+			case egress.PolicyRefuse, egress.PolicyAllow:
+				s.Egress = egress.Policy(str)
+			default:
+				return nil, bad(k, "must be \"refuse\" (the default: undeclared destinations are refused and reported) or \"allow\"")
 			}
 		case "settle":
 			f, ok := number(v)

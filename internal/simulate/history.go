@@ -24,8 +24,13 @@ type History struct {
 	Requests []Request `json:"requests"`
 	// Inventory is what waiting (unclaimed) inventory held at the end of the run.
 	Inventory []InventoryBox `json:"inventory"`
+	// Played is the scenario as played: every fill replaced by the concrete steps and values it stood for.
+	// Replaying it gives the same history.
+	Played *Scenario `json:"played,omitempty"`
 	// Aborted says why the run stopped early, if it did (the provider could not be loaded, say).
 	Aborted string `json:"aborted,omitempty"`
+	// Egress are the connections replicas made to destinations that are not declared services.
+	Egress []EgressAttempt `json:"egress,omitempty"`
 }
 
 // Secret is a value planted as a secret and its origin ("workload identity token of session s1", ...).
@@ -166,8 +171,12 @@ type EngineStart struct {
 
 // Request is a deployment double request as kept in a history.
 type Request struct {
-	Seq      int64  `json:"seq"`
-	Replica  string `json:"replica"`
+	Seq     int64  `json:"seq"`
+	Replica string `json:"replica"`
+	// Service names the declared service the request was for ("" = the double's own endpoints), Host the
+	// production host:port the provider addressed.
+	Service  string `json:"service,omitempty"`
+	Host     string `json:"host,omitempty"`
 	Call     string `json:"call,omitempty"` // call key, empty for background
 	Callback string `json:"callback,omitempty"`
 	// InFlight is the call that was in flight on the replica when the request arrived, when that is not the

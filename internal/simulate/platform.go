@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/astrabox-dev/astrabox/internal/double"
+	"github.com/astrabox-dev/astrabox/internal/egress"
 	"github.com/astrabox-dev/astrabox/internal/harness"
 )
 
@@ -57,6 +58,9 @@ type Options struct {
 	// Closing, when set, makes Run stop the scenario's processes and double and remove its host directories
 	// in the background once the history is complete, counted in Closing; whoever set it waits for it.
 	Closing *sync.WaitGroup
+	// Services, when set, are the provider's declared external systems, started by the caller for the run:
+	// each scenario resets them and sends each replica's traffic to them through a proxy and its double.
+	Services *Services
 }
 
 // DefaultSettle is how long the platform waits, at most, for work a callback left running.
@@ -126,6 +130,12 @@ type platform struct {
 	dbl   *double.Double
 	hist  *History
 
+	// proxies are the replicas' egress proxies (declared services only), by replica name, with the
+	// environment that sends a replica's traffic through its proxy; egress logs what they refused.
+	proxies  map[string]*egress.Proxy
+	proxyEnv map[string][]string
+	egress   egressLog
+
 	mu        sync.Mutex // guards hist.Events and sandboxes (the harness calls back from its goroutines)
 	replicas  []*replica
 	info      *harness.LoadInfo
@@ -142,6 +152,8 @@ type platform struct {
 	nextSB  int
 	current map[string]*CallRecord // replica -> call in flight
 	callSeq map[string]int         // replica -> calls made in this run
+	// fills is what the provider answered that the scenario's fills draw on.
+	fills fillState
 	// callTags maps "replica|pid:harness call id" (the X-Astrabox-Call header the harness adds to the
 	// provider's requests to the double) to the call's key.
 	callTags map[string]string
@@ -166,6 +178,7 @@ func Run(ctx context.Context, sc *Scenario, o Options) (*History, error) {
 	if o.Epoch.IsZero() {
 		o.Epoch = DefaultEpoch
 	}
+	sc = sc.Clone() // filled in while it plays; the history records the filled copy
 	p := &platform{
 		ctx: ctx, sc: sc, o: o,
 		clock:     NewClock(o.Epoch),
@@ -177,7 +190,7 @@ func Run(ctx context.Context, sc *Scenario, o Options) (*History, error) {
 		current:   map[string]*CallRecord{},
 		callSeq:   map[string]int{},
 		callTags:  map[string]string{},
-		hist:      &History{Scenario: sc.Name, Seed: sc.Seed, Replicas: sc.Replicas, Engine: sc.Engine, Secrets: append([]Secret(nil), o.Secrets...)},
+		hist:      &History{Scenario: sc.Name, Seed: sc.Seed, Replicas: sc.Replicas, Engine: sc.Engine, Secrets: append([]Secret(nil), o.Secrets...), Played: sc},
 	}
 	p.hosts = o.Hosts
 	if p.hosts == nil {
@@ -187,13 +200,17 @@ func Run(ctx context.Context, sc *Scenario, o Options) (*History, error) {
 		p.o.Settle = DefaultSettle
 	}
 	// A fresh double and fresh replica processes for every scenario (prepared ahead, or started now):
-	// nothing of another scenario (state, threads, requests) reaches this one.
-	staged := o.Stage != nil && o.Target != "" && o.Stage.take(p, sc.Replicas)
+	// nothing of another scenario (state, threads, requests) reaches this one. Stages are not used with
+	// declared services (their egress proxies belong to the scenario's platform).
+	if err := o.Services.reset(ctx); err != nil {
+		return nil, fmt.Errorf("reset the declared services: %w", err)
+	}
+	staged := o.Stage != nil && o.Target != "" && o.Services == nil && o.Stage.take(p, sc.Replicas)
 	if o.Stage != nil && !staged {
 		o.Stage.Close()
 	}
 	if !staged {
-		d, err := double.Start(double.Options{Clock: p.clock.Now, Seed: sc.Seed})
+		d, err := double.Start(double.Options{Clock: p.clock.Now, Seed: sc.Seed, Upstreams: o.Services.upstreams()})
 		if err != nil {
 			return nil, fmt.Errorf("start the deployment double: %w", err)
 		}
@@ -234,17 +251,7 @@ func Run(ctx context.Context, sc *Scenario, o Options) (*History, error) {
 	for _, a := range sc.Agents {
 		p.agents[a.ID] = &agentState{spec: a, version: a.Version, prepID: p.newID("prep"), config: p.agentConfig(a.ID, a.Version)}
 	}
-	for i := range sc.Steps {
-		if err := ctx.Err(); err != nil {
-			p.hist.Aborted = "interrupted: " + err.Error()
-			break
-		}
-		p.step = i + 1
-		p.stepOp = sc.Steps[i].Op
-		p.runStep(&sc.Steps[i])
-	}
-	p.step = len(sc.Steps) + 1
-	p.stepOp = "end"
+	p.playSteps()
 	p.finish()
 	return p.hist, nil
 }
@@ -286,7 +293,11 @@ func (p *platform) startReplica(r *replica) error {
 	p.mu.Lock()
 	p.hostDirs = append(p.hostDirs, h)
 	p.mu.Unlock()
-	proc, info, err := spawn(p.ctx, p.o, p.dbl, r.name, replicaSandbox{p: p, r: r}, p.hosts.ForkServer(r.name), h.env)
+	env, err := p.egressEnv(r.name)
+	if err != nil {
+		return err
+	}
+	proc, info, err := spawn(p.ctx, p.o, p.dbl, r.name, replicaSandbox{p: p, r: r}, p.hosts.ForkServer(r.name), append(append([]string(nil), h.env...), env...))
 	if err != nil {
 		return err
 	}
@@ -298,6 +309,29 @@ func (p *platform) startReplica(r *replica) error {
 	r.unsettled = nil
 	p.mu.Unlock()
 	return nil
+}
+
+// egressEnv starts a replica's egress proxy the first time the replica starts in this scenario (a replaced
+// process keeps its proxy) and returns the environment that sends its traffic through it. None without
+// declared services.
+func (p *platform) egressEnv(name string) ([]string, error) {
+	if p.o.Services == nil {
+		return nil, nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if env, ok := p.proxyEnv[name]; ok {
+		return env, nil
+	}
+	px, env, err := p.o.Services.proxy(name, p.dbl, p.observeEgress)
+	if err != nil {
+		return nil, fmt.Errorf("start the egress proxy of replica %s: %w", name, err)
+	}
+	if p.proxies == nil {
+		p.proxies, p.proxyEnv = map[string]*egress.Proxy{}, map[string][]string{}
+	}
+	p.proxies[name], p.proxyEnv[name] = px, env
+	return env, nil
 }
 
 // spawn starts one replica process of the provider and loads it.
@@ -342,6 +376,9 @@ func spawn(ctx context.Context, o Options, dbl *double.Double, name string, sb h
 // close stops the scenario's replica processes and its double, and removes its host directories.
 func (p *platform) close() {
 	closeAll(append(append([]*replica(nil), p.replicas...), p.spare...))
+	for _, px := range p.proxies {
+		px.Close()
+	}
 	p.dbl.Close()
 	for _, h := range p.hostDirs {
 		removeTree(h.root)
@@ -360,7 +397,7 @@ func (p *platform) finish() {
 		methods[c.Key] = c.Method
 	}
 	for _, rq := range p.dbl.Requests() {
-		hr := Request{Seq: rq.Seq, Replica: rq.Replica, Method: rq.Method, Path: rq.Path, Operation: rq.Operation,
+		hr := Request{Seq: rq.Seq, Replica: rq.Replica, Service: rq.Service, Host: rq.Host, Method: rq.Method, Path: rq.Path, Operation: rq.Operation,
 			Status: rq.Status, Applied: rq.Applied, ApplyOrder: rq.ApplyOrder, Fenced: rq.Fenced, Held: rq.Held,
 			Delayed: rq.Delayed, Dropped: rq.Dropped, Forbidden: rq.Forbidden, body: rq.Body}
 		if rq.Call != nil {
@@ -390,6 +427,8 @@ func (p *platform) finish() {
 	for _, t := range p.dbl.IssuedTokens() {
 		p.hist.Secrets = append(p.hist.Secrets, Secret{Value: t, Origin: "credential issued by the deployment double"})
 	}
+	p.hist.Secrets = append(p.hist.Secrets, p.serviceSecrets(p.dbl.Requests())...)
+	p.hist.Egress = p.egress.sorted()
 	for _, b := range p.boxes {
 		ib := InventoryBox{ID: b.id, Agent: b.agent, SandboxID: b.sandbox.ID, Generation: b.generation, EngineInitialized: b.engineInit, State: b.state}
 		ib.Files = b.sandbox.Paths()

@@ -559,6 +559,10 @@ def main() -> None:
     sdk_dir = os.path.dirname(os.path.abspath(astrabox.__file__))
     observer = Observer(sdk_dir)
     observer.install()
+    from astrabox._harness import egress
+    from astrabox._harness.observe import CURRENT_CALL
+
+    egress.install(CURRENT_CALL)  # declared services for clients that ignore HTTP(S)_PROXY (docs/services.md)
     writer = wire.Writer()
     # A forked child (multiprocessing, os.fork) must never write into the protocol stream.
     os.register_at_fork(after_in_child=writer.close)
