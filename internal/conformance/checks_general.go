@@ -108,7 +108,7 @@ func decideGenNoDispatch(ev *Evidence) []Finding {
 		// Writes SYNC-QUIESCENT already blames on a synchronize that returned are left to it.
 		quiescent := map[int64]bool{}
 		for _, cs := range order {
-			if cs.c.Method == "synchronize" && cs.c.Outcome == simulate.OutcomeReturned {
+			if cs.c.Is(simulate.CallSynchronize) && cs.c.Outcome == simulate.OutcomeReturned {
 				for _, r := range syncLateWrites(cs) {
 					quiescent[r.Seq] = true
 				}
@@ -124,7 +124,7 @@ func decideGenNoDispatch(ev *Evidence) []Finding {
 			if method == "" {
 				method = "background work"
 			}
-			key := "forbidden|" + method + "|" + r.Method + " " + r.Path
+			key := "forbidden|" + method + "|" + string(r.Method) + " " + r.Path
 			if seen[key] {
 				continue
 			}
@@ -151,7 +151,7 @@ func decideGenNoDispatch(ev *Evidence) []Finding {
 			if len(late) == 0 {
 				continue
 			}
-			key := "late|" + cs.c.Method
+			key := "late|" + string(cs.c.Method)
 			if seen[key] {
 				continue
 			}
@@ -216,10 +216,10 @@ func decideGenCancelClean(ev *Evidence) []Finding {
 		if len(late) == 0 {
 			continue
 		}
-		if seen[cs.c.Method] {
+		if seen[string(cs.c.Method)] {
 			continue
 		}
-		seen[cs.c.Method] = true
+		seen[string(cs.c.Method)] = true
 		obs := ev.allObservations(cs)
 		loc := leftoverLocation(obs.Leftovers)
 		if loc == nil {
@@ -268,7 +268,7 @@ func decideGenSettles(ev *Evidence) []Finding {
 		if why == "" {
 			continue
 		}
-		key := cs.c.Method + "|" + cs.c.ProcessKind
+		key := string(cs.c.Method) + "|" + cs.c.ProcessKind
 		if seen[key] {
 			continue
 		}

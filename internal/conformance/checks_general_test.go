@@ -9,7 +9,7 @@ import (
 )
 
 // lateWriteHistory has one call of the given outcome whose write the double applied after the call settled.
-func lateWriteHistory(outcome string, cancelSent bool) *simulate.History {
+func lateWriteHistory(outcome simulate.Outcome, cancelSent bool) *simulate.History {
 	b := newHist("x")
 	c := b.call(&simulate.CallRecord{Replica: "r1", Method: "prepare_turn", Outcome: outcome, CancelSent: cancelSent, ApplyMark: 1})
 	b.request(simulate.Request{Replica: "r1", Call: c.Key, Method: "POST", Path: "/v1/credentials", Status: 201, Applied: true, ApplyOrder: 1})
@@ -19,7 +19,7 @@ func lateWriteHistory(outcome string, cancelSent bool) *simulate.History {
 
 func TestLateWritesSplitBetweenCancelAndBackground(t *testing.T) {
 	cases := []struct {
-		outcome          string
+		outcome          simulate.Outcome
 		cancel           bool
 		cancelFindings   int
 		dispatchFindings int

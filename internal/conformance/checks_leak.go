@@ -138,7 +138,7 @@ func decideLeakError(ev *Evidence) []Finding {
 				continue
 			}
 			loc := ev.errorLocation(cs)
-			key := cs.c.Method + "|" + m[0].Origin
+			key := string(cs.c.Method) + "|" + m[0].Origin
 			if loc != nil {
 				key = fmt.Sprintf("%s:%d", loc.Path, loc.Line)
 			}
@@ -162,7 +162,7 @@ func decideLeakUserAction(ev *Evidence) []Finding {
 		if len(m) == 0 {
 			return
 		}
-		key := cs.c.Method + "|" + what
+		key := string(cs.c.Method) + "|" + what
 		if seen[key] {
 			return
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/astrabox-dev/astrabox/internal/report"
+	"github.com/astrabox-dev/astrabox/internal/simulate"
 )
 
 func init() {
@@ -91,12 +92,12 @@ func init() {
 			Wrong:     "async def plan(self, *, config):\n    return RuntimePreparationPlan()",
 			Right:     "def plan(self, *, config):\n    return RuntimePreparationPlan()",
 			Decide: func(ev *Evidence) []Finding {
-				if m, ok := ev.Load.Methods["plan"]; ok && m.Async {
-					return []Finding{{Message: "plan is a coroutine function", Location: ev.methodLocation("plan")}}
+				if m, ok := ev.Load.Methods[string(simulate.CallPlan)]; ok && m.Async {
+					return []Finding{{Message: "plan is a coroutine function", Location: ev.methodLocation(simulate.CallPlan)}}
 				}
-				for _, cs := range ev.calls("plan") {
-					if cs.returned() && cs.c.Result.Type == "coroutine" {
-						return []Finding{{Message: "plan returned a coroutine", Location: ev.methodLocation("plan"), Evidence: []report.Evidence{ev.evidence(cs, "plan returned a coroutine object", ev.methodLocation("plan"))}}}
+				for _, cs := range ev.calls(simulate.CallPlan) {
+					if cs.returned() && simulate.KindCoroutine.Of(cs.c.Result) {
+						return []Finding{{Message: "plan returned a coroutine", Location: ev.methodLocation(simulate.CallPlan), Evidence: []report.Evidence{ev.evidence(cs, "plan returned a coroutine object", ev.methodLocation(simulate.CallPlan))}}}
 					}
 				}
 				return nil
@@ -112,7 +113,7 @@ func init() {
 			Decide: func(ev *Evidence) []Finding {
 				var out []Finding
 				seen := map[string]bool{}
-				for _, cs := range ev.calls("plan") {
+				for _, cs := range ev.calls(simulate.CallPlan) {
 					for _, a := range cs.c.Observations.Audit {
 						if a.AfterReturn {
 							continue
@@ -128,7 +129,7 @@ func init() {
 					}
 					if n := len(requestsOf(cs)); n > 0 {
 						msg := fmt.Sprintf("plan sent %d request(s) to the deployment double", n)
-						out = append(out, Finding{Message: msg, Location: ev.methodLocation("plan"), Evidence: []report.Evidence{ev.evidence(cs, msg, nil)}})
+						out = append(out, Finding{Message: msg, Location: ev.methodLocation(simulate.CallPlan), Evidence: []report.Evidence{ev.evidence(cs, msg, nil)}})
 					}
 				}
 				return out
@@ -144,8 +145,8 @@ func init() {
 			Decide: func(ev *Evidence) []Finding {
 				type planKey struct{ scenario, config string }
 				first := map[planKey]callSite{}
-				for _, cs := range ev.calls("plan") {
-					if !cs.returned() || cs.c.Result.Type != "RuntimePreparationPlan" {
+				for _, cs := range ev.calls(simulate.CallPlan) {
+					if !cs.returned() || !simulate.KindPlan.Of(cs.c.Result) {
 						continue
 					}
 					k := planKey{cs.h.Scenario, fmt.Sprintf("%v", cs.c.Args["config"])}
@@ -157,7 +158,7 @@ func init() {
 					a, b := prev.c.Result, cs.c.Result
 					if a.SessionBound != b.SessionBound || !bytes.Equal(canonical(a.Declaration), canonical(b.Declaration)) {
 						msg := fmt.Sprintf("plan gave a different plan for the same configuration (%s on %s, then %s on %s)", prev.c.Key, prev.c.Replica, cs.c.Key, cs.c.Replica)
-						return []Finding{{Message: msg, Location: ev.methodLocation("plan"), Evidence: []report.Evidence{ev.evidence(cs, msg, ev.methodLocation("plan"))}}}
+						return []Finding{{Message: msg, Location: ev.methodLocation(simulate.CallPlan), Evidence: []report.Evidence{ev.evidence(cs, msg, ev.methodLocation(simulate.CallPlan))}}}
 					}
 				}
 				return nil
@@ -171,14 +172,14 @@ func init() {
 			Wrong:     "declaration={\"api_key\": config[\"secrets\"][\"model_api_key\"]}",
 			Right:     "declaration={\"credential\": \"model_api_key\"}",
 			Decide: func(ev *Evidence) []Finding {
-				for _, cs := range ev.calls("plan") {
+				for _, cs := range ev.calls(simulate.CallPlan) {
 					if !cs.returned() {
 						continue
 					}
 					text := string(cs.c.Result.Declaration) + "\n" + cs.c.Result.Repr
 					if m := ev.Secrets.FindString(text); len(m) > 0 {
 						msg := fmt.Sprintf("the plan's declaration holds %s (%s)", m[0].Origin, m[0].Encoding)
-						return []Finding{{Message: msg, Location: ev.methodLocation("plan"), Evidence: []report.Evidence{ev.evidence(cs, msg, ev.methodLocation("plan"))}}}
+						return []Finding{{Message: msg, Location: ev.methodLocation(simulate.CallPlan), Evidence: []report.Evidence{ev.evidence(cs, msg, ev.methodLocation(simulate.CallPlan))}}}
 					}
 				}
 				return nil

@@ -3,6 +3,7 @@ package conformance
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -84,7 +85,7 @@ func init() {
 }
 
 // sessionMaterialMethods are the callbacks that return RuntimeMaterials.
-var sessionMaterialMethods = []string{"prepare_session", "prepare_turn"}
+var sessionMaterialMethods = []simulate.Callback{simulate.CallPrepareSession, simulate.CallPrepareTurn}
 
 // contextArg returns a string field of a call's recorded context argument, or "".
 func contextArg(c *simulate.CallRecord, key string) string {
@@ -135,11 +136,11 @@ func decideBoundMaterial(ev *Evidence) []Finding {
 				continue
 			}
 			switch c.Method {
-			case "plan":
-				if c.Outcome == simulate.OutcomeReturned && c.Result != nil && c.Result.Type == "RuntimePreparationPlan" {
+			case simulate.CallPlan:
+				if c.Outcome == simulate.OutcomeReturned && c.Result != nil && simulate.KindPlan.Of(c.Result) {
 					bound[c.Ctx.Agent] = c.Result.SessionBound
 				}
-			case "prepare_session":
+			case simulate.CallPrepareSession:
 				cs := callSite{h: h, c: c, e: e}
 				m := cs.materials()
 				if m == nil || !bound[c.Ctx.Agent] || len(m.Files) > 0 || len(m.Environment) > 0 {
@@ -150,7 +151,7 @@ func decideBoundMaterial(ev *Evidence) []Finding {
 					continue
 				}
 				seen[key] = true
-				loc := ev.methodLocation("prepare_session")
+				loc := ev.methodLocation(simulate.CallPrepareSession)
 				msg := fmt.Sprintf("plan declared session_bound=True, but prepare_session returned no file and no environment (%s)", sessionLabel(c))
 				out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(cs, msg, loc)}})
 			}
@@ -181,7 +182,7 @@ func decideSessionNames(ev *Evidence) []Finding {
 			default:
 				continue
 			}
-			key := cs.c.Method + "|" + f.Name
+			key := string(cs.c.Method) + "|" + f.Name
 			if seen[key] {
 				continue
 			}
@@ -225,7 +226,7 @@ func decideSessionFilePath(ev *Evidence) []Finding {
 			if n == "" || v == dir+"/"+n {
 				continue
 			}
-			key := cs.c.Method + "|" + k
+			key := string(cs.c.Method) + "|" + k
 			if seen[key] {
 				continue
 			}
@@ -327,7 +328,7 @@ func decideSessionRedaction(ev *Evidence) []Finding {
 	var out []Finding
 	seen := map[string]bool{}
 	report1 := func(cs callSite, where, origin, encoding string, loc *report.Location) {
-		key := cs.c.Method + "|" + where
+		key := string(cs.c.Method) + "|" + where
 		if seen[key] {
 			return
 		}
@@ -372,7 +373,7 @@ func decideSessionEnvReserved(ev *Evidence) []Finding {
 			if !simulate.IsPlatformOwnedEnv(k) {
 				continue
 			}
-			key := cs.c.Method + "|" + k
+			key := string(cs.c.Method) + "|" + k
 			if seen[key] {
 				continue
 			}
@@ -476,7 +477,7 @@ type sessionText struct {
 func sessionTexts(h *simulate.History) []sessionText {
 	byKey := map[string]callSite{}
 	for _, e := range h.Events {
-		if c := e.Call; c != nil && contains(sessionMaterialMethods, c.Method) {
+		if c := e.Call; c != nil && slices.Contains(sessionMaterialMethods, c.Method) {
 			byKey[c.Key] = callSite{h: h, c: c, e: e}
 		}
 	}
@@ -489,7 +490,7 @@ func sessionTexts(h *simulate.History) []sessionText {
 			continue
 		}
 		c := e.Call
-		if c == nil || !contains(sessionMaterialMethods, c.Method) {
+		if c == nil || !slices.Contains(sessionMaterialMethods, c.Method) {
 			continue
 		}
 		cs := byKey[c.Key]

@@ -117,11 +117,11 @@ func syncContext(c *simulate.CallRecord) map[string]any {
 func operationID(c *simulate.CallRecord) string {
 	var op map[string]any
 	switch c.Method {
-	case "synchronize":
+	case simulate.CallSynchronize:
 		if ctx := syncContext(c); ctx != nil {
 			op, _ = ctx["operation"].(map[string]any)
 		}
-	case "recover":
+	case simulate.CallRecover:
 		op, _ = c.Args["operation"].(map[string]any)
 	}
 	s, _ := op["operation_id"].(string)
@@ -277,11 +277,11 @@ func decideSyncIdentity(ev *Evidence) []Finding {
 	for _, h := range ev.Histories {
 		byAgent := map[string][]keyedWrite{}
 		var agents []string
-		for _, cs := range ev.calls("synchronize") {
+		for _, cs := range ev.calls(simulate.CallSynchronize) {
 			if cs.h != h {
 				continue
 			}
-			loc := ev.methodLocation("synchronize")
+			loc := ev.methodLocation(simulate.CallSynchronize)
 			keys := map[string]bool{}
 			for _, r := range writesOf(cs) {
 				if k := recordKey(r.Path); k != "" {
@@ -293,7 +293,7 @@ func decideSyncIdentity(ev *Evidence) []Finding {
 					if !containsToken(k, id[1]) {
 						continue
 					}
-					tag := "id:" + cs.c.Method + id[0] + k
+					tag := "id:" + string(cs.c.Method) + id[0] + k
 					if seen[tag] {
 						continue
 					}
@@ -323,7 +323,7 @@ func decideSyncIdentity(ev *Evidence) []Finding {
 						continue
 					}
 					reported = true
-					loc := ev.methodLocation("synchronize")
+					loc := ev.methodLocation(simulate.CallSynchronize)
 					msg := fmt.Sprintf("synchronize of agent %s wrote the external record %q for version %d and %q for version %d: one external identity per Agent version instead of one per Agent", a, x.key, x.version, y.key, y.version)
 					out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(x.cs, fmt.Sprintf("version %d wrote %q", x.version, x.key), loc), ev.evidence(y.cs, fmt.Sprintf("version %d wrote %q", y.version, y.key), loc)}})
 				}
@@ -363,7 +363,7 @@ func (ev *Evidence) disjointKeys(agent string, ws []keyedWrite) (Finding, bool) 
 			if shared {
 				continue
 			}
-			loc := ev.methodLocation("synchronize")
+			loc := ev.methodLocation(simulate.CallSynchronize)
 			msg := fmt.Sprintf("two synchronize calls of agent %s wrote disjoint external records (%s wrote %s; %s wrote %s); one Agent should keep one external identity", agent, order[i].c.Key, strings.Join(sortedSet(x), ", "), order[j].c.Key, strings.Join(sortedSet(y), ", "))
 			return Finding{Warning: true, Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(order[i], "wrote "+strings.Join(sortedSet(x), ", "), loc), ev.evidence(order[j], "wrote "+strings.Join(sortedSet(y), ", "), loc)}}, true
 		}
@@ -408,7 +408,7 @@ func decideSyncSkipUnchanged(ev *Evidence) []Finding {
 	var out []Finding
 	for _, h := range ev.Histories {
 		baseline := map[string]callSite{}
-		for _, cs := range ev.calls("synchronize") {
+		for _, cs := range ev.calls(simulate.CallSynchronize) {
 			if cs.h != h {
 				continue
 			}
@@ -424,7 +424,7 @@ func decideSyncSkipUnchanged(ev *Evidence) []Finding {
 					}
 				}
 				if len(writes) > 0 {
-					loc := ev.methodLocation("synchronize")
+					loc := ev.methodLocation(simulate.CallSynchronize)
 					msg := fmt.Sprintf("synchronize of agent %s (version %d) made %d external write(s) although its inputs equal those of the earlier successful synchronize %s: %s", cs.c.Ctx.Agent, cs.c.Ctx.Version, len(writes), prev.c.Key, strings.Join(writes, "; "))
 					out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(prev, "earlier synchronize with the same inputs returned", loc), ev.evidence(cs, msg, loc)}})
 					break // one finding per history is enough
@@ -615,7 +615,7 @@ func leftoverSummary(l harness.Leftovers) (string, *report.Location) {
 
 func decideSyncQuiescent(ev *Evidence) []Finding {
 	var out []Finding
-	for _, cs := range ev.calls("synchronize") {
+	for _, cs := range ev.calls(simulate.CallSynchronize) {
 		if cs.c.Outcome != simulate.OutcomeReturned {
 			continue
 		}
@@ -623,7 +623,7 @@ func decideSyncQuiescent(ev *Evidence) []Finding {
 		left, lloc := leftoverSummary(cs.c.Observations.Leftovers)
 		loc := lloc
 		if loc == nil {
-			loc = ev.methodLocation("synchronize")
+			loc = ev.methodLocation(simulate.CallSynchronize)
 		}
 		if len(late) > 0 {
 			var ds []string
@@ -650,18 +650,18 @@ func decideSyncQuiescent(ev *Evidence) []Finding {
 
 // recovered reports whether a recover call answered True.
 func recovered(cs callSite) bool {
-	return cs.returned() && cs.c.Result.Type == "bool" && cs.c.Result.Value
+	return cs.returned() && simulate.KindBool.Of(cs.c.Result) && cs.c.Result.Value
 }
 
 // answeredFalse reports whether a recover call returned False.
 func answeredFalse(cs callSite) bool {
-	return cs.returned() && cs.c.Result.Type == "bool" && !cs.c.Result.Value
+	return cs.returned() && simulate.KindBool.Of(cs.c.Result) && !cs.c.Result.Value
 }
 
 // synchronizeOf finds the synchronize call that ran an operation (by label) in the recover call's history.
 func synchronizeOf(rc callSite) (callSite, bool) {
 	for _, e := range rc.h.Events {
-		if e.Call != nil && e.Call.Method == "synchronize" && e.Call.Ctx.Operation == rc.c.Ctx.Operation {
+		if e.Call != nil && e.Call.Is(simulate.CallSynchronize) && e.Call.Ctx.Operation == rc.c.Ctx.Operation {
 			return callSite{h: rc.h, c: e.Call, e: e}, true
 		}
 	}
@@ -671,7 +671,7 @@ func synchronizeOf(rc callSite) (callSite, bool) {
 func decideRecoverTruth(ev *Evidence) []Finding {
 	var out []Finding
 	done := map[string]bool{}
-	for _, rc := range ev.calls("recover") {
+	for _, rc := range ev.calls(simulate.CallRecover) {
 		if !recovered(rc) {
 			continue
 		}
@@ -693,9 +693,9 @@ func decideRecoverTruth(ev *Evidence) []Finding {
 			continue
 		}
 		done[tag] = true
-		loc := ev.methodLocation("recover")
+		loc := ev.methodLocation(simulate.CallRecover)
 		msg := fmt.Sprintf("recover(%s) returned True, yet %d write(s) of that operation were applied afterwards: %s", rc.c.Ctx.Operation, len(late), strings.Join(late, "; "))
-		out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(sc, "synchronize of the operation did not complete", ev.methodLocation("synchronize")), ev.evidence(rc, msg, loc)}})
+		out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(sc, "synchronize of the operation did not complete", ev.methodLocation(simulate.CallSynchronize)), ev.evidence(rc, msg, loc)}})
 	}
 	return out
 }
@@ -705,7 +705,7 @@ func decideRecoverIdempotent(ev *Evidence) []Finding {
 	for _, h := range ev.Histories {
 		first := map[string]callSite{}
 		reported := map[string]bool{}
-		for _, rc := range ev.calls("recover") {
+		for _, rc := range ev.calls(simulate.CallRecover) {
 			if rc.h != h {
 				continue
 			}
@@ -720,7 +720,7 @@ func decideRecoverIdempotent(ev *Evidence) []Finding {
 			if !ok || reported[op] {
 				continue
 			}
-			loc := ev.methodLocation("recover")
+			loc := ev.methodLocation(simulate.CallRecover)
 			switch {
 			case answeredFalse(rc):
 				reported[op] = true
@@ -766,10 +766,10 @@ func decideRecoverNoFenceNewer(ev *Evidence) []Finding {
 		asked := map[string]bool{}    // operation ids recover was called for
 		for _, c := range h.Calls() {
 			if id := operationID(c); id != "" {
-				if c.Method == "synchronize" {
+				if c.Is(simulate.CallSynchronize) {
 					labels[id] = c.Ctx.Operation
 				}
-				if c.Method == "recover" {
+				if c.Is(simulate.CallRecover) {
 					asked[id] = true
 				}
 			}
@@ -781,7 +781,7 @@ func decideRecoverNoFenceNewer(ev *Evidence) []Finding {
 			return id
 		}
 		// Fences posted while recover ran must name the operation it was asked about.
-		for _, rc := range ev.calls("recover") {
+		for _, rc := range ev.calls(simulate.CallRecover) {
 			if rc.h != h {
 				continue
 			}
@@ -793,7 +793,7 @@ func decideRecoverNoFenceNewer(ev *Evidence) []Finding {
 				}
 			}
 			if len(others) > 0 {
-				loc := ev.methodLocation("recover")
+				loc := ev.methodLocation(simulate.CallRecover)
 				msg := fmt.Sprintf("recover(%s) posted fence(s) for other operation(s): %s", rc.c.Ctx.Operation, strings.Join(others, ", "))
 				out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(rc, msg, loc)}})
 			}
@@ -806,7 +806,7 @@ func decideRecoverNoFenceNewer(ev *Evidence) []Finding {
 			}
 			reported[r.Operation] = true
 			msg := fmt.Sprintf("a write of operation %s, which no recover was asked about, was refused as fenced: %s", name(r.Operation), describeRequest(r))
-			f := Finding{Message: msg, Location: ev.methodLocation("recover")}
+			f := Finding{Message: msg, Location: ev.methodLocation(simulate.CallRecover)}
 			if cs, ok := callOf(h, r.Call); ok {
 				f.Evidence = []report.Evidence{ev.evidence(cs, msg, ev.methodLocation(cs.c.Method))}
 			}
@@ -955,8 +955,8 @@ func decideImageNoRetrofit(ev *Evidence) []Finding {
 			method := "the provider"
 			var loc *report.Location
 			if ok {
-				method = cs.c.Method
-				loc = ev.methodLocation(method)
+				method = string(cs.c.Method)
+				loc = ev.methodLocation(cs.c.Method)
 			}
 			tag := method + "|" + op.Path
 			if seen[tag] {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -126,7 +127,7 @@ func decideTurnIdempotent(ev *Evidence) []Finding {
 	seen := map[string]bool{}
 	for _, h := range ev.Histories {
 		states := map[attemptKey]*state{}
-		for _, cs := range ev.callsIn(h, "prepare_turn") {
+		for _, cs := range ev.callsIn(h, simulate.CallPrepareTurn) {
 			c := cs.c
 			k := attemptKey{h, c.Ctx.Session, c.Ctx.Attempt}
 			st := states[k]
@@ -139,7 +140,7 @@ func decideTurnIdempotent(ev *Evidence) []Finding {
 				if m != nil {
 					if d := materialDiff(st.latest, fileSet(m)); d != "" && !seen["m|"+h.Scenario+"|"+c.Ctx.Attempt] {
 						seen["m|"+h.Scenario+"|"+c.Ctx.Attempt] = true
-						loc := ev.methodLocation("prepare_turn")
+						loc := ev.methodLocation(simulate.CallPrepareTurn)
 						msg := fmt.Sprintf("a retry of attempt %s of session %s on %s returned material different from what the attempt got on %s (%s): %s",
 							c.Ctx.Attempt, c.Ctx.Session, c.Replica, st.from.Replica, st.from.Key, d)
 						out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(cs, msg, loc)}})
@@ -152,12 +153,12 @@ func decideTurnIdempotent(ev *Evidence) []Finding {
 					if r.Forbidden {
 						continue // a dispatch or registration is GEN-NO-DISPATCH's breach, whenever it happens
 					}
-					key := "w|" + h.Scenario + "|" + c.Ctx.Attempt + "|" + r.Method + " " + r.Path
+					key := "w|" + h.Scenario + "|" + c.Ctx.Attempt + "|" + string(r.Method) + " " + r.Path
 					if seen[key] {
 						continue
 					}
 					seen[key] = true
-					loc := ev.methodLocation("prepare_turn")
+					loc := ev.methodLocation(simulate.CallPrepareTurn)
 					msg := fmt.Sprintf("a retry of attempt %s of session %s on %s made a new external write after the attempt already had its material: %s",
 						c.Ctx.Attempt, c.Ctx.Session, c.Replica, describeRequest(r))
 					out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(cs, msg, loc)}})
@@ -177,10 +178,10 @@ func decideTurnIdempotent(ev *Evidence) []Finding {
 }
 
 // callsIn returns the calls of one history of the given methods, in order.
-func (ev *Evidence) callsIn(h *simulate.History, methods ...string) []callSite {
+func (ev *Evidence) callsIn(h *simulate.History, methods ...simulate.Callback) []callSite {
 	var out []callSite
 	for _, e := range h.Events {
-		if e.Call != nil && contains(methods, e.Call.Method) {
+		if e.Call != nil && slices.Contains(methods, e.Call.Method) {
 			out = append(out, callSite{h: h, c: e.Call, e: e})
 		}
 	}
@@ -206,17 +207,17 @@ func decideTurnFilesOnly(ev *Evidence) []Finding {
 			}
 			cs := callSite{h: h, c: c, e: e}
 			switch c.Method {
-			case "prepare_session":
+			case simulate.CallPrepareSession:
 				if cs.materials() != nil {
 					delivered[c.Ctx.Session] = map[string]bool{}
 					sessionCall[c.Key] = c.Ctx.Session
 				}
-			case "prepare_turn":
+			case simulate.CallPrepareTurn:
 				m := cs.materials()
 				if m == nil {
 					continue
 				}
-				loc := ev.methodLocation("prepare_turn")
+				loc := ev.methodLocation(simulate.CallPrepareTurn)
 				if len(m.Environment) > 0 && !seen["env"] {
 					seen["env"] = true
 					msg := fmt.Sprintf("prepare_turn returned an environment (%s); turn preparation returns files only and a non-empty environment fails the write (%s)",
@@ -249,11 +250,11 @@ func turnProcessFailure(kind string) string {
 func decideTurnWithinDeadline(ev *Evidence) []Finding {
 	var out []Finding
 	seen := map[string]bool{}
-	for _, cs := range ev.calls("prepare_turn") {
+	for _, cs := range ev.calls(simulate.CallPrepareTurn) {
 		c := cs.c
 		var msg string
 		warning := false
-		loc := ev.methodLocation("prepare_turn")
+		loc := ev.methodLocation(simulate.CallPrepareTurn)
 		switch c.Outcome {
 		case simulate.OutcomeOverran:
 			ended := "settled"
@@ -264,7 +265,7 @@ func decideTurnWithinDeadline(ev *Evidence) []Finding {
 				ended = "raised " + c.Error.Type
 				loc = ev.errorLocation(cs)
 			}
-			if !waitedPastCancel(cs) && !providerOverrides(ev, "prepare_turn") {
+			if !waitedPastCancel(cs) && !providerOverrides(ev, simulate.CallPrepareTurn) {
 				continue // the platform's default returns at once; a late reply only crossed the cancel
 			}
 			if waitedPastCancel(cs) {
@@ -295,11 +296,11 @@ func decideTurnWithinDeadline(ev *Evidence) []Finding {
 }
 
 // providerOverrides tells whether the provider defines a callback itself (true when unknown).
-func providerOverrides(ev *Evidence, method string) bool {
+func providerOverrides(ev *Evidence, method simulate.Callback) bool {
 	if ev.Load == nil {
 		return true
 	}
-	m, ok := ev.Load.Methods[method]
+	m, ok := ev.Load.Methods[string(method)]
 	return !ok || m.Overridden
 }
 
@@ -317,7 +318,7 @@ func waitedPastCancel(cs callSite) bool {
 
 // resultName is the Python type a callback returned.
 func resultName(r *harness.Result) string {
-	if r.Type == "other" && r.PythonType != "" {
+	if simulate.KindOther.Of(r) && r.PythonType != "" {
 		return r.PythonType
 	}
 	return r.Type
@@ -353,7 +354,7 @@ func decideTurnValidityFresh(ev *Evidence) []Finding {
 	seen := map[string]bool{}
 	for _, h := range ev.Histories {
 		latest := map[attemptKey]*prev{}
-		for _, cs := range ev.callsIn(h, "prepare_turn") {
+		for _, cs := range ev.callsIn(h, simulate.CallPrepareTurn) {
 			c := cs.c
 			m := cs.materials()
 			if m == nil {
@@ -381,7 +382,7 @@ func decideTurnValidityFresh(ev *Evidence) []Finding {
 				}
 				seen[is.kind] = true
 				msg := is.msg + " (" + sessionLabel(c) + ")"
-				loc := ev.methodLocation("prepare_turn")
+				loc := ev.methodLocation(simulate.CallPrepareTurn)
 				out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(cs, msg, loc)}})
 			}
 			latest[k] = &prev{files: files, validity: set && problem == "", c: c}

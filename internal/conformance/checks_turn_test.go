@@ -14,7 +14,7 @@ import (
 func fakeHistory(calls []*simulate.CallRecord, reqs ...simulate.Request) *simulate.History {
 	h := &simulate.History{Scenario: "fake", Requests: reqs}
 	for i, c := range calls {
-		h.Events = append(h.Events, &simulate.Event{Seq: 2 * i, Step: i + 1, Kind: simulate.EventStep, Message: c.Method})
+		h.Events = append(h.Events, &simulate.Event{Seq: 2 * i, Step: i + 1, Kind: simulate.EventStep, Message: string(c.Method)})
 		h.Events = append(h.Events, &simulate.Event{Seq: 2*i + 1, Step: i + 1, Kind: simulate.EventCall, Call: c})
 	}
 	return h

@@ -63,7 +63,7 @@ func raisedUserAction(cs callSite) *harness.UserAction {
 
 // stateOf returns the SessionUserActionState a call returned, or nil.
 func stateOf(cs callSite) *harness.Result {
-	if cs.returned() && cs.c.Result.Type == "SessionUserActionState" {
+	if cs.returned() && simulate.KindUserActionState.Of(cs.c.Result) {
 		return cs.c.Result
 	}
 	return nil
@@ -97,7 +97,7 @@ func decideUAValid(ev *Evidence) []Finding {
 	var out []Finding
 	seen := map[string]bool{}
 	add := func(cs callSite, what string, problems []string, loc *report.Location) {
-		key := cs.c.Method + "|" + what + "|" + strings.Join(problems, ";")
+		key := string(cs.c.Method) + "|" + what + "|" + strings.Join(problems, ";")
 		if seen[key] {
 			return
 		}
@@ -144,12 +144,12 @@ func stateProblems(st *harness.Result) []string {
 func decideUAState(ev *Evidence) []Finding {
 	var out []Finding
 	seen := map[string]bool{}
-	for _, cs := range ev.calls("read_user_actions", "perform_user_action") {
+	for _, cs := range ev.calls(simulate.CallReadUserActions, simulate.CallPerformUserAction) {
 		if !cs.returned() {
 			continue
 		}
 		var problems []string
-		if cs.c.Result.Type != "SessionUserActionState" {
+		if !simulate.KindUserActionState.Of(cs.c.Result) {
 			problems = []string{fmt.Sprintf("returned %s, not a SessionUserActionState", resultTypeName(cs.c.Result))}
 		} else {
 			problems = stateProblems(cs.c.Result)
@@ -157,7 +157,7 @@ func decideUAState(ev *Evidence) []Finding {
 		if len(problems) == 0 {
 			continue
 		}
-		key := cs.c.Method + "|" + strings.Join(problems, ";")
+		key := string(cs.c.Method) + "|" + strings.Join(problems, ";")
 		if seen[key] {
 			continue
 		}
@@ -170,7 +170,7 @@ func decideUAState(ev *Evidence) []Finding {
 }
 
 func resultTypeName(r *harness.Result) string {
-	if r.Type == "other" && r.PythonType != "" {
+	if simulate.KindOther.Of(r) && r.PythonType != "" {
 		return r.PythonType
 	}
 	return r.Type
@@ -208,11 +208,11 @@ func uaIdempotentIn(ev *Evidence, h *simulate.History) []Finding {
 		}
 		cs := callSite{h: h, c: e.Call, e: e}
 		switch e.Call.Method {
-		case "read_user_actions":
+		case simulate.CallReadUserActions:
 			if st := stateOf(cs); st != nil {
 				last[e.Call.Ctx.Session] = st
 			}
-		case "perform_user_action":
+		case simulate.CallPerformUserAction:
 			before := last[e.Call.Ctx.Session]
 			if st := stateOf(cs); st != nil {
 				last[e.Call.Ctx.Session] = st
@@ -239,7 +239,7 @@ func uaIdempotentIn(ev *Evidence, h *simulate.History) []Finding {
 		}
 		first := g.calls[0]
 		action, _ := first.c.Args["action_id"].(string)
-		loc := ev.methodLocation("perform_user_action")
+		loc := ev.methodLocation(simulate.CallPerformUserAction)
 		// Same state for the same requirement.
 		var ref *callSite
 		for i := range g.calls {
@@ -403,12 +403,12 @@ func pendingTurns(h *simulate.History) (through []uaBreach, refused []callSite) 
 			}
 		}
 		switch c.Method {
-		case "read_user_actions", "perform_user_action":
+		case simulate.CallReadUserActions, simulate.CallPerformUserAction:
 			if st := stateOf(cs); st != nil {
 				ua, ok := stateUserAction(st)
 				readPending[c.Ctx.Session] = !st.Ready && ok && ua.Status == "pending"
 			}
-		case "prepare_turn":
+		case simulate.CallPrepareTurn:
 			p := c.Ctx.Principal
 			basis := ""
 			switch {
@@ -471,7 +471,7 @@ func decideUAAuthority(ev *Evidence) []Finding {
 	if len(through) == 0 {
 		return nil
 	}
-	loc := ev.methodLocation("prepare_turn")
+	loc := ev.methodLocation(simulate.CallPrepareTurn)
 	withRead, withoutRead := 0, 0
 	for _, b := range through {
 		if b.cs.c.Ctx.PriorStateRead {

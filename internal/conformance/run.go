@@ -439,7 +439,7 @@ func (ev *Evidence) AddHistory(h *simulate.History) {
 		ev.Secrets.Add(s.Value, s.Origin)
 	}
 	for _, c := range h.Calls() {
-		if c.Result == nil || c.Result.Type != "RuntimeMaterials" {
+		if c.Result == nil || !simulate.KindMaterials.Of(c.Result) {
 			continue
 		}
 		where := fmt.Sprintf("%s of %s (%s)", c.Method, c.Ctx.Session, c.Key)
@@ -708,7 +708,7 @@ func Decide(ev *Evidence, t *Target, seed int64, o Options) *report.Report {
 	}
 	for _, h := range ev.Histories {
 		rep.Scenarios = append(rep.Scenarios, h.Scenario)
-		for _, c := range h.CallsOf("plan") {
+		for _, c := range h.CallsOf(simulate.CallPlan) {
 			if c.Result != nil && c.Result.SessionBound {
 				rep.Provider.SessionBound = true
 			}

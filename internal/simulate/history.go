@@ -65,24 +65,27 @@ type Event struct {
 	Data       map[string]any        `json:"data,omitempty"`
 }
 
+// Outcome is how a callback ended (CallRecord.Outcome).
+type Outcome string
+
 // Call outcomes.
 const (
-	OutcomeReturned  = "returned"
-	OutcomeRaised    = "raised"
-	OutcomeCancelled = "cancelled" // the platform cancelled it (deadline or cancel fault) and it ended cancelled
-	OutcomeOverran   = "overran"   // the platform cancelled it but it returned or raised something else
-	OutcomeHostLoss  = "host_loss" // the replica was killed while it ran
-	OutcomeDied      = "died"      // the process exited, crashed, hung or ran out of memory
+	OutcomeReturned  Outcome = "returned"
+	OutcomeRaised    Outcome = "raised"
+	OutcomeCancelled Outcome = "cancelled" // the platform cancelled it (deadline or cancel fault) and it ended cancelled
+	OutcomeOverran   Outcome = "overran"   // the platform cancelled it but it returned or raised something else
+	OutcomeHostLoss  Outcome = "host_loss" // the replica was killed while it ran
+	OutcomeDied      Outcome = "died"      // the process exited, crashed, hung or ran out of memory
 )
 
 // CallRecord is one callback invocation.
 type CallRecord struct {
 	Key     string         `json:"key"` // "r1#7": replica and harness call id
 	Replica string         `json:"replica"`
-	Method  string         `json:"method"`
+	Method  Callback       `json:"method"`
 	Args    map[string]any `json:"args"`
 	Ctx     CallContext    `json:"ctx"`
-	Outcome string         `json:"outcome"`
+	Outcome Outcome        `json:"outcome"`
 	// Result is set when the callback returned.
 	Result *harness.Result `json:"result,omitempty"`
 	// Error is set when it raised (cancellation included).
@@ -207,7 +210,7 @@ func (h *History) Calls() []*CallRecord {
 }
 
 // CallsOf returns the call records of one callback method.
-func (h *History) CallsOf(method string) []*CallRecord {
+func (h *History) CallsOf(method Callback) []*CallRecord {
 	var out []*CallRecord
 	for _, c := range h.Calls() {
 		if c.Method == method {

@@ -322,7 +322,7 @@ func (p *platform) finish() {
 	}
 	methods := map[string]string{} // call key -> callback method
 	for _, c := range p.hist.Calls() {
-		methods[c.Key] = c.Method
+		methods[c.Key] = string(c.Method)
 	}
 	for _, rq := range p.dbl.Requests() {
 		hr := Request{Seq: rq.Seq, Replica: rq.Replica, Method: rq.Method, Path: rq.Path, Operation: rq.Operation,
