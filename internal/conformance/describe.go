@@ -48,7 +48,6 @@ type PlanSummary struct {
 	Declaration  json.RawMessage `json:"declaration"`
 }
 
-
 // Describe loads one declaration in a fresh harness and reports what it is, and its plan for the default
 // configuration (secrets masked).
 func Describe(ctx context.Context, t *Target, d discovery.Declaration) *Description {
