@@ -14,7 +14,8 @@ func init() {
 	register(
 		&Check{
 			ID: "EP-GROUP", Title: "Provider declared in the right entry-point group", Area: AreaDiscovery, Severity: report.SeverityError,
-			Clauses:   []string{"EP-GROUP"},
+			Clauses: []string{"EP-GROUP"},
+			Static:  true, Needs: "the project's entry-point declarations", Exercise: exDiscovery,
 			Rationale: "The platform finds the provider only through the entry-point group astrabox.providers.runtime_preparation with a module:Class reference. A declaration in a similar-looking group is silently ignored, and the platform prepares Agents and Sessions without any callback.",
 			Hint:      "Declare the provider under [project.entry-points.\"astrabox.providers.runtime_preparation\"] as name = \"module:Class\".",
 			Wrong:     "[project.entry-points.\"astrabox.providers.runtime-preparation\"]\nenterprise = \"my_deployment.preparation:PreparationProvider\"",
@@ -34,7 +35,8 @@ func init() {
 		},
 		&Check{
 			ID: "EP-SUBCLASS", Title: "Target subclasses RuntimePreparationProvider", Area: AreaDiscovery, Severity: report.SeverityError,
-			Clauses:   []string{"EP-SUBCLASS"},
+			Clauses: []string{"EP-SUBCLASS"},
+			Static:  true, Needs: "the loaded target of the entry point", Exercise: exLoaded,
 			Rationale: "The platform loads the entry point and requires a subclass of astrabox.seams.RuntimePreparationProvider that it can instantiate with no arguments; anything else fails startup.",
 			Hint:      "Make the target a class deriving from astrabox.seams.RuntimePreparationProvider with a no-argument constructor.",
 			Wrong:     "class PreparationProvider:\n    name = \"enterprise\"",
@@ -56,7 +58,8 @@ func init() {
 		},
 		&Check{
 			ID: "EP-NAME", Title: "Provider has a stable, valid name", Area: AreaDiscovery, Severity: report.SeverityError,
-			Clauses:   []string{"EP-NAME"},
+			Clauses: []string{"EP-NAME"},
+			Static:  true, Needs: "a loaded provider class", Exercise: exName,
 			Rationale: "The provider name enters the runtime generation: it must be a non-empty class attribute matching [a-z0-9][a-z0-9._-]{0,62}, the same for every instance and every replica, or waiting inventory is invalidated on every restart.",
 			Hint:      "Set a constant class attribute: name = \"enterprise\".",
 			Wrong:     "class P(RuntimePreparationProvider):\n    @property\n    def name(self):\n        return str(uuid.uuid4())",
@@ -86,7 +89,8 @@ func init() {
 		},
 		&Check{
 			ID: "PLAN-SYNC", Title: "plan is synchronous", Area: AreaPlan, Severity: report.SeverityError,
-			Clauses:   []string{"PLAN-SYNC"},
+			Clauses: []string{"PLAN-SYNC"},
+			Needs:   "a plan call that returned a plan", Exercise: exPlanReturned, Judges: judgesPlan,
 			Rationale: "The platform calls plan synchronously whenever it plans an Agent's runtime; a coroutine function returns an un-awaited coroutine instead of a plan.",
 			Hint:      "Define plan with def, not async def, and return a RuntimePreparationPlan.",
 			Wrong:     "async def plan(self, *, config):\n    return RuntimePreparationPlan()",
@@ -105,7 +109,8 @@ func init() {
 		},
 		&Check{
 			ID: "PLAN-NO-IO", Title: "plan performs no I/O", Area: AreaPlan, Severity: report.SeverityError,
-			Clauses:   []string{"PLAN-NO-IO"},
+			Clauses: []string{"PLAN-NO-IO"},
+			Needs:   "a plan call that returned a plan", Exercise: exPlanReturned, Judges: judgesPlan,
 			Rationale: "plan runs whenever the platform plans a runtime, on the planning path, and must be a pure function of the configuration: no file, network, subprocess or sleep.",
 			Hint:      "Compute the plan from config alone; move reads and requests to synchronize or prepare_session.",
 			Wrong:     "def plan(self, *, config):\n    with open(\"/etc/plan.json\") as f:\n        return RuntimePreparationPlan(declaration=json.load(f))",
@@ -137,7 +142,8 @@ func init() {
 		},
 		&Check{
 			ID: "PLAN-STABLE", Title: "plan is stable for the same configuration", Area: AreaPlan, Severity: report.SeverityError,
-			Clauses:   []string{"PLAN-STABLE", "BOUND-GENERATION"},
+			Clauses: []string{"PLAN-STABLE", "BOUND-GENERATION"},
+			Needs:   "one Agent configuration planned twice in a scenario", Exercise: exPlanStable, Judges: judgesPlan,
 			Rationale: "The provider name and the plan's declaration enter the runtime generation; a plan that changes for the same configuration churns the generation and invalidates waiting inventory every time.",
 			Hint:      "Derive session_bound and the declaration only from config; no clocks, random values or process state.",
 			Wrong:     "return RuntimePreparationPlan(declaration={\"at\": time.time()})",
@@ -166,7 +172,8 @@ func init() {
 		},
 		&Check{
 			ID: "LEAK-PLAN", Title: "No secret in the plan's declaration", Area: AreaLeak, Severity: report.SeverityError,
-			Clauses:   []string{"LEAK-PLAN"},
+			Clauses: []string{"LEAK-PLAN"},
+			Needs:   "a plan call that returned a plan", Exercise: exPlanReturned, Judges: judgesPlan,
 			Rationale: "The declaration is stored with the runtime generation and shown to operators; a secret there is persisted in clear.",
 			Hint:      "Keep credentials out of the declaration; declare which secret is needed, never its value.",
 			Wrong:     "declaration={\"api_key\": config[\"secrets\"][\"model_api_key\"]}",

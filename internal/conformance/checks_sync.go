@@ -22,7 +22,8 @@ func init() {
 	register(
 		&Check{
 			ID: "SYNC-IDENTITY", Title: "External identity is keyed by Agent ID", Area: AreaSync, Severity: report.SeverityError,
-			Clauses:   []string{"SYNC-IDENTITY"},
+			Clauses: []string{"SYNC-IDENTITY"},
+			Needs:   "synchronize writes of one Agent for two boxes or versions", Exercise: exSyncIdentity, Judges: judgesSync,
 			Rationale: "synchronize runs once per prepared box, for every Agent version and every pool member. The external record it maintains must be one per Agent: keying it by the configuration version, preparation, operation, runtime generation or sandbox creates a new external identity each time, leaves stale copies behind and defeats the compare-and-set that serializes replicas.",
 			Hint:      "Build record keys from context.operation.agent_id only; keep the version and operation inside the record's value.",
 			Wrong:     "key = \"agents/%s-v%d\" % (context.operation.agent_id, context.config_version)\nawait client.put(\"/v1/records/\" + key, {\"value\": spec})",
@@ -31,7 +32,8 @@ func init() {
 		},
 		&Check{
 			ID: "SYNC-SKIP-UNCHANGED", Title: "Unchanged inputs cause no external write", Area: AreaSync, Severity: report.SeverityError,
-			Clauses:   []string{"SYNC-SKIP-UNCHANGED"},
+			Clauses: []string{"SYNC-SKIP-UNCHANGED"},
+			Needs:   "a synchronize whose inputs were unchanged since a successful one", Exercise: exSyncUnchanged, Judges: judgesSync,
 			Rationale: "Every prepared box of an Agent version is synchronized with the same inputs. A provider that writes on every call turns each prewarmed box into an external write, races the other pool members for nothing and bumps record versions that other replicas compare against. When the inputs equal those of an earlier successful synchronize, the external state is already right and nothing must be written.",
 			Hint:      "Read the current record first and write only when it differs from what you would write.",
 			Wrong:     "await client.put(path, {\"value\": spec})  # every time",
@@ -40,7 +42,8 @@ func init() {
 		},
 		&Check{
 			ID: "SYNC-NO-LOG-CONFIG", Title: "Trusted configuration is never logged", Area: AreaSync, Severity: report.SeverityError,
-			Clauses:   []string{"SYNC-NO-LOG-CONFIG"},
+			Clauses: []string{"SYNC-NO-LOG-CONFIG"},
+			Needs:   "a call of a callback the provider defines", Exercise: exAnyCall, Judges: judgesAll,
 			Rationale: "The resolved Agent configuration (instructions, display name, deployment settings) is trusted input that operators did not agree to copy into logs; logs travel to places with weaker access control than the configuration store. Log identifiers and counts, never configuration values.",
 			Hint:      "Log agent_id, operation_id and counts; never a value taken from context.config.",
 			Wrong:     "logger.info(\"synchronizing with instructions %s\", context.config[\"agent\"][\"instructions\"])",
@@ -49,7 +52,8 @@ func init() {
 		},
 		&Check{
 			ID: "SYNC-QUIESCENT", Title: "A successful synchronize leaves no outstanding write", Area: AreaSync, Severity: report.SeverityError,
-			Clauses:   []string{"SYNC-QUIESCENT"},
+			Clauses: []string{"SYNC-QUIESCENT"},
+			Needs:   "a synchronize that returned", Exercise: exSyncReturned, Judges: judgesSync,
 			Rationale: "When synchronize returns, the platform publishes the box and may run the next synchronize of the Agent elsewhere. A write still in flight (a thread, a task, a timer) lands after the platform believes the Agent is synchronized, can overwrite a newer version, and cannot be fenced by recover because the operation is already done.",
 			Hint:      "Await every request before returning; do not hand writes to threads, tasks or timers.",
 			Wrong:     "threading.Thread(target=lambda: client.put_blocking(path, body)).start()\nreturn",
@@ -58,7 +62,8 @@ func init() {
 		},
 		&Check{
 			ID: "RECOVER-TRUTH", Title: "recover returns True only once the operation can never write", Area: AreaSync, Severity: report.SeverityError,
-			Clauses:   []string{"RECOVER-TRUTH"},
+			Clauses: []string{"RECOVER-TRUTH"},
+			Needs:   "a recover call for an unresolved operation that returned an answer", Exercise: exRecover, Judges: judgesRecover,
 			Rationale: "True tells the platform that the unresolved operation is over for good, so it may start a new one. If a delayed request of that operation can still land, it overwrites the newer operation's state. An absent remote result or an expired lease proves nothing: the request may simply not have arrived yet. Only a durable fence (or an equivalent guarantee) does.",
 			Hint:      "Fence operation.operation_id at the deployment and return True only when the fence is confirmed.",
 			Wrong:     "version, value = await read(path)\nreturn value is None or value[\"written_by\"] != operation.operation_id",
@@ -67,7 +72,8 @@ func init() {
 		},
 		&Check{
 			ID: "RECOVER-IDEMPOTENT", Title: "recover is idempotent", Area: AreaSync, Severity: report.SeverityError,
-			Clauses:   []string{"RECOVER-IDEMPOTENT"},
+			Clauses: []string{"RECOVER-IDEMPOTENT"},
+			Needs:   "two recover calls for one operation", Exercise: exRecoverTwice, Judges: judgesRecover,
 			Rationale: "The platform may ask recover about the same operation several times, from different replicas, for example after losing the first answer. Once an operation is known to be quiescent it stays quiescent; answering False later contradicts the earlier True and leaves the operation stuck until its deadline.",
 			Hint:      "Make recover's answer depend only on durable facts (the fence), so that asking again gives the same answer.",
 			Wrong:     "answer = await client.put(\"/v1/records/recoveries/\" + op.operation_id, {}, if_match=0)\nreturn answer.status == 200  # False the second time",
@@ -76,7 +82,8 @@ func init() {
 		},
 		&Check{
 			ID: "RECOVER-NO-FENCE-NEWER", Title: "recover fences only its own operation", Area: AreaSync, Severity: report.SeverityError,
-			Clauses:   []string{"RECOVER-NO-FENCE-NEWER"},
+			Clauses: []string{"RECOVER-NO-FENCE-NEWER"},
+			Needs:   "a recover call for an unresolved operation that returned an answer", Exercise: exRecover, Judges: judgesRecover,
 			Rationale: "recover is asked about one operation. Fencing anything else (the operation that last wrote the record, the newest one this process saw) refuses the writes of a newer, healthy operation, which then fails or stays unresolved although nothing was wrong with it.",
 			Hint:      "Post a fence naming operation.operation_id and nothing else.",
 			Wrong:     "for op_id in {operation.operation_id, record[\"written_by\"]}:\n    await client.post(\"/v1/fences\", {\"agent_id\": a, \"operation_id\": op_id})",
@@ -85,7 +92,8 @@ func init() {
 		},
 		&Check{
 			ID: "LEAK-INVENTORY", Title: "No secret in unclaimed inventory", Area: AreaLeak, Severity: report.SeverityError,
-			Clauses:   []string{"LEAK-INVENTORY"},
+			Clauses: []string{"LEAK-INVENTORY"},
+			Needs:   "unclaimed inventory left by a prewarm", Exercise: exInventory, Judges: judgesBox,
 			Rationale: "A prewarmed box waits in inventory before any Session claims it, and may be claimed by any principal or discarded and inspected. Session material, model credentials and environment credentials written there are exposed to whoever gets the box; they must be resolved at claim time, not during synchronize.",
 			Hint:      "Write no credential into the sandbox during synchronize; return credentials as Session material from prepare_session instead.",
 			Wrong:     "await context.sandbox.write_file(home + \"/.config/model-key\", config[\"secrets\"][\"model_api_key\"].encode())",
@@ -94,7 +102,8 @@ func init() {
 		},
 		&Check{
 			ID: "IMAGE-NO-RETROFIT", Title: "No wrapper retrofitted into the box", Area: AreaGeneral, Severity: report.SeverityError,
-			Clauses:   []string{"IMAGE-NO-RETROFIT"},
+			Clauses: []string{"IMAGE-NO-RETROFIT"},
+			Needs:   "a callback that had a sandbox handle", Exercise: exBox, Judges: judgesBox,
 			Rationale: "System services and wrappers must be baked into the selected image, where they are reviewed and versioned. A provider that writes an executable into the box, or writes into a directory on the image's PATH, retrofits a wrapper that shadows or replaces the image's own commands and defers its entrypoint.",
 			Hint:      "Write only data files (no execute bit) outside the image's PATH; bake wrappers into the image.",
 			Wrong:     "await sandbox.write_file(home + \"/bin/claude\", WRAPPER, mode=0o755)",

@@ -19,7 +19,8 @@ func init() {
 	register(
 		&Check{
 			ID: "TURN-IDEMPOTENT", Title: "prepare_turn is idempotent for a dispatch attempt", Area: AreaTurn, Severity: report.SeverityError,
-			Clauses:   []string{"TURN-IDEMPOTENT"},
+			Clauses: []string{"TURN-IDEMPOTENT"},
+			Needs:   "a retry of an attempt that already had material", Exercise: exTurnRetry, Judges: judgesTurn,
 			Rationale: "A reconnect retry of an engine write calls prepare_turn again with the same dispatch_attempt_id, possibly on another replica. The engine may already hold the first answer's material; a retry that issues a new credential or returns different bytes swaps material under a live write and piles up external credentials and records for one write.",
 			Hint:      "Store the attempt's material in the deployment under dispatch_attempt_id (create-if-absent) and return the stored material on every retry, on any replica.",
 			Wrong:     "async def prepare_turn(self, *, context):\n    token = await self._issue(context.principal_id)  # a new credential on every retry\n    return RuntimeMaterials(files=(RuntimeFile(name=\"token.json\", content=token),))",
@@ -28,7 +29,8 @@ func init() {
 		},
 		&Check{
 			ID: "TURN-FILES-ONLY", Title: "prepare_turn refreshes delivered files only", Area: AreaTurn, Severity: report.SeverityError,
-			Clauses:   []string{"TURN-FILES-ONLY"},
+			Clauses: []string{"TURN-FILES-ONLY"},
+			Needs:   "a prepare_turn that returned materials", Exercise: exTurnFilesOnly, Judges: judgesTurn,
 			Rationale: "The engine's environment was fixed when prepare_session started it, so prepare_turn cannot change it: a non-empty environment fails the write. Turn files replace files at the paths prepare_session delivered; a name that was never delivered is a file no variable of the running engine points at.",
 			Hint:      "Return only RuntimeFile entries whose names prepare_session returned for the Session, and no environment.",
 			Wrong:     "return RuntimeMaterials(files=(RuntimeFile(name=\"token.json\", content=t),),\n                        environment={\"TOKEN_FILE\": context.file_path(\"token.json\")})",
@@ -37,7 +39,8 @@ func init() {
 		},
 		&Check{
 			ID: "TURN-WITHIN-DEADLINE", Title: "prepare_turn finishes within its deadline and honours cancellation", Area: AreaTurn, Severity: report.SeverityError,
-			Clauses:   []string{"TURN-WITHIN-DEADLINE"},
+			Clauses: []string{"TURN-WITHIN-DEADLINE"},
+			Needs:   "a fault-free prepare_turn with consent granted", Exercise: exFaultFreeTurn, Judges: judgesTurn,
 			Rationale: "prepare_turn runs on the path of every engine write under a host-clock deadline. When the platform cancels it, the write is already refused; a callback that swallows the cancellation and keeps working, or never returns, holds the Session's guard and a worker for nothing and can still reach external systems after the platform gave up.",
 			Hint:      "Derive request timeouts from context.deadline and let asyncio.CancelledError propagate (clean up, then re-raise).",
 			Wrong:     "try:\n    return await self._prepare(context)\nexcept asyncio.CancelledError:\n    return await self._prepare(context)  # finishes anyway",
@@ -46,7 +49,8 @@ func init() {
 		},
 		&Check{
 			ID: "TURN-VALIDITY-FRESH", Title: "A validity refresh returns fresh material and a valid period", Area: AreaTurn, Severity: report.SeverityError,
-			Clauses:   []string{"TURN-VALIDITY-FRESH"},
+			Clauses: []string{"TURN-VALIDITY-FRESH"},
+			Needs:   "a refresh of an attempt that already had material", Exercise: exRefresh, Judges: judgesTurn,
 			Rationale: "With turn_validity_seconds the provider tells the platform when turn material expires; the platform calls prepare_turn with refresh=True before that moment while the write is live. A refresh that returns the same bytes leaves the expiring material in place, and a validity that is not a positive finite number (or missing after one was set) breaks the platform's refresh schedule and fails the write.",
 			Hint:      "On refresh=True issue new material, store it for the attempt and return it with a positive, finite turn_validity_seconds.",
 			Wrong:     "if context.refresh:\n    return self._cached[context.dispatch_attempt_id]  # the expiring material again",
@@ -275,6 +279,11 @@ func decideTurnWithinDeadline(ev *Evidence) []Finding {
 				warning = true
 				msg = fmt.Sprintf("prepare_turn %s after the platform had sent its cancellation instead of ending cancelled; it either ignored the cancellation or finished just as it was sent", ended)
 			}
+		case simulate.OutcomeCancelled:
+			if !ev.faultFree(cs) || !providerOverrides(ev, simulate.CallPrepareTurn) {
+				continue // cancelled by an injected fault: the cancellation was honoured
+			}
+			msg = fmt.Sprintf("prepare_turn did not finish within its deadline with no fault injected and consent granted; the platform cancelled it and refused the write (scenario %s step %d)", cs.h.Scenario, cs.e.Step)
 		case simulate.OutcomeDied:
 			why := turnProcessFailure(c.ProcessKind)
 			if why == "" {

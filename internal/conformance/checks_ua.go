@@ -16,7 +16,8 @@ func init() {
 	register(
 		&Check{
 			ID: "UA-VALID", Title: "User actions pass the host's validation", Area: AreaUser, Severity: report.SeverityError,
-			Clauses:   []string{"UA-VALID"},
+			Clauses: []string{"UA-VALID"},
+			Needs:   "a user action raised or returned by the provider", Exercise: exUserActions(false), Judges: judgesUA,
 			Rationale: "The host shows a user action to the person who must act: a message of 1 to 1000 printable characters, a status among pending, unknown, failed and expired, and at most an absolute http(s) URL without user information. A user action the host cannot validate is answered as a generic failure, so the user never learns what to do, and a state carrying one is refused.",
 			Hint:      "Use a short fixed message, a valid status, and an https URL from your identity service (or none).",
 			Wrong:     "raise PreparationUserActionRequired(message=\"\", status=\"waiting\", url=\"javascript:alert(1)\")",
@@ -25,7 +26,8 @@ func init() {
 		},
 		&Check{
 			ID: "UA-STATE", Title: "User-action states are well formed", Area: AreaUser, Severity: report.SeverityError,
-			Clauses:   []string{"UA-STATE"},
+			Clauses: []string{"UA-STATE"},
+			Needs:   "a user-action state returned by read_user_actions or perform_user_action", Exercise: exUAState, Judges: judgesUAState,
 			Rationale: "read_user_actions and perform_user_action answer the Session's user-action endpoints. A state that is not ready must say what the user has to do, and the offered operations need unique, non-empty ids and labels; otherwise the host refuses the state with SESSION_USER_ACTION_FAILED and the console can neither explain nor unblock the Session.",
 			Hint:      "Return SessionUserActionState(ready=False, user_action=SessionUserAction(...), actions=(...)) with unique action ids, or ready=True.",
 			Wrong:     "return SessionUserActionState(ready=False, user_action=None, actions=(CHECK, CHECK))",
@@ -34,7 +36,8 @@ func init() {
 		},
 		&Check{
 			ID: "UA-IDEMPOTENT", Title: "perform_user_action is idempotent for the pending requirement", Area: AreaUser, Severity: report.SeverityError,
-			Clauses:   []string{"UA-IDEMPOTENT"},
+			Clauses: []string{"UA-IDEMPOTENT"},
+			Needs:   "a perform_user_action that reached the provider for one pending requirement on two replicas", Exercise: exUAIdempotent, Judges: []simulate.Callback{simulate.CallPerformUserAction},
 			Rationale: "Users click twice, browsers retry, and the platform's replicas may each serve one of the requests. While the requirement is the same, performing the same operation again must give the same state and must not create new external effects (a new record, a new flow) on every call.",
 			Hint:      "Make the operation a check of the external state keyed by the principal (or by session and action), never a new record per call.",
 			Wrong:     "async def perform_user_action(self, *, context, action_id):\n    await put(f\"/v1/records/checks/{context.owner_id}/{uuid.uuid4()}\", {...})\n    return await self._state(context)",
@@ -43,7 +46,8 @@ func init() {
 		},
 		&Check{
 			ID: "UA-AUTHORITY", Title: "prepare_turn enforces pending prerequisites itself", Area: AreaUser, Severity: report.SeverityError,
-			Clauses:   []string{"UA-AUTHORITY"},
+			Clauses: []string{"UA-AUTHORITY"},
+			Needs:   "a prepare_turn for a principal whose consent was pending", Exercise: exUAAuthority, Judges: judgesTurn,
 			Rationale: "Turns arrive through the API and from other replicas without anybody having read the Session's user-action state. prepare_turn stays the authority: while a prerequisite such as consent is pending it must refuse, whether or not read_user_actions ran before, and never cache a read state as permission.",
 			Hint:      "Check the prerequisite in prepare_turn on every call and raise PreparationUserActionRequired while it is pending.",
 			Wrong:     "async def prepare_turn(self, *, context):\n    if context.session_id in self._read_sessions:  # only checked after a state read\n        await self._require_consent(context.principal_id)\n    return await self._materials(context)",
@@ -193,14 +197,11 @@ func decideUAIdempotent(ev *Evidence) []Finding {
 	return out
 }
 
-// uaIdempotentIn groups the perform_user_action calls of a history by session, operation and the pending
-// requirement the host read just before, and compares the calls of each group.
-func uaIdempotentIn(ev *Evidence, h *simulate.History) []Finding {
-	type group struct {
-		calls []callSite
-	}
-	groups := map[string]*group{}
-	var order []string
+// performGroups groups the perform_user_action calls of a history by session, operation and the pending
+// requirement the host read just before, in order of first call.
+func performGroups(h *simulate.History) [][]callSite {
+	groups := map[string]int{}
+	var out [][]callSite
 	last := map[string]*harness.Result{} // session -> last state read or performed
 	for _, e := range h.Events {
 		if e.Call == nil {
@@ -222,18 +223,23 @@ func uaIdempotentIn(ev *Evidence, h *simulate.History) []Finding {
 			}
 			action, _ := e.Call.Args["action_id"].(string)
 			k := e.Call.Ctx.Session + "\x00" + action + "\x00" + stateKey(before)
-			g := groups[k]
-			if g == nil {
-				g = &group{}
-				groups[k] = g
-				order = append(order, k)
+			i, ok := groups[k]
+			if !ok {
+				i = len(out)
+				groups[k] = i
+				out = append(out, nil)
 			}
-			g.calls = append(g.calls, cs)
+			out[i] = append(out[i], cs)
 		}
 	}
+	return out
+}
+
+// uaIdempotentIn compares the calls of each group of performGroups.
+func uaIdempotentIn(ev *Evidence, h *simulate.History) []Finding {
 	var out []Finding
-	for _, k := range order {
-		g := groups[k]
+	for _, calls := range performGroups(h) {
+		g := struct{ calls []callSite }{calls}
 		if len(g.calls) < 2 {
 			continue
 		}

@@ -328,6 +328,10 @@ type Result struct {
 
 	// other
 	PythonType string `json:"python_type"`
+
+	// Problems are type anomalies the harness found while reading the value (a str where bytes belong, an
+	// environment value that is not a str, ...); the value's fields hold wire-safe placeholders for them.
+	Problems []string `json:"problems,omitempty"`
 }
 
 // MaterialFile is one RuntimeFile of RuntimeMaterials.

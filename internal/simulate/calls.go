@@ -28,6 +28,9 @@ type callSpec struct {
 // It never fails: what went wrong is in the record's Outcome.
 func (p *platform) call(r *replica, cs callSpec) *CallRecord {
 	rec := &CallRecord{Replica: r.name, Method: Callback(cs.method), Ctx: cs.ctx, DeadlineS: cs.deadline, Args: recordArgs(cs.args)}
+	if cs.fault != nil {
+		rec.Fault = cs.fault.Kind
+	}
 	if p.o.Target == "" {
 		// EP-NONE: no provider, every point takes its default.
 		rec.Key = fmt.Sprintf("%s#-", r.name)

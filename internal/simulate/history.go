@@ -26,7 +26,26 @@ type History struct {
 	Inventory []InventoryBox `json:"inventory"`
 	// Aborted says why the run stopped early, if it did (the provider could not be loaded, say).
 	Aborted string `json:"aborted,omitempty"`
+	// Principals are the scenario's principals with the consent state each starts with, sorted by name
+	// (typed facts for UA-AUTHORITY; later changes are Event.Consent).
+	Principals []ConsentState `json:"principals,omitempty"`
 }
+
+// ConsentState is a principal's consent at the identity service: at the start of a scenario (History.
+// Principals) or after a set_consent step (Event.Consent).
+type ConsentState struct {
+	Principal string `json:"principal"`
+	// Consent is granted or pending.
+	Consent string `json:"consent"`
+	// OnCheck, when set, is the state a consent check moves the principal to.
+	OnCheck string `json:"on_check,omitempty"`
+}
+
+// Consent states.
+const (
+	ConsentGranted = "granted"
+	ConsentPending = "pending"
+)
 
 // Secret is a value planted as a secret and its origin ("workload identity token of session s1", ...).
 type Secret struct {
@@ -63,6 +82,11 @@ type Event struct {
 	Engine     *EngineStart          `json:"engine,omitempty"`
 	Background *harness.Observations `json:"background,omitempty"`
 	Data       map[string]any        `json:"data,omitempty"`
+	// Consent is set on the platform event of a set_consent step: the principal's new state.
+	Consent *ConsentState `json:"consent,omitempty"`
+	// Faults, on a step event, are the kinds of fault the step injects (its callback fault and its double
+	// faults); a step without any is fault-free.
+	Faults []string `json:"faults,omitempty"`
 }
 
 // Outcome is how a callback ended (CallRecord.Outcome).
@@ -86,6 +110,9 @@ type CallRecord struct {
 	Args    map[string]any `json:"args"`
 	Ctx     CallContext    `json:"ctx"`
 	Outcome Outcome        `json:"outcome"`
+	// Fault is the kind of fault the platform injected into this callback (timeout, cancel, host_loss,
+	// supersede), or empty.
+	Fault string `json:"fault,omitempty"`
 	// Result is set when the callback returned.
 	Result *harness.Result `json:"result,omitempty"`
 	// Error is set when it raised (cancellation included).

@@ -1,6 +1,11 @@
 package simulate
 
-import "github.com/astrabox-dev/astrabox/internal/harness"
+import (
+	"slices"
+	"strings"
+
+	"github.com/astrabox-dev/astrabox/internal/harness"
+)
 
 // Callback names one of the seven provider callbacks the platform calls. Checks name callbacks with these
 // constants, never with string literals, so that a misspelt name does not compile.
@@ -71,4 +76,30 @@ func Outcomes() []Outcome {
 // Returned tells whether the call returned normally with a value of kind k.
 func (c *CallRecord) Returned(k ResultKind) bool {
 	return c != nil && c.Outcome == OutcomeReturned && k.Of(c.Result)
+}
+
+// faultKinds lists the kinds of fault a step injects: its callback fault, then its double faults.
+func (st *Step) faultKinds() []string {
+	var out []string
+	if st.Fault != nil {
+		out = append(out, st.Fault.Kind)
+	}
+	for _, d := range st.Double {
+		out = append(out, "double:"+d.Kind)
+	}
+	return out
+}
+
+// startingConsent is the consent state each principal of a scenario starts with, sorted by name.
+func startingConsent(sc *Scenario) []ConsentState {
+	out := make([]ConsentState, 0, len(sc.Principals))
+	for name, p := range sc.Principals {
+		c := p.Consent
+		if c == "" {
+			c = ConsentGranted
+		}
+		out = append(out, ConsentState{Principal: name, Consent: c, OnCheck: p.ConsentOnCheck})
+	}
+	slices.SortFunc(out, func(a, b ConsentState) int { return strings.Compare(a.Principal, b.Principal) })
+	return out
 }

@@ -171,6 +171,7 @@ func Run(ctx context.Context, sc *Scenario, o Options) (*History, error) {
 		defer p.close()
 	}
 	d := p.dbl
+	p.hist.Principals = startingConsent(sc)
 	for name, pr := range sc.Principals {
 		url := ""
 		if pr.Consent == "pending" {

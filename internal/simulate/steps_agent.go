@@ -11,7 +11,7 @@ import (
 
 // runStep plays one scenario step.
 func (p *platform) runStep(st *Step) {
-	p.event(&Event{Kind: EventStep, Replica: st.Replica, Message: stepSummary(st)})
+	p.event(&Event{Kind: EventStep, Replica: st.Replica, Message: stepSummary(st), Faults: st.faultKinds()})
 	var faults []double.FaultID
 	for _, df := range st.Double {
 		faults = append(faults, p.dbl.AddFault(toDoubleFault(df, st.Replica)))
@@ -59,7 +59,8 @@ func (p *platform) runStep(st *Step) {
 			url = "https://identity.example/consent/" + st.Principal
 		}
 		p.dbl.SetConsent(st.Principal, st.Consent, url)
-		p.event(&Event{Kind: EventPlatform, Message: "consent of " + st.Principal + " is now " + st.Consent + " at the identity service"})
+		p.event(&Event{Kind: EventPlatform, Message: "consent of " + st.Principal + " is now " + st.Consent + " at the identity service",
+			Consent: &ConsentState{Principal: st.Principal, Consent: st.Consent}})
 	case OpRefreshInputs:
 		p.event(&Event{Kind: EventPlatform, Message: "inputs of session " + st.Session + " refreshed (no provider callback: SYNC-WHEN)"})
 	}
