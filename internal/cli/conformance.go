@@ -68,7 +68,7 @@ decide every conformance check over what happened.
 
 Exit status: 0 when no check failed (warnings allowed), 1 when at least one check failed, 2 when the
 kit could not decide (bad usage, unreadable project, provider that does not load, conflicting
-providers).`,
+providers, or a check the provider implements that no scenario reached: not_exercised).`,
 		Example: `  astrabox conformance run
   astrabox conformance run --project examples/providers/reference --format json
   astrabox conformance run --junit junit.xml --sarif astrabox.sarif
@@ -152,6 +152,9 @@ func runConformance(parent context.Context, f *Factory, o *RunOptions) error {
 	}
 	if rep.HasFailures() {
 		return errFailed
+	}
+	if ids := conformance.Undecided(rep); len(ids) > 0 {
+		return &exitError{code: ExitUndecided, err: fmt.Errorf("the kit could not decide: %d check(s) not exercised (%s); add scenarios that reach them, or skip them with a reason in [tool.astrabox] skip", len(ids), strings.Join(ids, ", "))}
 	}
 	return nil
 }

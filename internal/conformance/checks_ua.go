@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/astrabox-dev/astrabox/internal/harness"
 	"github.com/astrabox-dev/astrabox/internal/report"
@@ -291,62 +290,20 @@ func uaIdempotentIn(ev *Evidence, h *simulate.History) []Finding {
 	return out
 }
 
-var (
-	defaultSuiteOnce sync.Once
-	defaultSuite     []*simulate.Scenario
-)
-
-// initialConsent returns the consent states a history's scenario starts with, when the history comes from a
-// scenario of the default suite (same name, same steps); ok is false otherwise.
+// initialConsent returns the consent states a history's scenario starts with, from its typed facts; ok is
+// false for a history that does not record them.
 func initialConsent(h *simulate.History) (consent, onCheck map[string]string, ok bool) {
-	defaultSuiteOnce.Do(func() { defaultSuite, _ = DefaultScenarios() })
-	var stepOps []string
-	for _, e := range h.Events {
-		if e.Kind == simulate.EventStep {
-			op, _, _ := strings.Cut(e.Message, " ")
-			stepOps = append(stepOps, op)
+	if len(h.Principals) == 0 {
+		return nil, nil, false
+	}
+	consent, onCheck = map[string]string{}, map[string]string{}
+	for _, p := range h.Principals {
+		consent[p.Principal] = p.Consent
+		if p.OnCheck != "" {
+			onCheck[p.Principal] = p.OnCheck
 		}
 	}
-	for _, sc := range defaultSuite {
-		if sc.Name != h.Scenario || len(sc.Steps) != len(stepOps) {
-			continue
-		}
-		same := true
-		for i := range sc.Steps {
-			if sc.Steps[i].Op != stepOps[i] {
-				same = false
-			}
-		}
-		if !same {
-			continue
-		}
-		consent, onCheck = map[string]string{}, map[string]string{}
-		for name, p := range sc.Principals {
-			consent[name] = p.Consent
-			if consent[name] == "" {
-				consent[name] = "granted"
-			}
-			if p.ConsentOnCheck != "" {
-				onCheck[name] = p.ConsentOnCheck
-			}
-		}
-		return consent, onCheck, true
-	}
-	return nil, nil, false
-}
-
-// parseConsentEvent reads the platform's "consent of P is now S at the identity service" event.
-func parseConsentEvent(msg string) (principal, status string, ok bool) {
-	rest, found := strings.CutPrefix(msg, "consent of ")
-	if !found {
-		return "", "", false
-	}
-	rest, found = strings.CutSuffix(rest, " at the identity service")
-	if !found {
-		return "", "", false
-	}
-	principal, status, found = strings.Cut(rest, " is now ")
-	return principal, status, found
+	return consent, onCheck, true
 }
 
 // uaBreach is a prepare_turn that went through while its principal's consent was pending.
@@ -368,13 +325,12 @@ func pendingTurns(h *simulate.History) (through []uaBreach, refused []callSite) 
 	sessionOwner := map[string]string{}
 	aware := prerequisitePrincipals(h)
 	for _, e := range h.Events {
-		if e.Kind == simulate.EventPlatform {
-			if p, s, ok := parseConsentEvent(e.Message); ok {
-				consent[p] = s
-				for sess, owner := range sessionOwner {
-					if owner == p {
-						delete(readPending, sess)
-					}
+		if e.Consent != nil {
+			p := e.Consent.Principal
+			consent[p] = e.Consent.Consent
+			for sess, owner := range sessionOwner {
+				if owner == p {
+					delete(readPending, sess)
 				}
 			}
 			continue

@@ -6,12 +6,12 @@ It subclasses the reference provider (examples/providers/reference, added to sys
 
 from __future__ import annotations
 
+import asyncio
 from typing import Optional
 
 from reference_provider.provider import ReferenceProvider
 
 _KEY: Optional[str] = None
-_RAISED = False
 
 
 def _remember(config) -> None:
@@ -38,8 +38,10 @@ class Provider(ReferenceProvider):
         return await super().prepare_session(context=context)
 
     async def prepare_turn(self, *, context):
-        global _RAISED
-        if _KEY is not None and not _RAISED:
-            _RAISED = True
-            raise RuntimeError("warm-up probe rejected model key %s; retry the message" % _KEY)
+        # A warm-up probe before every turn; when the platform cancels the turn during it, the
+        # cancellation is re-raised with a message that names the key the probe was using.
+        try:
+            await asyncio.sleep(0.2)
+        except asyncio.CancelledError:
+            raise asyncio.CancelledError("turn cancelled while the warm-up probe held model key %s" % _KEY) from None
         return await super().prepare_turn(context=context)
