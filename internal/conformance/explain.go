@@ -19,6 +19,9 @@ func Explain(c *Check, s term.Styles) string {
 		}
 	}
 	fmt.Fprintf(&b, "\nWhy it matters\n  %s\n", wrapText(c.Rationale, 96, "  "))
+	if e := exercisedText(c); e != "" {
+		fmt.Fprintf(&b, "\nDecided over\n  %s\n", wrapText(e, 96, "  "))
+	}
 	if c.WarningOnly != "" {
 		fmt.Fprintf(&b, "\nOnly a warning\n  %s\n", wrapText(c.WarningOnly, 96, "  "))
 	}
@@ -73,6 +76,9 @@ func ChecksMarkdown() string {
 	}
 	for _, c := range Checks() {
 		fmt.Fprintf(&b, "\n## %s\n\n**%s** (%s, %s; clauses %s)\n\n%s\n", c.ID, c.Title, c.Area, c.Severity, strings.Join(c.Clauses, ", "), c.Rationale)
+		if e := exercisedText(c); e != "" {
+			fmt.Fprintf(&b, "\nDecided over: %s\n", e)
+		}
 		if c.WarningOnly != "" {
 			fmt.Fprintf(&b, "\nOnly a warning: %s\n", c.WarningOnly)
 		}
@@ -87,4 +93,20 @@ func ChecksMarkdown() string {
 		}
 	}
 	return b.String()
+}
+
+// exercisedText says what a check must have seen to pass, and when it is not applicable.
+func exercisedText(c *Check) string {
+	if c.Needs == "" {
+		return ""
+	}
+	s := "passes only after seeing " + c.Needs + "; otherwise it is not exercised (the run cannot pass)."
+	if len(c.Judges) > 0 {
+		var names []string
+		for _, cb := range c.Judges {
+			names = append(names, string(cb))
+		}
+		s += " Not applicable when the provider keeps the platform's default for " + strings.Join(names, ", ") + "."
+	}
+	return s
 }

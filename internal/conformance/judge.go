@@ -68,7 +68,7 @@ func (v Verdicts) judge(c *Check, ev *Evidence) report.Result {
 	}
 	switch {
 	case ev.keepsDefaults(c.Judges) != "":
-		res.Status, res.Message = report.StatusNotApplicable, ev.keepsDefaults(c.Judges)
+		res.Status, res.Message, res.DecidedOver = report.StatusNotApplicable, ev.keepsDefaults(c.Judges), ""
 	case ex.NotApplicable != "":
 		res.Status, res.Message = report.StatusNotApplicable, ex.NotApplicable
 	case ex.Met:
