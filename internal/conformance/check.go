@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/astrabox-dev/astrabox/internal/discovery"
 	"github.com/astrabox-dev/astrabox/internal/harness"
 	"github.com/astrabox-dev/astrabox/internal/report"
 	"github.com/astrabox-dev/astrabox/internal/secrets"
@@ -94,7 +95,7 @@ type Evidence struct {
 // StaticFacts are facts discovery found without running the provider.
 type StaticFacts struct {
 	// NearMissGroups are entry-point groups that look like the provider group but are not it, with where.
-	NearMissGroups []string
+	NearMissGroups []discovery.NearMiss
 	Pyproject      string
 }
 

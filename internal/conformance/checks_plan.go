@@ -3,7 +3,6 @@ package conformance
 import (
 	"bytes"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/astrabox-dev/astrabox/internal/report"
@@ -22,11 +21,10 @@ func init() {
 			Right:     "[project.entry-points.\"astrabox.providers.runtime_preparation\"]\nenterprise = \"my_deployment.preparation:PreparationProvider\"",
 			Decide: func(ev *Evidence) []Finding {
 				var out []Finding
-				for _, w := range ev.Static.NearMissGroups {
-					f := Finding{Message: w, Location: at(ev.Static.Pyproject, 1)}
-					if m := warningPlace.FindStringSubmatch(w); m != nil {
-						line, _ := strconv.Atoi(m[2])
-						f.Message, f.Location = m[3], at(m[1], line)
+				for _, nm := range ev.Static.NearMissGroups {
+					f := Finding{Message: nm.Message, Location: at(nm.File, nm.Line)}
+					if f.Location == nil {
+						f.Location = at(ev.Static.Pyproject, 1)
 					}
 					out = append(out, f)
 				}

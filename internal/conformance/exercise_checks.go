@@ -258,7 +258,7 @@ var exFaultFreeTurn = needCalls(need{calls: judgesTurn, label: "fault-free",
 	met: func(ev *Evidence, cs callSite) bool { return ev.faultFree(cs) },
 	also: func(_ *Evidence, cs callSite) []string {
 		if cancelledCall(cs.c) {
-			return []string{"cancelled"}
+			return []string{"cancelled by the platform"}
 		}
 		return nil
 	},
@@ -316,7 +316,7 @@ var exRaised = needCalls(need{label: "raised",
 	reach: "a step whose callback raises (a 503 from the deployment, a cancellation, a pending consent) reaches it"})
 
 // exSyncReturned needs a synchronize that returned.
-var exSyncReturned = needCalls(need{calls: judgesSync, label: "returned",
+var exSyncReturned = needCalls(need{calls: judgesSync, label: "that returned",
 	met:   func(_ *Evidence, cs callSite) bool { return cs.c.Outcome == simulate.OutcomeReturned },
 	reach: "a prewarm step without faults reaches it"})
 

@@ -34,7 +34,7 @@ func TestNoNameLiterals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files = append(files, "facts.go", "run.go", "judge.go", "exercise.go", "describe.go")
+	files = append(files, "facts.go", "run.go", "judge.go", "exercise.go", "exercise_checks.go", "describe.go")
 	fset := token.NewFileSet()
 	checked := 0
 	for _, f := range files {

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"sort"
 	"strings"
@@ -606,16 +605,9 @@ func staticFacts(t *Target) StaticFacts {
 	return StaticFacts{Pyproject: t.Project.Pyproject, NearMissGroups: nearMissGroups(t.Project)}
 }
 
-// nearMissGroups are discovery's warnings about entry-point groups that look like a misspelt provider group.
-func nearMissGroups(p *discovery.Project) []string {
-	var out []string
-	for _, w := range p.Warnings {
-		if strings.Contains(w, "is not the provider group") {
-			out = append(out, w)
-		}
-	}
-	return out
-}
+// nearMissGroups are discovery's typed facts about entry-point groups that look like a misspelt provider
+// group.
+func nearMissGroups(p *discovery.Project) []discovery.NearMiss { return p.NearMisses }
 
 // NearMissError means the project declares no provider in the platform's group but does in a group that looks
 // like a misspelling of it: the platform would silently run without the provider (EP-GROUP).
@@ -629,8 +621,6 @@ func (e *NearMissError) Error() string { return e.Err.Error() }
 
 // Unwrap returns the discovery error.
 func (e *NearMissError) Unwrap() error { return e.Err }
-
-var warningPlace = regexp.MustCompile(`^(.+):(\d+): (.*)$`)
 
 // nearMissReport is the report for a provider declared only in a near-miss group: EP-GROUP fails, with the
 // declaration's place, and every other check is skipped. It is judged like any run, over evidence that holds

@@ -108,6 +108,18 @@ type Project struct {
 	SettingsFile string
 	// Warnings are things worth telling the user that do not stop discovery.
 	Warnings []string
+	// NearMisses are the entry-point groups that look like a misspelt provider group (also in Warnings), as
+	// typed facts for EP-GROUP.
+	NearMisses []NearMiss
+}
+
+// NearMiss is an entry-point group that looks like the provider group but is not it, with where it is
+// declared.
+type NearMiss struct {
+	Group   string
+	File    string
+	Line    int
+	Message string
 }
 
 // FindProjectRoot returns the nearest directory at or above start that holds a pyproject.toml or a
@@ -267,8 +279,10 @@ func (p *Project) nearMisses(file string, lines map[string]int, groups map[strin
 	}
 	sort.Strings(names)
 	for _, g := range names {
-		p.warn(file, lines[pathKey(append(prefix, g)...)],
-			fmt.Sprintf("entry-point group %q is not the provider group; did you mean %q?", g, Group))
+		line := lines[pathKey(append(prefix, g)...)]
+		msg := fmt.Sprintf("entry-point group %q is not the provider group; did you mean %q?", g, Group)
+		p.warn(file, line, msg)
+		p.NearMisses = append(p.NearMisses, NearMiss{Group: g, File: file, Line: line, Message: msg})
 	}
 }
 
