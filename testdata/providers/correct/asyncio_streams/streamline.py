@@ -92,7 +92,10 @@ class StreamlineProvider(RuntimePreparationProvider):
 
     async def prepare_turn(self, *, context):
         status, consent = await request_json("GET", consent_path(context.principal_id))
-        if status == 200 and consent.get("status") == "pending":
+        if status != 200:
+            # Fail closed: without an answer the prerequisite is unknown, and the write must not go through.
+            raise RuntimeError("the identity service answered %d; consent is unknown" % status)
+        if consent.get("status") != "granted":
             url = consent.get("url")
             raise PreparationUserActionRequired(
                 message="Grant the assistant access to your account to continue.",
