@@ -80,16 +80,20 @@ func plural(n int) string {
 	return "s"
 }
 
-// callNoun names the calls of some callbacks ("prepare_turn calls", "callbacks").
+// callNoun names the calls of some callbacks ("prepare_turn calls", "calls of plan and synchronize",
+// "callbacks").
 func callNoun(cbs ...simulate.Callback) string {
-	if len(cbs) == 0 {
+	switch len(cbs) {
+	case 0:
 		return "callbacks"
+	case 1:
+		return string(cbs[0]) + " calls"
 	}
 	var names []string
 	for _, c := range cbs {
 		names = append(names, string(c))
 	}
-	return strings.Join(names, " and ") + " calls"
+	return "calls of " + strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 // need is a requirement counted over calls: the check is exercised once min calls of the given callbacks
@@ -236,18 +240,14 @@ func (ev *Evidence) keepsDefaults(judges []simulate.Callback) string {
 	return "the provider keeps the platform's defaults for " + strings.Join(names, ", ") + ", so there is nothing of its own to judge"
 }
 
-// sortedCounts renders a map of counts as "a 2, b 1", sorted by key.
-func sortedCounts(m map[string]int) string {
+// sortedIntKeys returns the keys of a map of counts, sorted.
+func sortedIntKeys(m map[string]int) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	var parts []string
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
-	}
-	return strings.Join(parts, ", ")
+	return keys
 }
 
 // replicasOf lists the distinct replicas of some calls, sorted.

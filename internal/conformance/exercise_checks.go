@@ -144,7 +144,7 @@ func exUserActions(states bool) func(ev *Evidence) Exercise {
 				if _, ok := stateUserAction(st); ok {
 					labels = append(labels, "states with a user action")
 				} else if states {
-					labels = append(labels, "states without one")
+					labels = append(labels, "states without a user action")
 				}
 			}
 			if len(labels) > 0 {
@@ -178,10 +178,9 @@ func exUAIdempotent(ev *Evidence) Exercise {
 			}
 		}
 	}
-	offered := offeredActions(ev)
 	reach := "a scenario that performs an operation the provider offers, for one pending requirement, on two replicas reaches it"
-	if len(offered) > 0 {
-		reach += fmt.Sprintf(" (the provider offered %s)", sortedCounts(offered))
+	if offered := offeredActions(ev); len(offered) > 0 {
+		reach += " (the provider offered " + offeredText(offered) + ")"
 	}
 	return need{reach: reach}.result(t, met)
 }
@@ -429,4 +428,13 @@ func validitySeconds(raw []byte) float64 {
 		return 0
 	}
 	return v
+}
+
+// offeredText lists offered operation ids with how often each was offered, sorted by id.
+func offeredText(offered map[string]int) string {
+	var parts []string
+	for _, id := range sortedIntKeys(offered) {
+		parts = append(parts, fmt.Sprintf("%s %d time%s", id, offered[id], plural(offered[id])))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -380,7 +380,8 @@ func (p *printer) result(res *Result) {
 	for i := range res.Evidence {
 		p.evidence(&res.Evidence[i])
 	}
-	if res.Hint != "" {
+	if res.Hint != "" && res.Status != StatusNotExercised {
+		// A hint says how to fix a breach; a not-exercised check found none.
 		p.b.WriteString(ind)
 		p.para(labelWidth, labelWidth+6, span{text: "hint:", style: p.s.Dim}, span{text: res.Hint, style: p.s.Dim})
 	}
