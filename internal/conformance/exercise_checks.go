@@ -155,6 +155,9 @@ func exUserActions(states bool) func(ev *Evidence) Exercise {
 		if met == 0 && len(ev.overridden(judgesUAState...)) == 0 {
 			return Exercise{Over: t.String(), NotApplicable: "the provider raised no PreparationUserActionRequired and keeps the platform's defaults for read_user_actions and perform_user_action: it has no user action to judge"}
 		}
+		if met == 0 && !ev.hasPrerequisite() {
+			return Exercise{Over: t.String(), NotApplicable: "the provider never consulted a principal's consent and raised or returned no user action: it has no prerequisite, so no user action to judge"}
+		}
 		return need{reach: "a principal whose consent is pending (the default suite's consent scenarios) reaches it"}.result(t, met)
 	}
 }
@@ -179,8 +182,11 @@ func exUAIdempotent(ev *Evidence) Exercise {
 		}
 	}
 	reach := "a scenario that performs an operation the provider offers, for one pending requirement, on two replicas reaches it"
-	if offered := offeredActions(ev); len(offered) > 0 {
+	offered := offeredActions(ev)
+	if len(offered) > 0 {
 		reach += " (the provider offered " + offeredText(offered) + ")"
+	} else if met == 0 && t.calls == 0 && len(ev.calls(simulate.CallReadUserActions)) > 0 {
+		return Exercise{Over: t.String(), NotApplicable: "no user-action state the provider returned offered an operation, so the host never calls perform_user_action"}
 	}
 	return need{reach: reach}.result(t, met)
 }
@@ -214,7 +220,7 @@ func exUAAuthority(ev *Evidence) Exercise {
 			t.add(cs, label)
 		}
 	}
-	if aware == 0 {
+	if aware == 0 { // see hasPrerequisite
 		return Exercise{Over: t.String(), NotApplicable: "the provider never consulted a principal's consent nor raised or returned a user action: it has no prerequisite for prepare_turn to enforce"}
 	}
 	return need{reach: "a turn by a principal whose consent is pending reaches it"}.result(t, met)
@@ -299,20 +305,41 @@ var exFaultFree = needCalls(need{label: "fault-free",
 	},
 	reach: "any step without a fault reaches it"})
 
-// exCancelled needs a callback the platform cancelled.
-var exCancelled = needCalls(need{label: "cancelled by the platform",
-	met: func(_ *Evidence, cs callSite) bool {
-		return cancelledCall(cs.c) && cs.c.Outcome != simulate.OutcomeHostLoss
-	},
-	reach: "a step with a timeout or cancel fault on a callback the provider defines reaches it"})
+// exCancelled needs a callback the platform cancelled; a provider that never talks to the deployment has
+// nothing a cancellation could leave outstanding.
+func exCancelled(ev *Evidence) Exercise {
+	ex := needCalls(need{label: "cancelled by the platform",
+		met:   func(_ *Evidence, cs callSite) bool { return cancelledCall(cs.c) && cs.c.Outcome != simulate.OutcomeHostLoss },
+		reach: "a step with a timeout or cancel fault on a callback the provider defines, while it waits on a request, reaches it"})(ev)
+	if !ex.Met && !ev.providerRequests() {
+		ex.NotApplicable = "the provider made no request to the deployment from any callback: a cancellation has no write of its own it could leave outstanding"
+	}
+	return ex
+}
 
-// exAnyCall needs any call of a callback the provider defines.
-var exAnyCall = needCalls(need{reach: "any scenario that calls a callback the provider defines reaches it"})
+// exRaised needs an exception raised by a callback the provider defines; a provider that raised nothing and
+// never talks to the deployment has no error path to judge.
+func exRaised(ev *Evidence) Exercise {
+	ex := needCalls(need{label: "raised",
+		met:   func(_ *Evidence, cs callSite) bool { return cs.c.Error != nil },
+		reach: "a step whose callback raises (a 503 from the deployment, a cancellation, a pending consent) reaches it"})(ev)
+	if !ex.Met && !ev.providerRequests() {
+		ex.NotApplicable = "the provider raised nothing and made no request to the deployment: it has no error path to judge"
+	}
+	return ex
+}
 
-// exRaised needs an exception raised by a callback the provider defines.
-var exRaised = needCalls(need{label: "raised",
-	met:   func(_ *Evidence, cs callSite) bool { return cs.c.Error != nil },
-	reach: "a step whose callback raises (a 503 from the deployment, a cancellation, a pending consent) reaches it"})
+// providerRequests tells whether any callback of the provider sent a request to the deployment double.
+func (ev *Evidence) providerRequests() bool {
+	for _, h := range ev.Histories {
+		for _, r := range h.Requests {
+			if r.Call != "" || r.Callback != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // exSyncReturned needs a synchronize that returned.
 var exSyncReturned = needCalls(need{calls: judgesSync, label: "that returned",
@@ -322,27 +349,33 @@ var exSyncReturned = needCalls(need{calls: judgesSync, label: "that returned",
 // exSyncIdentity needs synchronize calls of one Agent for two boxes or versions that wrote.
 func exSyncIdentity(ev *Evidence) Exercise {
 	t := newTally(callNoun(simulate.CallSynchronize))
-	met := 0
+	met, wrote := 0, 0
 	for _, h := range ev.Histories {
-		byAgent := map[string]map[string]bool{}
+		contexts := map[string]map[string]bool{} // agent -> version|sandbox of its synchronize calls
+		writers := map[string]bool{}             // agents whose synchronize wrote
 		for _, cs := range ev.callsIn(h, simulate.CallSynchronize) {
+			a := cs.c.Ctx.Agent
+			if contexts[a] == nil {
+				contexts[a] = map[string]bool{}
+			}
+			contexts[a][fmt.Sprintf("%d|%s", cs.c.Ctx.Version, cs.c.Ctx.SandboxID)] = true
 			label := ""
 			if len(writesOf(cs)) > 0 {
-				label = "wrote"
-				if byAgent[cs.c.Ctx.Agent] == nil {
-					byAgent[cs.c.Ctx.Agent] = map[string]bool{}
-				}
-				byAgent[cs.c.Ctx.Agent][fmt.Sprintf("%d|%s", cs.c.Ctx.Version, cs.c.Ctx.SandboxID)] = true
+				label, writers[a] = "wrote", true
+				wrote++
 			}
 			t.add(cs, label)
 		}
-		for _, boxes := range byAgent {
-			if len(boxes) >= 2 {
+		for a := range writers {
+			if len(contexts[a]) >= 2 {
 				met++
 			}
 		}
 	}
-	return need{reach: "an Agent prewarmed into two or more boxes, or at two versions, with writes reaches it"}.result(t, met)
+	if wrote == 0 && t.calls > 0 {
+		return Exercise{Over: t.String(), NotApplicable: "synchronize made no external write: the provider keeps no external identity to judge"}
+	}
+	return need{reach: "an Agent whose synchronize writes, prewarmed into two or more boxes or at two versions, reaches it"}.result(t, met)
 }
 
 // exSyncUnchanged needs a synchronize whose inputs equal those of an earlier successful one.
@@ -438,3 +471,17 @@ func offeredText(offered map[string]int) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// hasPrerequisite tells whether the provider showed a prerequisite in any history: it consulted a principal's
+// consent, or raised or returned a user action.
+func (ev *Evidence) hasPrerequisite() bool {
+	for _, h := range ev.Histories {
+		if len(prerequisitePrincipals(h)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// exAnyCall needs any call of a callback the provider defines.
+var exAnyCall = needCalls(need{reach: "any scenario that calls a callback the provider defines reaches it"})

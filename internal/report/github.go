@@ -57,26 +57,26 @@ func (g GitHub) Render(w io.Writer, r *Report) error {
 			}
 		}
 		props = append(props, "title="+escapeProperty(res.Check))
-		msg := res.Title
+		text := res.Title
 		switch res.Status {
 		case StatusFlaky:
-			msg = "(flaky) " + msg
+			text = "(flaky) " + text
 		case StatusNotExercised:
-			msg = "(not exercised) " + msg
+			text = "(not exercised) " + text
 		}
 		if res.Message != "" {
-			msg += ": " + res.Message
+			text += ": " + res.Message
 		}
 		if len(res.Clauses) > 0 {
-			msg += "\nClauses: " + strings.Join(res.Clauses, ", ")
+			text += "\nClauses: " + strings.Join(res.Clauses, ", ")
 		}
 		if res.DecidedOver != "" {
-			msg += "\nDecided over: " + res.DecidedOver
+			text += "\nDecided over: " + res.DecidedOver
 		}
 		if res.Hint != "" && res.Status != StatusNotExercised {
-			msg += "\nHint: " + res.Hint
+			text += "\nHint: " + res.Hint
 		}
-		fmt.Fprintf(&b, "::%s %s::%s\n", cmd, strings.Join(props, ","), escapeData(msg))
+		fmt.Fprintf(&b, "::%s %s::%s\n", cmd, strings.Join(props, ","), escapeData(text))
 	}
 	s := summaryOf(r)
 	fmt.Fprintf(&b, "astrabox: %d checks, passed %d, failed %d, flaky %d, warning %d, skipped %d, not applicable %d, not exercised %d, seed %d\n",

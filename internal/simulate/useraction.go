@@ -65,9 +65,9 @@ func urlProblems(u string) []string {
 	if n := utf8.RuneCountInString(u); n > 2048 {
 		out = append(out, fmt.Sprintf("url is %d characters; at most 2048 are allowed", n))
 	}
-	scheme, netloc, err := splitURL(u)
+	scheme, netloc, ok := splitURL(u)
 	switch {
-	case err != nil:
+	case !ok:
 		out = append(out, "url cannot be parsed")
 	default:
 		if scheme != "http" && scheme != "https" {
@@ -91,8 +91,8 @@ func urlProblems(u string) []string {
 // splitURL splits the scheme and network location off a URL the way Python's urllib.parse.urlsplit does:
 // leading control characters and spaces are dropped, tabs and line breaks removed, the scheme is the
 // lower-cased run of scheme characters before the first colon (starting with a letter), and the network
-// location follows "//" up to the first "/", "?" or "#". Unbalanced or invalid brackets are an error.
-func splitURL(u string) (scheme, netloc string, err error) {
+// location follows "//" up to the first "/", "?" or "#". Unbalanced or invalid brackets make ok false.
+func splitURL(u string) (scheme, netloc string, ok bool) {
 	u = strings.TrimLeftFunc(u, func(r rune) bool { return r <= ' ' })
 	u = strings.NewReplacer("\t", "", "\r", "", "\n", "").Replace(u)
 	if i := strings.IndexByte(u, ':'); i > 0 && isASCIILetter(u[0]) && strings.Trim(u[:i], schemeChars) == "" {
@@ -106,16 +106,16 @@ func splitURL(u string) (scheme, netloc string, err error) {
 	}
 	open, close := strings.Contains(netloc, "["), strings.Contains(netloc, "]")
 	if open != close {
-		return "", "", fmt.Errorf("invalid IPv6 URL")
+		return "", "", false // Python: "Invalid IPv6 URL"
 	}
 	if open {
 		_, after, _ := strings.Cut(netloc, "[")
 		host, _, _ := strings.Cut(after, "]")
 		if !strings.HasPrefix(host, "v") && (net.ParseIP(host) == nil || !strings.Contains(host, ":")) {
-			return "", "", fmt.Errorf("invalid bracketed host")
+			return "", "", false // Python: an invalid bracketed host
 		}
 	}
-	return scheme, netloc, nil
+	return scheme, netloc, true
 }
 
 const schemeChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-."
