@@ -309,7 +309,9 @@ var exFaultFree = needCalls(need{label: "fault-free",
 // nothing a cancellation could leave outstanding.
 func exCancelled(ev *Evidence) Exercise {
 	ex := needCalls(need{label: "cancelled by the platform",
-		met:   func(_ *Evidence, cs callSite) bool { return cancelledCall(cs.c) && cs.c.Outcome != simulate.OutcomeHostLoss },
+		met: func(_ *Evidence, cs callSite) bool {
+			return cancelledCall(cs.c) && cs.c.Outcome != simulate.OutcomeHostLoss
+		},
 		reach: "a step with a timeout or cancel fault on a callback the provider defines, while it waits on a request, reaches it"})(ev)
 	if !ex.Met && !ev.providerRequests() {
 		ex.NotApplicable = "the provider made no request to the deployment from any callback: a cancellation has no write of its own it could leave outstanding"
