@@ -326,7 +326,7 @@ func malformed(c *simulate.CallRecord) string {
 	}
 	problems := append([]string(nil), c.Result.Problems...)
 	if d := c.Result.DeclarationError; d != nil && *d != "" {
-		problems = append(problems, "its declaration cannot be stored: "+*d)
+		problems = append(problems, "its declaration cannot be stored: "+truncateText(*d, 240))
 	}
 	return strings.Join(problems, "; ")
 }
