@@ -29,6 +29,8 @@ type History struct {
 	// Principals are the scenario's principals with the consent state each starts with, sorted by name
 	// (typed facts for UA-AUTHORITY; later changes are Event.Consent).
 	Principals []ConsentState `json:"principals,omitempty"`
+	// Egress are the connections replicas made to destinations that are not declared services.
+	Egress []EgressAttempt `json:"egress,omitempty"`
 }
 
 // ConsentState is a principal's consent at the identity service: at the start of a scenario (History.
@@ -81,7 +83,14 @@ type Event struct {
 	Delivery   *Delivery             `json:"delivery,omitempty"`
 	Engine     *EngineStart          `json:"engine,omitempty"`
 	Background *harness.Observations `json:"background,omitempty"`
-	Data       map[string]any        `json:"data,omitempty"`
+	// Origin is, for a background event, the key of the call whose code started the work that made these
+	// observations and this output ("" when they cannot be told apart: several calls' work at once).
+	Origin string `json:"origin,omitempty"`
+	// Stdout and Stderr are, for a background event, what that work wrote to the process's output while the
+	// platform waited for it.
+	Stdout string         `json:"stdout,omitempty"`
+	Stderr string         `json:"stderr,omitempty"`
+	Data   map[string]any `json:"data,omitempty"`
 	// Consent is set on the platform event of a set_consent step: the principal's new state.
 	Consent *ConsentState `json:"consent,omitempty"`
 	// Faults, on a step event, are the kinds of fault the step injects (its callback fault and its double
@@ -189,13 +198,21 @@ type EngineStart struct {
 
 // Request is a deployment double request as kept in a history.
 type Request struct {
-	Seq      int64  `json:"seq"`
-	Replica  string `json:"replica"`
+	Seq     int64  `json:"seq"`
+	Replica string `json:"replica"`
+	// Service names the declared service the request was for ("" = the double's own endpoints), Host the
+	// production host:port the provider addressed.
+	Service  string `json:"service,omitempty"`
+	Host     string `json:"host,omitempty"`
 	Call     string `json:"call,omitempty"` // call key, empty for background
 	Callback string `json:"callback,omitempty"`
 	// InFlight is the call that was in flight on the replica when the request arrived, when that is not the
 	// call whose code made it (work a finished call left behind).
-	InFlight   string          `json:"in_flight,omitempty"`
+	InFlight string `json:"in_flight,omitempty"`
+	// Background is set when the request was made by work its call left running, after that call returned
+	// (it arrived while the platform waited for that work, or it carries the call's tag while another call
+	// or none was in flight).
+	Background bool            `json:"background,omitempty"`
 	Method     string          `json:"method"`
 	Path       string          `json:"path"`
 	Operation  string          `json:"operation,omitempty"`
