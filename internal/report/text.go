@@ -461,38 +461,16 @@ func (p *printer) summary(r *Report) {
 	if !narrow {
 		row("Area", cols, p.s.Dim)
 	}
-	total := Summary{}
+	var all []Result
 	for _, g := range groups {
-		var s Summary
+		var rs []Result
 		for _, res := range g.results {
-			s.Total++
-			switch res.Status {
-			case StatusPassed:
-				s.Passed++
-			case StatusFailed:
-				s.Failed++
-			case StatusFlaky:
-				s.Flaky++
-			case StatusWarning:
-				s.Warning++
-			case StatusSkipped:
-				s.Skipped++
-			case StatusNotApplicable:
-				s.NotApplicable++
-			case StatusNotExercised:
-				s.NotExercised++
-			}
+			rs = append(rs, *res)
 		}
-		total.NotApplicable += s.NotApplicable
-		total.NotExercised += s.NotExercised
-		total.Total += s.Total
-		total.Passed += s.Passed
-		total.Failed += s.Failed
-		total.Flaky += s.Flaky
-		total.Warning += s.Warning
-		total.Skipped += s.Skipped
-		row(g.name, counts(s), lipgloss.Style{})
+		all = append(all, rs...)
+		row(g.name, counts(summaryOf(&Report{Results: rs})), lipgloss.Style{})
 	}
+	total := summaryOf(&Report{Results: all})
 	row("Total", counts(total), p.s.Heading)
 	p.b.WriteByte('\n')
 	var verdict span
