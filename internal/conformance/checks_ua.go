@@ -202,7 +202,13 @@ func performGroups(h *simulate.History) [][]callSite {
 	groups := map[string]int{}
 	var out [][]callSite
 	last := map[string]*harness.Result{} // session -> last state read or performed
+	// A consent change at the identity service starts a new requirement for its principal, even when the
+	// new pending state reads the same as the old one.
+	epoch := map[string]int{}
 	for _, e := range h.Events {
+		if e.Consent != nil {
+			epoch[e.Consent.Principal]++
+		}
 		if e.Call == nil {
 			continue
 		}
@@ -221,7 +227,7 @@ func performGroups(h *simulate.History) [][]callSite {
 				continue
 			}
 			action, _ := e.Call.Args["action_id"].(string)
-			k := e.Call.Ctx.Session + "\x00" + action + "\x00" + stateKey(before)
+			k := fmt.Sprintf("%s\x00%s\x00%d\x00%s", e.Call.Ctx.Session, action, epoch[e.Call.Ctx.Principal], stateKey(before))
 			i, ok := groups[k]
 			if !ok {
 				i = len(out)

@@ -91,6 +91,12 @@ func stepSummary(st *Step) string {
 
 func toDoubleFault(df DoubleFault, replica string) double.Fault {
 	f := double.Fault{Method: df.Method, PathPrefix: df.Path, Times: df.Times}
+	if df.Write.N > 0 {
+		f.WritesOnly, f.Skip = true, df.Write.N-1
+		if f.Times == 0 {
+			f.Times = 1
+		}
+	}
 	switch df.Kind {
 	case "delay":
 		f.Kind = double.Delay
