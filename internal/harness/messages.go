@@ -51,6 +51,8 @@ type replyMsg struct {
 	// CancelReceived is true when a cancel from Go reached the call while it was in flight (its task was
 	// cancelled); false when the call had already finished or could not be interrupted (synchronous code).
 	CancelReceived bool `json:"cancel_received"`
+	// Coverage is what the provider's own code ran (callback replies only; nil when coverage is off).
+	Coverage *CoverageReport `json:"coverage"`
 }
 
 type backgroundMsg struct {
@@ -218,6 +220,8 @@ type LoadArgs struct {
 	ProjectRoot string `json:"project_root"`
 	// ForceDebugLogging sets the root logger to DEBUG at load.
 	ForceDebugLogging bool `json:"force_debug_logging"`
+	// Coverage, when set, turns on coverage of the provider's own code (see CoverageOptions).
+	Coverage *CoverageOptions `json:"coverage,omitempty"`
 }
 
 // LoadInfo is the value of a successful load.

@@ -73,6 +73,8 @@ type Reply struct {
 	// was still running (its asyncio task was cancelled). A cancel sent but
 	// not received crossed the reply, or met synchronous code.
 	CancelReceived bool
+	// Coverage is what the provider's own code ran since the previous reply (nil when coverage is off).
+	Coverage *CoverageReport
 }
 
 // Result decodes Value of a callback reply.
@@ -502,6 +504,7 @@ func (p *Process) finish(r replyMsg, cancelSent bool) *Reply {
 		ID: r.ID, OK: r.OK, Value: r.Value, Error: r.Error,
 		Duration:     time.Duration(r.DurationNS),
 		Observations: r.Observations,
+		Coverage:     r.Coverage,
 		CancelSent:   cancelSent,
 		// Only a cancel this Call sent counts (a stale flag cannot come from elsewhere: one call at a time).
 		CancelReceived: cancelSent && r.CancelReceived,

@@ -17,6 +17,7 @@ from typing import Any, Deque, Dict, Optional, Set, Tuple
 import astrabox
 from astrabox._harness import wire
 from astrabox._harness.contexts import ArgumentError, SandboxBridge, callback_kwargs
+from astrabox._harness.coverage import Coverage
 from astrabox._harness.loader import METHODS, Loaded, load
 from astrabox._harness.observe import CURRENT_CALL, Observer
 from astrabox._harness.values import encode_error, encode_value, harness_error, safe_repr, type_name
@@ -95,6 +96,7 @@ class Runner:
         self.cookie = cookie
         self.writer = writer
         self.observer = observer
+        self.coverage = Coverage(observer.is_provider_file, observer.quiet)
         self.bridge = SandboxBridge(writer.send)
         self.meter = wire.WriteMeter(writer)
         self.loaded: Optional[Loaded] = None
@@ -266,6 +268,8 @@ class Runner:
         self.last_call = max(self.last_call, call_id)
         self.cancel_requested = False
         self.observer.begin_call(call_id)
+        if method != "load":
+            self.coverage.begin(method if isinstance(method, str) else "")
         before = self.observer.snapshot(loop)  # never raises
         ctx = contextvars.copy_context()
         ctx.run(CURRENT_CALL.set, call_id)
@@ -295,6 +299,8 @@ class Runner:
         reply = {"kind": "reply", "id": call_id, "ok": ok, "value": value, "error": error,
                  "duration_ns": duration, "observations": obs, "markers": marked,
                  "cancel_received": self.cancel_requested}
+        if self._call[3] != "load":
+            reply["coverage"] = self.coverage.take()
         try:
             self.writer.send(reply)
         except wire.FrameTooLarge as exc:
@@ -320,6 +326,8 @@ class Runner:
         if method == "load":
             if self.loaded is not None:
                 return False, None, harness_error("astrabox.harness.AlreadyLoaded", "load was already called")
+            if isinstance(args, dict):
+                self.coverage.start(args.get("coverage"), args.get("project_root"))
             try:
                 self.loaded = ctx.run(load, args, self.observer)
             except ArgumentError as exc:
