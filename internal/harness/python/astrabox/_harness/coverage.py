@@ -35,6 +35,7 @@ _BRANCH_OPS = ("POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE", "POP_JUMP_IF_NONE", "POP
 # Tool ids tried in order: ids 3 and 4 have no designated user, so a provider that runs its own debugger,
 # coverage tool or profiler (ids 0, 1, 2) is not refused its id.
 _TOOL_IDS = (4, 3)
+_CO_NEWLOCALS = 0x2
 
 
 def _code_objects(code: Any) -> List[Any]:
@@ -90,7 +91,7 @@ class FileInfo:
         self.path = path
         self.lines: List[int] = []
         self.branches: List[int] = []  # the line of each branch point, by index
-        self.functions: List[List[Any]] = []  # [qualname, first line, last line]
+        self.functions: List[List[Any]] = []  # [qualname, first line, last line] of each function
         self.points: Dict[Tuple[str, int], Dict[int, Tuple[int, int]]] = {}  # code key -> offset -> (index, fall)
         self.error: Optional[str] = None
         try:
@@ -104,7 +105,7 @@ class FileInfo:
         for code in _code_objects(top):
             own = _code_lines(code, code is top)
             lines |= own
-            if code is not top:
+            if code.co_flags & _CO_NEWLOCALS:  # a function (class bodies and the module are not)
                 inner = set()
                 for c in _code_objects(code):
                     inner |= _code_lines(c, False)
