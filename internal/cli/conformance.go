@@ -49,6 +49,8 @@ type RunOptions struct {
 	Explore  ExploreOptions
 	// SourceRoot is the directory SARIF and GitHub annotation paths are relative to.
 	SourceRoot string
+	// Coverage is the coverage options (see coverage.go).
+	Coverage CoverageOptions
 }
 
 // projectFlags adds the flags every provider-facing command shares.
@@ -76,6 +78,7 @@ providers).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.SeedSet = cmd.Flags().Changed("seed")
+			o.Coverage.Set = cmd.Flags().Changed("coverage")
 			if runF != nil {
 				return runF(o)
 			}
@@ -94,7 +97,8 @@ providers).`,
 	cmd.Flags().StringVar(&o.GitHub, "github", "", "also write GitHub workflow annotations to this file")
 	cmd.Flags().IntVarP(&o.Jobs, "jobs", "j", 0, "scenarios run at once on independent replica sets (default: the number of cores)")
 	exploreFlags(cmd, &o.Explore, 0)
-	cmd.Flags().StringVar(&o.SourceRoot, "source-root", "", "directory SARIF and GitHub annotation paths are relative to (default: GITHUB_WORKSPACE, else the git repository holding the project, else the project)")
+	cmd.Flags().StringVar(&o.SourceRoot, "source-root", "", "directory SARIF, GitHub annotation and coverage file paths are relative to (default: GITHUB_WORKSPACE, else the git repository holding the project, else the project)")
+	coverageFlags(cmd, &o.Coverage)
 	_ = cmd.RegisterFlagCompletionFunc("check", completeCheckIDs)
 	_ = cmd.RegisterFlagCompletionFunc("skip", completeCheckIDs)
 	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(report.Formats(), cobra.ShellCompDirectiveNoFileComp))
@@ -136,6 +140,9 @@ func runConformance(parent context.Context, f *Factory, o *RunOptions) error {
 	if o.SeedSet {
 		seed := o.Seed
 		opts.Seed = &seed
+	}
+	if err := o.Coverage.apply(&opts); err != nil {
+		return err
 	}
 	var explored *explore.Result
 	hook, err := exploreHook(f, &o.Explore, true, o.Jobs, o.Checks, o.Skip, &explored)
@@ -195,7 +202,7 @@ func writeReports(f *Factory, rep *report.Report, o *RunOptions) error {
 			return fmt.Errorf("write the %s report to %s: %w", format, file, err)
 		}
 	}
-	return nil
+	return writeCoverageFiles(f, rep, &o.Coverage, root)
 }
 
 func newConformanceListCmd(f *Factory) *cobra.Command {

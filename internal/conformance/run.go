@@ -96,6 +96,8 @@ type Options struct {
 	Version string
 	// NoSuite skips the default suite (exploration only).
 	NoSuite bool
+	// Coverage turns coverage of the provider's own code on or off (nil = the settings, else on).
+	Coverage *bool
 	// After, when set, runs with the warm workers before they close (exploration), and may add results to
 	// the report.
 	After func(ctx context.Context, env *Env, w *Workers, rep *report.Report) error
@@ -276,6 +278,7 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	env.Sim.Coverage = coverageOptions(t.Settings, o)
 	if !env.Runnable() {
 		rep := Decide(env.Evidence(nil), t, seed, o)
 		rep.Tool = report.Tool{Name: "astrabox", Version: o.Version}
@@ -394,7 +397,7 @@ func NewEnv(t *Target, info *harness.LoadInfo, seed int64) (*Env, error) {
 	e.Sim = simulate.Options{
 		Python: t.Python.Path, ProjectDir: t.Project.Dir, Target: t.Resolution.Chosen.Ref.Target(), Paths: t.Paths,
 		Config: cfg, Secrets: simSecrets, Limits: t.Settings.limits(), ForceDebugLogging: t.Settings.ForceDebugLogging,
-		Zygote: t.Zygote,
+		Zygote: t.Zygote, Coverage: coverageOptions(t.Settings, Options{}),
 	}
 	return e, nil
 }
@@ -570,6 +573,7 @@ func Collect(ctx context.Context, t *Target, info *harness.LoadInfo, seed int64,
 	if err != nil {
 		return nil, err
 	}
+	env.Sim.Coverage = coverageOptions(t.Settings, o)
 	if !env.Runnable() {
 		return env.Evidence(nil), nil
 	}
@@ -775,6 +779,7 @@ func Decide(ev *Evidence, t *Target, seed int64, o Options) *report.Report {
 		}
 		rep.Results = append(rep.Results, maskResult(res, ev.Secrets))
 	}
+	rep.Coverage = coverageProfile(ev, rep.Results)
 	rep.Summarize()
 	return rep
 }

@@ -35,6 +35,10 @@ type Settings struct {
 	ForceDebugLogging bool
 	// MemoryMB, AddressSpaceMB and OpenFiles bound each replica process (0 keeps the defaults).
 	MemoryMB, AddressSpaceMB, OpenFiles int
+	// Coverage turns coverage of the provider's own code off (false) or on (nil or true); CoverageInclude
+	// and CoverageOmit narrow the measured files (globs relative to the project).
+	Coverage                      *bool
+	CoverageInclude, CoverageOmit []string
 }
 
 // SettingsError is a problem in the project's settings.
@@ -113,6 +117,22 @@ func ParseSettings(raw map[string]any, file, projectDir string) (*Settings, erro
 				return nil, bad(k, "must be true or false")
 			}
 			s.ForceDebugLogging = b
+		case "coverage":
+			b, ok := v.(bool)
+			if !ok {
+				return nil, bad(k, "must be true or false")
+			}
+			s.Coverage = &b
+		case "coverage-include", "coverage-omit":
+			list, ok := stringList(v)
+			if !ok {
+				return nil, bad(k, "must be a list of file globs relative to the project, such as \"src/*/vendored/*\"")
+			}
+			if k == "coverage-include" {
+				s.CoverageInclude = list
+			} else {
+				s.CoverageOmit = list
+			}
 		case "deadlines":
 			m, ok := v.(map[string]any)
 			if !ok {
@@ -182,7 +202,7 @@ func ParseSettings(raw map[string]any, file, projectDir string) (*Settings, erro
 				}
 			}
 		default:
-			return nil, bad(k, "unknown setting; valid settings are python-path, secret-fields, config, engine, replicas, seed, deadlines, skip, force-debug-logging, limits")
+			return nil, bad(k, "unknown setting; valid settings are python-path, secret-fields, config, engine, replicas, seed, deadlines, skip, force-debug-logging, limits, coverage, coverage-include, coverage-omit")
 		}
 	}
 	return s, nil

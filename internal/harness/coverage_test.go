@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 )
@@ -16,6 +17,12 @@ const covFile = "src/cov_provider/provider.py"
 // loadCovered starts the harness with python py and loads the coverage fixture with coverage on.
 func loadCovered(t *testing.T, py string, opts *CoverageOptions) (*Process, string) {
 	t.Helper()
+	return loadCoveredTarget(t, py, "cov_provider.provider:Provider", opts)
+}
+
+// loadCoveredTarget is loadCovered with another provider of the fixture.
+func loadCoveredTarget(t *testing.T, py, target string, opts *CoverageOptions) (*Process, string) {
+	t.Helper()
 	dir := fixtureDir(t, "coverage")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -24,7 +31,7 @@ func loadCovered(t *testing.T, py string, opts *CoverageOptions) (*Process, stri
 		t.Fatalf("start: %v", err)
 	}
 	t.Cleanup(func() { p.Kill() })
-	r, err := p.Load(ctx, LoadArgs{Target: "cov_provider.provider:Provider", Paths: []string{filepath.Join(dir, "src")}, ProjectRoot: dir, Coverage: opts})
+	r, err := p.Load(ctx, LoadArgs{Target: target, Paths: []string{filepath.Join(dir, "src")}, ProjectRoot: dir, Coverage: opts})
 	if err != nil {
 		t.Fatalf("load: %v", err)
 	}
@@ -166,5 +173,34 @@ func TestCoverageOffAndOmit(t *testing.T) {
 	}
 	if _, ok := r.Coverage.Files[file]; !ok || len(r.Coverage.Files) != 1 {
 		t.Errorf("measured files %v, want only %s", r.Coverage.Files, file)
+	}
+}
+
+// TestCoverageBesideProviderTool checks that a provider installing its own trace function (3.9-3.11) or
+// sys.monitoring tool (3.12+) keeps it working, and that the reply says coverage met it.
+func TestCoverageBesideProviderTool(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python")
+	}
+	for _, v := range []string{"3.11.7", "3.12.1"} {
+		t.Run(v, func(t *testing.T) {
+			py := filepath.Join("/root/.pyenv/versions", v, "bin", "python3")
+			if _, err := os.Stat(py); err != nil {
+				t.Skipf("%s not installed", py)
+			}
+			p, _ := loadCoveredTarget(t, py, "cov_provider.tracing:Provider", &CoverageOptions{Enabled: true})
+			r, err := call(t, p, "plan", map[string]any{"config": map[string]any{}}, 10*time.Second)
+			if err != nil || !r.OK || r.Coverage == nil {
+				t.Fatalf("plan: %v %+v", err, r)
+			}
+			res, err := r.Result()
+			if err != nil || string(res.Declaration) != `{"seen": true}` && string(res.Declaration) != `{"seen":true}` {
+				t.Errorf("the provider's own tool did not run: %v %s", err, res.Declaration)
+			}
+			want := map[string]string{"3.11.7": "the provider replaced the trace function", "3.12.1": "the provider uses sys.monitoring tool id 1 (their coverage)"}[v]
+			if len(r.Coverage.Notes) != 1 || !strings.HasPrefix(r.Coverage.Notes[0], want) {
+				t.Errorf("notes %q, want one starting %q", r.Coverage.Notes, want)
+			}
+		})
 	}
 }

@@ -72,6 +72,7 @@ func Merge(reports ...*Report) (*Report, error) {
 			m.Evidence = evidence
 		}
 	}
+	out.Coverage = mergeCoverage(reports)
 	out.Summarize()
 	return out, nil
 }

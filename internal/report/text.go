@@ -39,12 +39,13 @@ func (t *Text) Render(w io.Writer, r *Report) error {
 	if width < minWidth {
 		width = minWidth
 	}
-	p := &printer{s: t.Styles, width: width, root: r.Provider.Project}
+	p := &printer{s: t.Styles, width: width, root: r.Provider.Project, cov: r.Coverage}
 	p.header(r)
 	for _, g := range groupByArea(r.Results) {
 		p.area(g)
 	}
 	p.summary(r)
+	p.coverage(r.Coverage)
 	_, err := io.WriteString(w, p.b.String())
 	if err != nil {
 		return fmt.Errorf("render text: %w", err)
@@ -121,6 +122,7 @@ type printer struct {
 	width int
 	root  string
 	b     strings.Builder
+	cov   *Coverage // the report's coverage, for the notes next to verdicts (coverage.go)
 }
 
 // where formats a location, relative to the project when it lies inside it.
@@ -323,6 +325,7 @@ func (p *printer) area(g *areaGroup) {
 			spans = append(spans, span{text: id, style: p.s.ID})
 		}
 		p.para(labelWidth, labelWidth, spans...)
+		p.coverageNotes(passed)
 	}
 }
 
@@ -354,6 +357,7 @@ func (p *printer) result(res *Result) {
 	for i := range res.Evidence {
 		p.evidence(&res.Evidence[i])
 	}
+	p.coverageResultNote(res)
 	if res.Hint != "" {
 		p.b.WriteString(ind)
 		p.para(labelWidth, labelWidth+6, span{text: "hint:", style: p.s.Dim}, span{text: res.Hint, style: p.s.Dim})

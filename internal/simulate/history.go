@@ -100,6 +100,9 @@ type CallRecord struct {
 	ApplyMark int64 `json:"apply_mark"`
 	// Duration is wall time; excluded from the canonical history.
 	DurationNS int64 `json:"-"`
+	// Coverage is what the provider's own code ran, as the reply reported it (nil when coverage is off);
+	// excluded from the canonical history.
+	Coverage *harness.CoverageReport `json:"-"`
 }
 
 // CallContext names what a callback was about.

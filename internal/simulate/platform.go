@@ -47,6 +47,9 @@ type Options struct {
 	// Zygote, when set, is a fork server clusters fork their replicas from; its owner closes it after the
 	// clusters. Without one, each cluster starts its own.
 	Zygote *harness.Zygote
+	// Coverage, when set, has each replica measure which lines of the provider's own code run; each call
+	// record then carries what its reply reported (CallRecord.Coverage).
+	Coverage *harness.CoverageOptions
 }
 
 // ErrProviderLoad is returned (wrapped) when the provider cannot be loaded at all.
@@ -271,7 +274,7 @@ func spawn(ctx context.Context, o Options, dbl *double.Double, name string, sb h
 	if err != nil {
 		return nil, nil, fmt.Errorf("start replica %s: %w", name, err)
 	}
-	reply, err := proc.Load(ctx, harness.LoadArgs{Target: o.Target, Paths: o.Paths, ProjectRoot: o.ProjectDir, ForceDebugLogging: o.ForceDebugLogging})
+	reply, err := proc.Load(ctx, harness.LoadArgs{Target: o.Target, Paths: o.Paths, ProjectRoot: o.ProjectDir, ForceDebugLogging: o.ForceDebugLogging, Coverage: o.Coverage})
 	if err != nil {
 		proc.Close()
 		return nil, nil, fmt.Errorf("%w: replica %s: %w", ErrProviderLoad, name, err)

@@ -153,6 +153,8 @@ class Coverage:
         self._lock = threading.Lock()
         self.notes: List[str] = []
         self._noted: Set[str] = set()
+        self._global: Any = None
+        self._local: Any = None
 
     # -- which files ------------------------------------------------------------------------------------
 
@@ -248,14 +250,17 @@ class Coverage:
         return None
 
     def _start_trace(self) -> None:
-        sys.settrace(self._global_trace)
-        threading.settrace(self._global_trace)
+        # Bound methods are made anew at each attribute access: keep one, so the check below can compare it.
+        self._global = self._global_trace
+        self._local = self._local_trace
+        sys.settrace(self._global)
+        threading.settrace(self._global)
         self.mode = "trace"
 
     def _global_trace(self, frame: Any, event: str, arg: Any) -> Any:
         if event == "call" and self.own(frame.f_code.co_filename):
             self._file(frame.f_code.co_filename)
-            return self._local_trace
+            return self._local
         return None
 
     def _local_trace(self, frame: Any, event: str, arg: Any) -> Any:
@@ -265,7 +270,7 @@ class Coverage:
             if s is None:
                 s = self._cur_lines.setdefault(filename, set())
             s.add(frame.f_lineno)
-        return self._local_trace
+        return self._local
 
     # -- keys and replies ------------------------------------------------------------------------------
 
@@ -289,7 +294,7 @@ class Coverage:
                 if tool != self.tool and sys.monitoring.get_tool(tool) is not None:
                     self._note("the provider uses sys.monitoring tool id %d (%s) too; the kit's coverage "
                                "keeps working beside it" % (tool, sys.monitoring.get_tool(tool)))
-        elif self.mode == "trace" and sys.gettrace() is not self._global_trace:
+        elif self.mode == "trace" and sys.gettrace() is not self._global:
             self._note("the provider replaced the trace function (sys.settrace); lines it ran after that "
                        "were not measured")
 
