@@ -24,6 +24,16 @@ type CoverageOptions struct {
 
 func coverageFlags(cmd *cobra.Command, o *CoverageOptions) {
 	cmd.Flags().BoolVar(&o.On, "coverage", true, "measure which lines and branches of the provider's own code run (also [tool.astrabox] coverage); --coverage=false turns it off")
+	lcovXMLFlags(cmd, o)
+}
+
+// coverageFileFlags adds the coverage file flags of `report merge` (which writes the shards' merged coverage).
+func coverageFileFlags(cmd *cobra.Command, o *CoverageOptions, root *string) {
+	lcovXMLFlags(cmd, o)
+	cmd.Flags().StringVar(root, "source-root", "", "directory coverage file paths are relative to (default: GITHUB_WORKSPACE, else the git repository holding the project, else the project)")
+}
+
+func lcovXMLFlags(cmd *cobra.Command, o *CoverageOptions) {
 	cmd.Flags().StringVar(&o.LCOV, "coverage-lcov", "", "write the provider's coverage as an LCOV tracefile (genhtml, Codecov) to this file, paths relative to --source-root")
 	cmd.Flags().StringVar(&o.XML, "coverage-xml", "", "write the provider's coverage as Cobertura XML (GitLab, Codecov, Jenkins) to this file, paths relative to --source-root")
 }
@@ -53,7 +63,7 @@ func writeCoverageFiles(f *Factory, rep *report.Report, o *CoverageOptions, root
 	if p == nil {
 		p = &coverage.Profile{}
 		if !f.Quiet {
-			fmt.Fprintln(f.IO.Err, "warning: no scenario ran the provider, so the coverage files hold no file")
+			fmt.Fprintln(f.IO.Err, "warning: the report holds no coverage (no scenario ran the provider, or coverage was off), so the coverage files list no file")
 		}
 	}
 	write := func(file, what string, render func(*bytes.Buffer) error) error {

@@ -16,7 +16,8 @@ func newReportCmd(f *Factory) *cobra.Command {
 		Use:   "report",
 		Short: "Work with JSON reports",
 	}
-	var format, output string
+	var format, output, sourceRootFlag string
+	var cov CoverageOptions
 	merge := &cobra.Command{
 		Use:   "merge REPORT.json...",
 		Short: "Merge the JSON reports of sharded runs into one and render it",
@@ -61,6 +62,9 @@ merged report has a failure.`,
 			if err := r.Render(w, merged); err != nil {
 				return asUndecided(err)
 			}
+			if err := writeCoverageFiles(f, merged, &cov, sourceRoot(f, sourceRootFlag, merged.Provider.Project)); err != nil {
+				return asUndecided(err)
+			}
 			if merged.HasFailures() {
 				return errFailed
 			}
@@ -69,6 +73,7 @@ merged report has a failure.`,
 	}
 	merge.Flags().StringVarP(&format, "format", "f", "json", "output format: "+strings.Join(report.Formats(), ", "))
 	merge.Flags().StringVarP(&output, "output", "o", "", "write to this file instead of stdout")
+	coverageFileFlags(merge, &cov, &sourceRootFlag)
 	cmd.AddCommand(merge)
 	return cmd
 }

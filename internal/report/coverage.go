@@ -73,13 +73,23 @@ func coverageNote(c *Coverage, check string) string {
 		for _, l := range untakenLines(cb.UntakenBranches) {
 			lines = append(lines, strconv.Itoa(l))
 		}
-		parts = append(parts, fmt.Sprintf("%s has %d branch direction(s) no scenario took (line %s)", name,
-			len(cb.UntakenBranches), strings.Join(lines, ", ")))
+		parts = append(parts, fmt.Sprintf("%s has %s no scenario took (%s %s)", name,
+			plural(len(cb.UntakenBranches), "branch direction"), map[bool]string{true: "line", false: "lines"}[len(lines) == 1],
+			strings.Join(lines, ", ")))
 	}
 	return strings.Join(parts, "; ")
 }
 
-// coverageNotes writes, under a line of passed checks, which of them judge callbacks with untaken branches.
+// plural is "1 line" or "3 lines".
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return strconv.Itoa(n) + " " + word + "s"
+}
+
+// coverageNotes writes, under a line of passed checks, the notes of those that judge callbacks with untaken
+// branches (naming the checks when a note is not about all of them).
 func (p *printer) coverageNotes(results []*Result) {
 	byNote := map[string][]string{}
 	var notes []string
@@ -97,8 +107,15 @@ func (p *printer) coverageNotes(results []*Result) {
 	for _, n := range notes {
 		p.b.WriteString(ind)
 		p.para(labelWidth, labelWidth+2, span{text: "coverage:", style: p.s.Dim},
-			span{text: strings.Join(byNote[n], ", ") + " passed, but " + n, style: p.s.Dim})
+			span{text: notePrefix(byNote[n], len(results)) + n, style: p.s.Dim})
 	}
+}
+
+func notePrefix(checks []string, of int) string {
+	if len(checks) == of {
+		return ""
+	}
+	return strings.Join(checks, ", ") + ": "
 }
 
 // coverageResultNote writes the coverage note of one fully shown result.
@@ -152,12 +169,12 @@ func (p *printer) coverageCallback(c *Coverage, cb *coverage.Callback) {
 		lines += len(r.Lines)
 		dirs += len(r.Branches)
 	}
-	text := fmt.Sprintf("ran %d lines", lines)
+	text := "ran " + plural(lines, "line")
 	if c.BranchesMeasured {
-		text += fmt.Sprintf(", %d branch directions", dirs)
+		text += ", " + plural(dirs, "branch direction")
 	}
 	if im := cb.Implementation; im != nil {
-		text += fmt.Sprintf("; its own %s (%s:%d) %d of %d lines", im.Function, p.rel(im.Path), im.First, im.Reached, im.Lines)
+		text += fmt.Sprintf("; %s at %s:%d: %d/%d lines", im.Function, p.rel(im.Path), im.First, im.Reached, im.Lines)
 	}
 	p.b.WriteString("  ")
 	p.para(2, 4, span{text: cb.Name + ":", style: p.s.ID}, span{text: text})
@@ -183,7 +200,8 @@ func (p *printer) coverageCallback(c *Coverage, cb *coverage.Callback) {
 			ls = append(ls, strconv.Itoa(l))
 		}
 		p.b.WriteString("    ")
-		p.para(4, 6, span{text: fmt.Sprintf("%s: %d branch direction(s) never taken, at line %s", cb.Name, len(cb.UntakenBranches), strings.Join(ls, ", ")), style: p.s.Dim})
+		p.para(4, 6, span{text: fmt.Sprintf("%s: %s never taken (%s %s)", cb.Name, plural(len(cb.UntakenBranches), "branch direction"),
+			map[bool]string{true: "line", false: "lines"}[len(ls) == 1], strings.Join(ls, ", ")), style: p.s.Dim})
 	}
 }
 
