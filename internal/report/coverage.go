@@ -144,7 +144,7 @@ func (p *printer) coverage(c *Coverage) {
 	for i := range c.Files {
 		f := &c.Files[i]
 		ft := f.Totals()
-		text := fmt.Sprintf("%s  %d/%d lines", p.rel(f.Path), ft.Reached, ft.Lines)
+		text := fmt.Sprintf("%s %d/%d lines", p.rel(f.Path), ft.Reached, ft.Lines)
 		if c.BranchesMeasured && ft.Branches > 0 {
 			text += fmt.Sprintf(", %d/%d branches", ft.BranchesTaken, ft.Branches)
 		}
