@@ -4,10 +4,11 @@ Only the provider's own files are measured (those the observer classifies as ``p
 and code roots, never the standard library, site-packages or the kit), narrowed by the ``include`` and
 ``omit`` globs of ``load``'s ``coverage`` argument (relative to the project root).
 
-* CPython 3.12+: ``sys.monitoring`` on a free tool id. A ``PY_START`` event (disabled for each code object
-  after its first start) turns on ``LINE`` and ``BRANCH`` events for the provider's code objects only; each
-  line location is disabled after its first hit, each branch once both its directions were seen (3.12 and 3.13
-  have no per-direction events), so steady-state code runs at full speed.
+* CPython 3.12+: ``sys.monitoring`` on a free tool id, with ``LINE`` and ``BRANCH`` events turned on for the
+  provider's code objects only (no global event): each module of the provider is found as the import
+  executes it (the ``exec`` audit event), and with it every function it defines. Each line location is
+  disabled after its first hit, each branch once both its directions were seen (3.12 and 3.13 have no
+  per-direction events), so steady-state code runs at full speed.
 * CPython 3.9-3.11: a global trace function (``sys.settrace`` and ``threading.settrace``) that returns a
   local trace function only for frames of the provider's own code objects.
 
@@ -24,10 +25,14 @@ from __future__ import annotations
 
 import dis
 import fnmatch
+import importlib.util
+import json
 import os
 import sys
 import threading
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+
+from astrabox._harness.bytecode import _write
 
 _BRANCH_OPS = ("POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE", "POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE",
                "POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_FALSE",
@@ -84,8 +89,22 @@ def _branch_points(code: Any) -> List[Tuple[int, int, int]]:
     return out
 
 
+_FACTS_VERSION = 1
+
+
+def _facts_path(source_path: str) -> str:
+    """Where the static facts of a file are cached (``ASTRABOX_PYCACHE``), or "" without a cache."""
+    cache = os.environ.get("ASTRABOX_PYCACHE", "")
+    if not cache or not os.path.isabs(cache):
+        return ""
+    return os.path.join(cache, "coverage", sys.implementation.cache_tag or "none",
+                        os.path.abspath(source_path).lstrip(os.sep) + ".json")
+
+
 class FileInfo:
-    """The static facts of one measured file: executable lines, branch points and functions."""
+    """The static facts of one measured file: executable lines, branch points and functions. Compiling a file
+    and reading its bytecode costs tens of milliseconds on 3.12+, so the facts are cached in the kit's cache
+    under the hash of the source (like the provider's bytecode, see bytecode.py): each replica reads them."""
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -97,10 +116,39 @@ class FileInfo:
         try:
             with open(path, "rb") as fh:
                 source = fh.read()
-            top = compile(source, path, "exec", dont_inherit=True)
-        except (OSError, SyntaxError, ValueError) as exc:
+        except OSError as exc:
             self.error = "%s: %s" % (type(exc).__name__, exc)
             return
+        digest = importlib.util.source_hash(source).hex()
+        cached = _facts_path(path)
+        if cached and self._read(cached, digest):
+            return
+        try:
+            top = compile(source, path, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError) as exc:
+            self.error = "%s: %s" % (type(exc).__name__, exc)
+            return
+        self._analyse(top)
+        if cached:
+            points = [[k[0], k[1], off, idx, fall] for k, table in self.points.items() for off, (idx, fall) in table.items()]
+            data = {"version": _FACTS_VERSION, "hash": digest, "lines": self.lines, "branches": self.branches,
+                    "functions": self.functions, "points": points}
+            _write(cached, json.dumps(data).encode())
+
+    def _read(self, cached: str, digest: str) -> bool:
+        try:
+            with open(cached, "rb") as fh:
+                data = json.loads(fh.read())
+            if data.get("version") != _FACTS_VERSION or data.get("hash") != digest:
+                return False
+            self.lines, self.branches, self.functions = data["lines"], data["branches"], data["functions"]
+            for qualname, first, off, idx, fall in data["points"]:
+                self.points.setdefault((qualname, first), {})[off] = (idx, fall)
+            return True
+        except (OSError, ValueError, KeyError, TypeError):
+            return False
+
+    def _analyse(self, top: Any) -> None:
         lines: Set[int] = set()
         for code in _code_objects(top):
             own = _code_lines(code, code is top)
@@ -154,7 +202,7 @@ class Coverage:
         self.notes: List[str] = []
         self._noted: Set[str] = set()
         self._global: Any = None
-        self._local: Any = None
+        self._box: List[Any] = [{}]  # the current key's lines by file, for the trace function
 
     # -- which files ------------------------------------------------------------------------------------
 
@@ -211,21 +259,29 @@ class Coverage:
             self._note("no sys.monitoring tool id was free (3 and 4 are taken): coverage was not measured")
             return
         ev = mon.events
-        self._line_ev = ev.LINE
-        self._branch_ev = ev.BRANCH
-        mon.register_callback(self.tool, ev.PY_START, self._on_start)
+        self._events = ev.LINE | ev.BRANCH
         mon.register_callback(self.tool, ev.LINE, self._on_line)
         mon.register_callback(self.tool, ev.BRANCH, self._on_branch)
-        mon.set_events(self.tool, ev.PY_START)
+        # No global event: only the provider's code objects get events, so re-arming them at each callback
+        # (restart_events) leaves every other code object as it was. Module code is found as it is executed
+        # (the ``exec`` audit event of every import), and with it every function it defines.
+        sys.addaudithook(self._audit)
         self.mode = "monitoring"
 
-    def _on_start(self, code: Any, offset: int) -> Any:
-        filename = code.co_filename
-        if code not in self._code_points and self.own(filename):
-            info = self._file(filename)
-            self._code_points[code] = info.points.get(_code_key(code), {})
-            sys.monitoring.set_local_events(self.tool, code, self._line_ev | self._branch_ev)
-        return sys.monitoring.DISABLE
+    def _audit(self, event: str, args: Any) -> None:
+        if event != "exec" or not args:
+            return
+        code = args[0]
+        filename = getattr(code, "co_filename", None)
+        if isinstance(filename, str) and hasattr(code, "co_consts") and self.own(filename):
+            self._instrument(code)
+
+    def _instrument(self, top: Any) -> None:
+        info = self._file(top.co_filename)
+        for code in _code_objects(top):
+            if code not in self._code_points:
+                self._code_points[code] = info.points.get(_code_key(code), {})
+                sys.monitoring.set_local_events(self.tool, code, self._events)
 
     def _on_line(self, code: Any, line: int) -> Any:
         s = self._cur_lines.get(code.co_filename)
@@ -250,33 +306,47 @@ class Coverage:
         return None
 
     def _start_trace(self) -> None:
-        # Bound methods are made anew at each attribute access: keep one, so the check below can compare it.
-        self._global = self._global_trace
-        self._local = self._local_trace
-        sys.settrace(self._global)
-        threading.settrace(self._global)
+        """Trace mode: closures rather than methods, and each code object classified once, because the global
+        trace function runs at the start of every Python frame of the process."""
+        codes: Dict[Any, Any] = {}
+        box = self._box
+
+        def local(frame: Any, event: str, arg: Any) -> Any:
+            if event == "line":
+                d = box[0]
+                filename = frame.f_code.co_filename
+                s = d.get(filename)
+                if s is None:
+                    s = d[filename] = set()
+                s.add(frame.f_lineno)
+            return local
+
+        def classify(code: Any) -> Any:
+            own = self.own(code.co_filename)
+            if own:
+                self._file(code.co_filename)
+            codes[code] = local if own else False
+            return codes[code]
+
+        get = codes.get
+
+        def global_trace(frame: Any, event: str, arg: Any) -> Any:
+            r = get(frame.f_code)
+            if r is None:
+                r = classify(frame.f_code)
+            return r or None
+
+        self._global = global_trace
+        sys.settrace(global_trace)
+        threading.settrace(global_trace)
         self.mode = "trace"
-
-    def _global_trace(self, frame: Any, event: str, arg: Any) -> Any:
-        if event == "call" and self.own(frame.f_code.co_filename):
-            self._file(frame.f_code.co_filename)
-            return self._local
-        return None
-
-    def _local_trace(self, frame: Any, event: str, arg: Any) -> Any:
-        if event == "line":
-            filename = frame.f_code.co_filename
-            s = self._cur_lines.get(filename)
-            if s is None:
-                s = self._cur_lines.setdefault(filename, set())
-            s.add(frame.f_lineno)
-        return self._local
 
     # -- keys and replies ------------------------------------------------------------------------------
 
     def _select(self, key: str) -> None:
         self.key = key
         self._cur_lines = self._lines.setdefault(key, {})
+        self._box[0] = self._cur_lines
         self._cur_branches = self._branches.setdefault(key, {})
 
     def begin(self, method: str) -> None:
@@ -300,9 +370,16 @@ class Coverage:
 
     def take(self) -> Optional[Dict[str, Any]]:
         """What to attach to a callback's reply: the files measured for the first time, and the lines and
-        branches each key ran since the previous reply. ``None`` when coverage is off."""
+        branches each key ran since the previous reply. ``None`` when coverage is off. Never raises."""
         if not self.mode and not self.notes:
             return None
+        try:
+            return self._take()
+        except Exception as exc:  # a harness bug must not cost the reply
+            return {"mode": self.mode, "branches": False, "files": {}, "hits": [],
+                    "notes": ["the kit failed to collect coverage: %s: %s" % (type(exc).__name__, exc)]}
+
+    def _take(self) -> Dict[str, Any]:
         self._check_others()
         lines, branches = self._lines, self._branches
         self._lines, self._branches = {}, {}
