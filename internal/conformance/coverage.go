@@ -1,6 +1,8 @@
 package conformance
 
 import (
+	"fmt"
+
 	"github.com/astrabox-dev/astrabox/internal/coverage"
 	"github.com/astrabox-dev/astrabox/internal/harness"
 	"github.com/astrabox-dev/astrabox/internal/report"
@@ -17,10 +19,19 @@ var areaCallbacks = map[string][]string{
 	AreaUser:    {"read_user_actions", "perform_user_action"},
 }
 
-// coverageOptions are the harness's coverage options of a run: on unless the run or the settings turn it
-// off, with the settings' include and omit globs.
-func coverageOptions(s *Settings, o Options) *harness.CoverageOptions {
-	on := s.Coverage == nil || *s.Coverage
+// cheapCoverage tells whether coverage is cheap on a Python version, and so on by default: sys.monitoring
+// (3.12+) costs a few percent of the suite's time, a trace function (3.9-3.11) a third (docs/performance.md).
+func cheapCoverage(version [3]int) bool {
+	return version[0] > 3 || (version[0] == 3 && version[1] >= 12)
+}
+
+// coverageOptions are the harness's coverage options of a run, with the settings' include and omit globs:
+// the run's choice (--coverage), else the settings' (coverage = ...), else on where it is cheap.
+func coverageOptions(s *Settings, o Options, version [3]int) *harness.CoverageOptions {
+	on := cheapCoverage(version)
+	if s.Coverage != nil {
+		on = *s.Coverage
+	}
 	if o.Coverage != nil {
 		on = *o.Coverage
 	}
@@ -28,6 +39,17 @@ func coverageOptions(s *Settings, o Options) *harness.CoverageOptions {
 		return nil
 	}
 	return &harness.CoverageOptions{Enabled: true, Include: s.CoverageInclude, Omit: s.CoverageOmit}
+}
+
+// coverageOff is the profile of a run that left coverage off by default (not by choice): it says why, and
+// how to turn it on. Nil when coverage was chosen off or was on.
+func coverageOff(s *Settings, o Options, version [3]int) *coverage.Profile {
+	if s.Coverage != nil || o.Coverage != nil || cheapCoverage(version) {
+		return nil
+	}
+	return &coverage.Profile{Mode: coverage.ModeOff, Notes: []string{fmt.Sprintf(
+		"not measured: on Python %d.%d coverage needs a trace function, which makes the suite about a third slower; --coverage (or coverage = true in [tool.astrabox]) turns it on, and Python 3.12+ measures it at little cost",
+		version[0], version[1])}}
 }
 
 // AddCoverage adds what every call of a history reported to b.

@@ -278,7 +278,7 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	env.Sim.Coverage = coverageOptions(t.Settings, o)
+	env.Sim.Coverage = coverageOptions(t.Settings, o, t.Python.Version)
 	if !env.Runnable() {
 		rep := Decide(env.Evidence(nil), t, seed, o)
 		rep.Tool = report.Tool{Name: "astrabox", Version: o.Version}
@@ -313,6 +313,9 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	}
 	rep := Decide(env.Evidence(hists), t, seed, o)
 	rep.Tool = report.Tool{Name: "astrabox", Version: o.Version}
+	if rep.Coverage == nil {
+		rep.Coverage = coverageOff(t.Settings, o, t.Python.Version)
+	}
 	if o.After != nil {
 		if err := o.After(ctx, env, w, rep); err != nil {
 			return rep, err
@@ -397,7 +400,7 @@ func NewEnv(t *Target, info *harness.LoadInfo, seed int64) (*Env, error) {
 	e.Sim = simulate.Options{
 		Python: t.Python.Path, ProjectDir: t.Project.Dir, Target: t.Resolution.Chosen.Ref.Target(), Paths: t.Paths,
 		Config: cfg, Secrets: simSecrets, Limits: t.Settings.limits(), ForceDebugLogging: t.Settings.ForceDebugLogging,
-		Zygote: t.Zygote, Coverage: coverageOptions(t.Settings, Options{}),
+		Zygote: t.Zygote, Coverage: coverageOptions(t.Settings, Options{}, t.Python.Version),
 	}
 	return e, nil
 }
@@ -573,7 +576,7 @@ func Collect(ctx context.Context, t *Target, info *harness.LoadInfo, seed int64,
 	if err != nil {
 		return nil, err
 	}
-	env.Sim.Coverage = coverageOptions(t.Settings, o)
+	env.Sim.Coverage = coverageOptions(t.Settings, o, t.Python.Version)
 	if !env.Runnable() {
 		return env.Evidence(nil), nil
 	}

@@ -208,6 +208,8 @@ func (b *Builder) Profile() *Profile {
 		p.Mode, p.BranchesMeasured = ModeMonitoring, true
 	case b.modes[ModeTrace]:
 		p.Mode = ModeTrace
+	case b.modes[ModeOff]:
+		p.Mode = ModeOff
 	}
 	paths := make([]string, 0, len(b.files))
 	for path := range b.files {

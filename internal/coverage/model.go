@@ -17,6 +17,8 @@ const (
 	ModeTrace Mode = "trace"
 	// ModeMixed is a merge of reports measured both ways (branches then count only where measured).
 	ModeMixed Mode = "mixed"
+	// ModeOff says coverage was not measured (Notes says why); the profile holds no file.
+	ModeOff Mode = "off"
 )
 
 // KeyLoad is the callback key of what ran while the provider was imported and constructed.

@@ -133,6 +133,10 @@ func (p *printer) coverage(c *Coverage) {
 		return
 	}
 	p.b.WriteByte('\n')
+	if c.Mode == coverage.ModeOff {
+		p.para(0, 2, span{text: "Provider coverage", style: p.s.Heading}, span{text: strings.Join(c.Notes, "; "), style: p.s.Dim})
+		return
+	}
 	t := c.Totals()
 	head := fmt.Sprintf("%d of %d lines (%s)", t.Reached, t.Lines, percent(t.Reached, t.Lines))
 	if c.BranchesMeasured {
