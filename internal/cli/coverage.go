@@ -27,12 +27,8 @@ func coverageFlags(cmd *cobra.Command, o *CoverageOptions) {
 	lcovXMLFlags(cmd, o)
 }
 
-// coverageFileFlags adds the coverage file flags of `report merge` (which writes the shards' merged coverage).
-func coverageFileFlags(cmd *cobra.Command, o *CoverageOptions, root *string) {
-	lcovXMLFlags(cmd, o)
-	cmd.Flags().StringVar(root, "source-root", "", "directory coverage file paths are relative to (default: GITHUB_WORKSPACE, else the git repository holding the project, else the project)")
-}
-
+// lcovXMLFlags adds --coverage-lcov and --coverage-xml (also on `report merge`, which writes the shards'
+// merged coverage).
 func lcovXMLFlags(cmd *cobra.Command, o *CoverageOptions) {
 	cmd.Flags().StringVar(&o.LCOV, "coverage-lcov", "", "write the provider's coverage as an LCOV tracefile (genhtml, Codecov) to this file, paths relative to --source-root")
 	cmd.Flags().StringVar(&o.XML, "coverage-xml", "", "write the provider's coverage as Cobertura XML (GitLab, Codecov, Jenkins) to this file, paths relative to --source-root")

@@ -207,18 +207,29 @@ func Inspect(ctx context.Context, t *Target) (*harness.LoadInfo, *harness.Reply,
 	return info, reply, nil
 }
 
-// LoadError formats a failed load for humans, with the provider's own frame.
+// LoadError formats a failed load for humans: the provider's exception and own frame, the interpreter and
+// sys.path used, the code roots found, and what to do (discovery.LoadAdvice).
 func LoadError(t *Target, reply *harness.Reply) error {
 	msg := "the provider could not be loaded"
+	errType := ""
 	if reply != nil && reply.Error != nil {
 		e := reply.Error
+		errType = e.Type
 		msg = fmt.Sprintf("loading %s raised %s: %s", t.Resolution.Chosen.Value, e.Type, e.Message)
 		if n := len(e.Frames); n > 0 {
 			f := e.Frames[n-1]
 			msg += fmt.Sprintf("\n  at %s:%d in %s", f.File, f.Line, f.Function)
 		}
 	}
-	return undecided(fmt.Errorf("%s\n  declared at %s; fix the import or the object reference, then run again", msg, t.Resolution.Chosen.Where()))
+	var b strings.Builder
+	b.WriteString(msg)
+	fmt.Fprintf(&b, "\n  declared at %s", t.Resolution.Chosen.Where())
+	for _, l := range discovery.LoadAdvice(discovery.LoadContext{Project: t.Project, Python: t.Python,
+		Chosen: t.Resolution.Chosen, Paths: t.Paths, ErrorType: errType}) {
+		b.WriteString("\n  " + l)
+	}
+	b.WriteString("\n  fix the import or the object reference, then run again")
+	return undecided(errors.New(b.String()))
 }
 
 // Run runs the conformance suite and returns the report. Errors are UndecidedError (exit code 2).

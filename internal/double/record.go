@@ -37,8 +37,12 @@ type Request struct {
 	Header http.Header
 	// Body is the request body as received (up to Options.MaxBody).
 	Body []byte
-	// Operation is the value of the X-Astrabox-Operation header, if any.
+	// Operation is the value of the X-Astrabox-Operation header (or of the service's operation header), if any.
 	Operation string
+	// Service names the declared service the request was for ("" = the double's own endpoints), and Host the
+	// production host:port the provider addressed.
+	Service string
+	Host    string
 	// Status is the status answered; 0 while the request is pending or when the connection was dropped.
 	Status int
 	// Done reports that the handler finished (answered or dropped).

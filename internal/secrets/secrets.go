@@ -1,22 +1,40 @@
-// Package secrets finds planted and returned secrets in text, in the encodings a provider is likely to leak
-// them with (raw, JSON-escaped, URL-encoded, hex, base64 and URL-safe base64 at every alignment), and masks
-// them so that the kit itself never prints one.
+// Package secrets finds planted and returned secrets in text, in the encodings a careless provider leaks
+// them with (raw, JSON-escaped the way Go and Python write it, URL-encoded once or twice, hex in either case,
+// base64, URL-safe base64 and base32 at every alignment, padded or not), and masks them so that the kit
+// itself never prints one.
+//
+// The cost of a search does not grow with the number or the size of the secrets: every encoded form is keyed
+// by a hash of its first bytes (at most 32), one rolling hash per key length runs over the text, and a hit is
+// confirmed against the whole form. A long secret keeps only its value; its encoded forms are written out
+// again when a hit needs confirming. Finding and masking are linear in the length of the text.
 package secrets
 
 import (
-	"bytes"
-	"encoding/base64"
-	"encoding/hex"
-	"encoding/json"
-	"net/url"
 	"sort"
-	"strings"
 	"sync"
 )
 
 // MinLength is the shortest value treated as a secret: shorter values (a returned "1", say) would match
 // everywhere and prove nothing.
 const MinLength = 8
+
+// MaxSecrets is the most distinct secrets one Set hunts. Values added past it are counted (see Dropped) but
+// not hunted: whoever fills a set reports that the scan was incomplete.
+const MaxSecrets = 200_000
+
+// maxSecrets is MaxSecrets (tests lower it).
+var maxSecrets = MaxSecrets
+
+const (
+	// keyLen is the longest key: the first bytes of an encoded form that the index hashes.
+	keyLen = 32
+	// prefixBytes of a value are enough to write the first keyLen bytes of every encoded form.
+	prefixBytes = keyLen + 8
+	// maxCacheBytes bounds the encoded forms of long secrets kept after a confirmed hit.
+	maxCacheBytes = 32 << 20
+	// minNeedle is the shortest encoded form hunted.
+	minNeedle = MinLength / 2
+)
 
 // Secret is one secret value and where it came from.
 type Secret struct {
@@ -32,19 +50,27 @@ type Match struct {
 	Offset int
 }
 
-type needle struct {
-	b        []byte
-	origin   string
-	encoding string
+// ref is one encoded form of one secret.
+type ref struct {
+	secret int32
+	enc    uint8
+	// needle is the whole encoded form, or "" for a long secret (written again on a hit).
+	needle string
 }
 
 // Set is a set of secrets and their encoded forms. The zero value is empty and ready to use. It is safe for
 // concurrent use.
 type Set struct {
 	mu      sync.RWMutex
-	seen    map[string]bool
-	needles []needle
-	sorted  bool
+	seen    map[string]struct{}
+	secrets []Secret
+	refs    []ref
+	idx     index
+	dropped int
+
+	cacheMu    sync.Mutex
+	cache      map[int32]string
+	cacheBytes int
 }
 
 // Add adds a secret; values shorter than MinLength are ignored. It reports whether the value was added.
@@ -55,16 +81,38 @@ func (s *Set) Add(value, origin string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.seen == nil {
-		s.seen = map[string]bool{}
+		s.seen = map[string]struct{}{}
 	}
-	if s.seen[value] {
+	if _, ok := s.seen[value]; ok {
 		return false
 	}
-	s.seen[value] = true
-	for _, n := range encodings(value) {
-		s.needles = append(s.needles, needle{b: []byte(n.text), origin: origin, encoding: n.name})
+	if len(s.secrets) >= maxSecrets {
+		s.dropped++
+		return false
 	}
-	s.sorted = false
+	s.seen[value] = struct{}{}
+	id := int32(len(s.secrets))
+	s.secrets = append(s.secrets, Secret{Value: value, Origin: origin})
+	cut := prefixCut(value, prefixBytes)
+	long := cut < len(value)
+	forms := make(map[string]bool, len(encoders))
+	for ei, e := range encoders {
+		text := e.enc(value[:cut])
+		if len(text) < minNeedle || (!long && forms[text]) {
+			continue
+		}
+		forms[text] = true
+		key := text
+		if len(key) > keyLen {
+			key = key[:keyLen]
+		}
+		r := ref{secret: id, enc: uint8(ei)}
+		if !long {
+			r.needle = text
+		}
+		s.idx.add(key, int32(len(s.refs)))
+		s.refs = append(s.refs, r)
+	}
 	return true
 }
 
@@ -72,143 +120,184 @@ func (s *Set) Add(value, origin string) bool {
 func (s *Set) Len() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return len(s.seen)
+	return len(s.secrets)
 }
 
-type encoded struct{ name, text string }
+// Dropped is the number of distinct values refused because the set already held MaxSecrets.
+func (s *Set) Dropped() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.dropped
+}
 
-// encodings lists the forms of a value to search for, without duplicates.
-func encodings(v string) []encoded {
-	var out []encoded
-	seen := map[string]bool{}
-	add := func(name, text string) {
-		if len(text) < MinLength/2 || seen[text] {
+// readLock takes the read lock with the index ready to search.
+func (s *Set) readLock() {
+	for {
+		s.mu.RLock()
+		if !s.idx.dirty {
 			return
 		}
-		seen[text] = true
-		out = append(out, encoded{name, text})
+		s.mu.RUnlock()
+		s.mu.Lock()
+		s.idx.prepare()
+		s.mu.Unlock()
 	}
-	add("raw", v)
-	if j, err := json.Marshal(v); err == nil {
-		add("json-escaped", string(j[1:len(j)-1]))
+}
+
+// needle returns the whole encoded form of a ref. Called with the read lock held.
+func (s *Set) needle(r int32) string {
+	if n := s.refs[r].needle; n != "" {
+		return n
 	}
-	q := url.QueryEscape(v)
-	add("url-encoded", q)
-	add("url-encoded", strings.ReplaceAll(q, "+", "%20"))
-	add("url-encoded", lowerHexEscapes(q))
-	add("url-encoded", url.PathEscape(v))
-	add("hex", hex.EncodeToString([]byte(v)))
-	add("hex", strings.ToUpper(hex.EncodeToString([]byte(v))))
-	n := len(v)
-	for i := 0; i < 3; i++ {
-		src := append(bytes.Repeat([]byte{0}, i), v...)
-		start := (8*i + 5) / 6 // ceil(8i/6)
-		end := (8 * (i + n)) / 6
-		std := base64.StdEncoding.EncodeToString(src)
-		urlsafe := base64.URLEncoding.EncodeToString(src)
-		if end > start && end <= len(std) {
-			add("base64", std[start:end])
-			add("base64url", urlsafe[start:end])
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	if n, ok := s.cache[r]; ok {
+		return n
+	}
+	rf := s.refs[r]
+	n := encoders[rf.enc].enc(s.secrets[rf.secret].Value)
+	if s.cache == nil || s.cacheBytes+len(n) > maxCacheBytes {
+		s.cache, s.cacheBytes = map[int32]string{}, 0
+	}
+	if len(n) <= maxCacheBytes {
+		s.cache[r] = n
+		s.cacheBytes += len(n)
+	}
+	return n
+}
+
+// hit is one confirmed occurrence of an encoded form.
+type hit struct {
+	pos, n int
+	ref    int32
+}
+
+// hits calls fn for every confirmed occurrence of every encoded form in t. Called with the read lock held.
+func hits[T ~string | ~[]byte](s *Set, t T, fn func(hit)) {
+	scan(&s.idx, t, func(pos int, r int32) {
+		if rf := s.refs[r]; rf.needle == "" && len(t)-pos < len(s.secrets[rf.secret].Value) {
+			return // every form is at least as long as the value
+		}
+		n := s.needle(r)
+		if len(t)-pos < len(n) || !equalAt(t, pos, n) {
+			return
+		}
+		fn(hit{pos: pos, n: len(n), ref: r})
+	})
+}
+
+// equalAt tells whether t holds n at pos (pos+len(n) <= len(t)).
+func equalAt[T ~string | ~[]byte](t T, pos int, n string) bool {
+	for i := 0; i < len(n); i++ {
+		if t[pos+i] != n[i] {
+			return false
 		}
 	}
-	return out
+	return true
 }
 
-// lowerHexEscapes turns %2F into %2f.
-func lowerHexEscapes(s string) string {
-	b := []byte(s)
-	for i := 0; i+2 < len(b); i++ {
-		if b[i] == '%' {
-			b[i+1] = toLower(b[i+1])
-			b[i+2] = toLower(b[i+2])
-		}
-	}
-	return string(b)
-}
-
-func toLower(c byte) byte {
-	if c >= 'A' && c <= 'F' {
-		return c + 'a' - 'A'
-	}
-	return c
-}
-
-func (s *Set) prepare() []needle {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.sorted {
-		// Longest first, so that masking replaces the widest match.
-		sort.SliceStable(s.needles, func(i, j int) bool { return len(s.needles[i].b) > len(s.needles[j].b) })
-		s.sorted = true
-	}
-	return s.needles
-}
-
-// Find returns every secret found in text, at most one match per secret and encoding.
-func (s *Set) Find(text []byte) []Match {
-	if len(text) == 0 {
-		return nil
-	}
-	var out []Match
-	for _, n := range s.prepare() {
-		if i := bytes.Index(text, n.b); i >= 0 {
-			out = append(out, Match{Origin: n.origin, Encoding: n.encoding, Offset: i})
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Offset < out[j].Offset })
-	return out
-}
+// Find returns every secret found in text, at most one match (the first) per secret and encoding, in order of
+// offset (the longest form first at one offset).
+func (s *Set) Find(text []byte) []Match { return find(s, text) }
 
 // FindString is Find for strings.
-func (s *Set) FindString(text string) []Match { return s.Find([]byte(text)) }
+func (s *Set) FindString(text string) []Match { return find(s, text) }
 
-// Mask replaces every occurrence of every secret, in every encoding, with a marker that says which
-// encoding was there but never the value.
+func find[T ~string | ~[]byte](s *Set, text T) []Match {
+	if len(text) < minNeedle {
+		return nil
+	}
+	s.readLock()
+	defer s.mu.RUnlock()
+	var found []hit
+	hits(s, text, func(h hit) { found = append(found, h) })
+	if len(found) == 0 {
+		return nil
+	}
+	sort.Slice(found, func(i, j int) bool {
+		a, b := found[i], found[j]
+		if a.pos != b.pos {
+			return a.pos < b.pos
+		}
+		if a.n != b.n {
+			return a.n > b.n
+		}
+		return a.ref < b.ref
+	})
+	// One match per secret and encoding: the first. Forms of one secret that are the same text (a value
+	// with nothing to escape) count once, under the first encoder that writes it.
+	type span struct{ secret, pos, n int }
+	type key struct {
+		secret int32
+		enc    Encoding
+	}
+	spans, keys := map[span]bool{}, map[key]bool{}
+	kept := found[:0]
+	for _, h := range found {
+		rf := s.refs[h.ref]
+		sp, k := span{int(rf.secret), h.pos, h.n}, key{rf.secret, encoders[rf.enc].name}
+		if spans[sp] || keys[k] {
+			continue
+		}
+		spans[sp], keys[k] = true, true
+		kept = append(kept, h)
+	}
+	found = kept
+	out := make([]Match, len(found))
+	for i, h := range found {
+		rf := s.refs[h.ref]
+		out[i] = Match{Origin: s.secrets[rf.secret].Origin, Encoding: string(encoders[rf.enc].name), Offset: h.pos}
+	}
+	return out
+}
+
+// Marker is what Mask writes in place of a secret found in the given encoding.
+func Marker(enc string) string { return "‹secret:" + enc + "›" }
+
+// Mask replaces every occurrence of every secret, in every encoding, with a marker that says which encoding
+// was there but never the value. Overlapping occurrences are masked as one, named after the longest.
 func (s *Set) Mask(text string) string {
-	if text == "" {
+	if len(text) < minNeedle {
 		return text
 	}
-	for _, n := range s.prepare() {
-		if strings.Contains(text, string(n.b)) {
-			text = strings.ReplaceAll(text, string(n.b), "‹secret:"+n.encoding+"›")
+	s.readLock()
+	var found []hit
+	hits(s, text, func(h hit) { found = append(found, h) })
+	labels := make([]string, len(found))
+	for i, h := range found {
+		labels[i] = Marker(string(encoders[s.refs[h.ref].enc].name))
+	}
+	s.mu.RUnlock()
+	if len(found) == 0 {
+		return text
+	}
+	order := make([]int, len(found))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(i, j int) bool {
+		a, b := found[order[i]], found[order[j]]
+		if a.pos != b.pos {
+			return a.pos < b.pos
 		}
-	}
-	return text
-}
-
-// MaskValue masks every string inside a JSON-like value (maps, slices, strings), returning a copy.
-func (s *Set) MaskValue(v any) any {
-	switch t := v.(type) {
-	case string:
-		return s.Mask(t)
-	case map[string]any:
-		m := make(map[string]any, len(t))
-		for k, x := range t {
-			m[s.Mask(k)] = s.MaskValue(x)
+		return a.n > b.n
+	})
+	out := make([]byte, 0, len(text))
+	at := 0
+	for k := 0; k < len(order); {
+		g := found[order[k]]
+		start, end, label, longest := g.pos, g.pos+g.n, labels[order[k]], g.n
+		for k++; k < len(order) && found[order[k]].pos < end; k++ {
+			h := found[order[k]]
+			end = max(end, h.pos+h.n)
+			if h.n > longest {
+				longest, label = h.n, labels[order[k]]
+			}
 		}
-		return m
-	case []any:
-		out := make([]any, len(t))
-		for i, x := range t {
-			out[i] = s.MaskValue(x)
-		}
-		return out
-	default:
-		return v
+		out = append(out, text[at:start]...)
+		out = append(out, label...)
+		at = end
 	}
-}
-
-// MaskJSON masks every secret in a JSON document by decoding it, masking its strings and encoding it again;
-// text that is not JSON is masked as text.
-func (s *Set) MaskJSON(doc []byte) []byte {
-	var v any
-	if err := json.Unmarshal(doc, &v); err != nil {
-		return []byte(s.Mask(string(doc)))
-	}
-	out, err := json.MarshalIndent(s.MaskValue(v), "", "  ")
-	if err != nil {
-		return []byte(s.Mask(string(doc)))
-	}
-	// A secret can still hide in a form the decoder normalised (escapes): mask the text as well.
-	return []byte(s.Mask(string(out)))
+	out = append(out, text[at:]...)
+	return string(out)
 }

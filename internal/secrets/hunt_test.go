@@ -1,0 +1,151 @@
+package secrets
+
+import (
+	"bytes"
+	"encoding/base32"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// TestEncodersArePrefixCompatible proves what the index relies on: the encoding of a value's first bytes (cut
+// where a UTF-8 sequence starts) is a prefix of the value's encoding, for every encoder, over ASCII,
+// multi-byte, astral and invalid UTF-8 values.
+func TestEncodersArePrefixCompatible(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	alphabet := []string{"a", "Z", "/", "+", "=", " ", "%", "\"", "\\", "\n", "\x01", "é", "€", "😀", "\xff", "\xc3", "<", "&"}
+	for n := 0; n < 300; n++ {
+		var b strings.Builder
+		for b.Len() < 10+rng.Intn(120) {
+			b.WriteString(alphabet[rng.Intn(len(alphabet))])
+		}
+		v := b.String()
+		for cut := 1; cut < len(v); cut += 1 + rng.Intn(7) {
+			c := prefixCut(v, cut)
+			for _, e := range encoders {
+				whole, part := e.enc(v), e.enc(v[:c])
+				if !strings.HasPrefix(whole, part) {
+					t.Fatalf("%s of %q cut at %d: %q is not a prefix of %q", e.name, v, c, part, whole)
+				}
+			}
+		}
+	}
+}
+
+// careless is how careless providers write a secret: each form is one a real library produces.
+func careless(v string) map[string]string {
+	py, _ := json.Marshal(v)
+	return map[string]string{
+		"raw":                 "token=" + v,
+		"go json":             string(py),
+		"python json ascii":   `{"k": "` + pyJSON(v, true) + `"}`,
+		"query":               "https://x.example/?t=" + url.QueryEscape(v),
+		"query twice":         "https://x.example/?next=" + url.QueryEscape("https://y.example/?t="+url.QueryEscape(v)),
+		"path":                "https://x.example/" + url.PathEscape(v),
+		"hex":                 "dump " + hex.EncodeToString([]byte(v)),
+		"HEX":                 "dump " + strings.ToUpper(hex.EncodeToString([]byte(v))),
+		"base64":              base64.StdEncoding.EncodeToString([]byte("Bearer:" + v)),
+		"base64 unpadded":     base64.RawStdEncoding.EncodeToString([]byte("xy" + v)),
+		"base64url":           base64.URLEncoding.EncodeToString([]byte(v + "!")),
+		"base64url unpadded":  base64.RawURLEncoding.EncodeToString([]byte("x" + v)),
+		"base32":              base32.StdEncoding.EncodeToString([]byte("abc" + v)),
+		"base32 unpadded":     base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString([]byte("a" + v)),
+		"basic auth in a URL": "https://user:" + url.QueryEscape(v) + "@x.example/",
+	}
+}
+
+func TestFindsEveryCarelessForm(t *testing.T) {
+	values := []string{
+		canary,
+		"astx_canary_0123456789abcdef01234567",
+		"pässwörd-€-😀-long enough",
+		strings.Repeat("long material line with / + = and spaces\n", 50_000), // 2 MB: a long secret
+	}
+	for _, v := range values {
+		var s Set
+		s.Add(v, "the origin")
+		for form, text := range careless(v) {
+			m := s.FindString(text)
+			if len(m) == 0 || m[0].Origin != "the origin" {
+				t.Errorf("%.20q: %s not found (%v)", v, form, m)
+				continue
+			}
+			masked := s.Mask(text)
+			if len(s.FindString(masked)) != 0 || len(masked) > len(text) && len(v) > 100 {
+				t.Errorf("%.20q: %s still found after masking (%d bytes left)", v, form, len(masked))
+			}
+		}
+	}
+}
+
+func TestFindDoesNotMatchAPartOfALongSecret(t *testing.T) {
+	v := strings.Repeat("0123456789", 1000)
+	var s Set
+	s.Add(v, "long")
+	if m := s.FindString("x" + v[:len(v)-1]); len(m) != 0 {
+		t.Fatalf("a truncated copy matched: %+v", m)
+	}
+	if m := s.FindString("x" + v + "y"); len(m) != 1 || m[0].Offset != 1 || m[0].Encoding != "raw" {
+		t.Fatalf("the whole copy: %+v", m)
+	}
+}
+
+func TestMaskOverlappingSecretsLeavesNoPart(t *testing.T) {
+	var s Set
+	a, b := "AAAAAAAABBBBBBBB", "BBBBBBBBCCCCCCCCCCCC"
+	s.Add(a, "a")
+	s.Add(b, "b")
+	text := "<AAAAAAAABBBBBBBBCCCCCCCCCCCC>"
+	got := s.Mask(text)
+	if got != "<"+Marker("raw")+">" {
+		t.Fatalf("overlapping secrets masked as %q", got)
+	}
+	if strings.Contains(got, "BBBB") || strings.Contains(got, "CCCC") {
+		t.Fatalf("a part of a secret survived: %q", got)
+	}
+}
+
+func TestManySecretsAndCap(t *testing.T) {
+	defer func(n int) { maxSecrets = n }(maxSecrets)
+	maxSecrets = 1000
+	var s Set
+	for i := 0; i < 1500; i++ {
+		s.Add(fmt.Sprintf("material-%06d-xyz", i), fmt.Sprintf("file %d", i))
+	}
+	if s.Len() != 1000 || s.Dropped() != 500 {
+		t.Fatalf("len %d dropped %d, want 1000 and 500", s.Len(), s.Dropped())
+	}
+	m := s.FindString("a b material-000999-xyz c")
+	if len(m) != 1 || m[0].Origin != "file 999" || m[0].Offset != 4 {
+		t.Fatalf("find among many: %+v", m)
+	}
+	if m := s.FindString("material-001000-xyz"); len(m) != 0 {
+		t.Fatalf("a value past the cap is hunted: %+v", m)
+	}
+}
+
+func TestFindBytesAndConcurrentAdd(t *testing.T) {
+	var s Set
+	s.Add(canary, "c")
+	done := make(chan bool)
+	go func() {
+		for i := 0; i < 200; i++ {
+			s.Add(fmt.Sprintf("another-secret-%d", i), "o")
+		}
+		done <- true
+	}()
+	for i := 0; i < 200; i++ {
+		if len(s.Find(append([]byte("x"), canary...))) == 0 {
+			t.Fatal("lost the canary while another goroutine added secrets")
+		}
+	}
+	<-done
+	if !bytes.Contains(s.MaskJSON([]byte(`{"a":"another-secret-199"}`)), []byte(Marker("raw"))) {
+		t.Fatal("MaskJSON missed a secret added last")
+	}
+}
