@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/astrabox-dev/astrabox/internal/conformance"
+	"github.com/astrabox-dev/astrabox/internal/coverage"
 	"github.com/astrabox-dev/astrabox/internal/simulate"
 )
 
@@ -44,6 +45,12 @@ type Options struct {
 	Progress io.Writer
 	// Project is the provider project directory, for replay commands.
 	Project string
+	// CorpusDir is where the seeds of guided exploration are kept between runs (default .astrabox/corpus
+	// under the project); Fresh neither reads nor writes it.
+	CorpusDir string
+	Fresh     bool
+	// Log receives notes (a corpus seed that no longer loads, an exploration left blind).
+	Log io.Writer
 }
 
 // Failure is one check that a generated scenario broke.
@@ -71,6 +78,24 @@ type Result struct {
 	Failures  []Failure     `json:"failures"`
 	// Errors are scenarios the kit itself could not run.
 	Errors []string `json:"errors,omitempty"`
+	// Guided is true when coverage steered the exploration: Replayed scenarios replayed the saved corpus,
+	// Mutated were varied from seeds, Seeds is the corpus at the end, and Reached the lines and branch
+	// directions (by callback) the explored scenarios reached.
+	Guided   bool `json:"guided"`
+	Replayed int  `json:"replayed_seeds,omitempty"`
+	Mutated  int  `json:"mutated,omitempty"`
+	Seeds    int  `json:"seeds,omitempty"`
+	Reached  int  `json:"reached,omitempty"`
+	// Coverage is what the explored scenarios reached of the provider's code (guided runs).
+	Coverage *coverage.Profile `json:"-"`
+}
+
+// found is a judged scenario that failed checks.
+type found struct {
+	index int
+	sc    *simulate.Scenario
+	ids   []string
+	msgs  map[string]string
 }
 
 // Judge runs a scenario and returns the checks it fails, their messages, and the history as JSON.
@@ -118,70 +143,65 @@ func Explore(ctx context.Context, env *conformance.Env, w *conformance.Workers, 
 		}
 	}
 	res := &Result{Seed: o.Seed, Scenarios: len(indexes)}
+	g, err := o.guide(env)
+	if err != nil {
+		return nil, err
+	}
 	w.StandBy()
 	start := time.Now()
-	jobs := o.Jobs
-	if jobs < 1 {
-		jobs = 1
-	}
-	type found struct {
-		index int
-		sc    *simulate.Scenario
-		ids   []string
-		msgs  map[string]string
-	}
+	jobs := max(o.Jobs, 1)
 	var (
 		mu       sync.Mutex
 		failing  []found
 		done     atomic.Int64
 		nfail    atomic.Int64
 		calls    atomic.Int64
-		next     atomic.Int64
+		reached  atomic.Int64
 		errs     []string
 		progress = newProgress(o.Progress, len(indexes))
 	)
-	var wg sync.WaitGroup
-	for j := 0; j < jobs; j++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				k := int(next.Add(1)) - 1
-				if k >= len(indexes) || ctx.Err() != nil {
-					return
-				}
-				idx := indexes[k]
-				var sc *simulate.Scenario
-				if len(o.Scenarios) > 0 {
-					sc = o.Scenarios[idx]
-				} else {
-					sc = Generate(o.Seed, idx)
-				}
-				env.Adjust(sc)
-				ids, msgs, h, err := judge(ctx, env, w, sc, o)
-				if err != nil {
-					mu.Lock()
-					errs = append(errs, fmt.Sprintf("%s: %v", sc.Name, err))
-					mu.Unlock()
-				} else {
-					calls.Add(int64(len(h.Calls())))
-					if len(ids) > 0 {
-						nfail.Add(1)
-						mu.Lock()
-						failing = append(failing, found{idx, sc, ids, msgs})
-						mu.Unlock()
-					}
-				}
-				progress.update(done.Add(1), nfail.Load(), calls.Load())
+	// handle takes one judged scenario (from any worker); it returns the history only when a guide needs it.
+	handle := func(idx int, sc *simulate.Scenario, ids []string, msgs map[string]string, h *simulate.History, err error) {
+		if err != nil {
+			mu.Lock()
+			errs = append(errs, fmt.Sprintf("%s: %v", sc.Name, err))
+			mu.Unlock()
+		} else {
+			calls.Add(int64(len(h.Calls())))
+			if len(ids) > 0 {
+				nfail.Add(1)
+				mu.Lock()
+				failing = append(failing, found{idx, sc, ids, msgs})
+				mu.Unlock()
 			}
-		}()
+		}
+		progress.update(done.Add(1), nfail.Load(), calls.Load(), reached.Load())
 	}
-	wg.Wait()
+	if g == nil {
+		// Blind: every scenario is known in advance; workers generate and judge them as they go.
+		runAll(ctx, jobs, len(indexes), func(k int) {
+			idx := indexes[k]
+			sc := o.scenario(idx)
+			env.Adjust(sc)
+			ids, msgs, h, err := judge(ctx, env, w, sc, o)
+			handle(idx, sc, ids, msgs, h, err)
+		})
+	} else {
+		res.Guided = true
+		guided(ctx, env, w, o, g, indexes, jobs, handle, &reached)
+		res.Replayed, res.Mutated, res.Seeds, res.Reached = g.replayed(indexes), g.mutated, len(g.seeds), len(g.reached)
+		res.Coverage = g.cov.Profile()
+	}
 	progress.finish()
 	res.Errors = errs
 	res.Callbacks = calls.Load()
 	if err := ctx.Err(); err != nil {
 		return res, err
+	}
+	if g != nil && !o.Fresh {
+		if err := saveCorpus(o.CorpusDir, g.saved(len(indexes))); err != nil {
+			return res, err
+		}
 	}
 	// Shrink one failure per check, from the lowest scenario index, so that the outcome is deterministic.
 	sort.Slice(failing, func(i, j int) bool { return failing[i].index < failing[j].index })
