@@ -10,8 +10,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/astrabox-dev/astrabox/internal/conformance"
@@ -51,6 +49,8 @@ type Options struct {
 	Fresh     bool
 	// Log receives notes (a corpus seed that no longer loads, an exploration left blind).
 	Log io.Writer
+	// Blind explores without guidance even when coverage is measured (benchmarks compare the two).
+	Blind bool
 }
 
 // Failure is one check that a generated scenario broke.
@@ -86,6 +86,9 @@ type Result struct {
 	Mutated  int  `json:"mutated,omitempty"`
 	Seeds    int  `json:"seeds,omitempty"`
 	Reached  int  `json:"reached,omitempty"`
+	// FirstFailure is how many scenarios were judged up to and including the first that failed a check
+	// (in index order; 0 when none failed).
+	FirstFailure int `json:"first_failure,omitempty"`
 	// Coverage is what the explored scenarios reached of the provider's code (guided runs).
 	Coverage *coverage.Profile `json:"-"`
 }
@@ -130,18 +133,7 @@ func Explore(ctx context.Context, env *conformance.Env, w *conformance.Workers, 
 	if o.FailuresDir == "" {
 		o.FailuresDir = filepath.Join(env.Target.Project.Dir, ".astrabox", "failures")
 	}
-	var indexes []int
-	if len(o.Scenarios) == 0 {
-		for i := 0; i < o.N; i++ {
-			if i%o.ShardCount == o.ShardIndex-1 {
-				indexes = append(indexes, i)
-			}
-		}
-	} else {
-		for i := range o.Scenarios {
-			indexes = append(indexes, i)
-		}
-	}
+	indexes := o.indexes()
 	res := &Result{Seed: o.Seed, Scenarios: len(indexes)}
 	g, err := o.guide(env)
 	if err != nil {
@@ -150,51 +142,18 @@ func Explore(ctx context.Context, env *conformance.Env, w *conformance.Workers, 
 	w.StandBy()
 	start := time.Now()
 	jobs := max(o.Jobs, 1)
-	var (
-		mu       sync.Mutex
-		failing  []found
-		done     atomic.Int64
-		nfail    atomic.Int64
-		calls    atomic.Int64
-		reached  atomic.Int64
-		errs     []string
-		progress = newProgress(o.Progress, len(indexes))
-	)
-	// handle takes one judged scenario (from any worker); it returns the history only when a guide needs it.
-	handle := func(idx int, sc *simulate.Scenario, ids []string, msgs map[string]string, h *simulate.History, err error) {
-		if err != nil {
-			mu.Lock()
-			errs = append(errs, fmt.Sprintf("%s: %v", sc.Name, err))
-			mu.Unlock()
-		} else {
-			calls.Add(int64(len(h.Calls())))
-			if len(ids) > 0 {
-				nfail.Add(1)
-				mu.Lock()
-				failing = append(failing, found{idx, sc, ids, msgs})
-				mu.Unlock()
-			}
-		}
-		progress.update(done.Add(1), nfail.Load(), calls.Load(), reached.Load())
-	}
+	t := &tally{progress: newProgress(o.Progress, len(indexes))}
 	if g == nil {
-		// Blind: every scenario is known in advance; workers generate and judge them as they go.
-		runAll(ctx, jobs, len(indexes), func(k int) {
-			idx := indexes[k]
-			sc := o.scenario(idx)
-			env.Adjust(sc)
-			ids, msgs, h, err := judge(ctx, env, w, sc, o)
-			handle(idx, sc, ids, msgs, h, err)
-		})
+		res.Reached = blind(ctx, env, w, o, indexes, jobs, t)
 	} else {
 		res.Guided = true
-		guided(ctx, env, w, o, g, indexes, jobs, handle, &reached)
+		guided(ctx, env, w, o, g, indexes, jobs, t)
 		res.Replayed, res.Mutated, res.Seeds, res.Reached = g.replayed(indexes), g.mutated, len(g.seeds), len(g.reached)
 		res.Coverage = g.cov.Profile()
 	}
-	progress.finish()
-	res.Errors = errs
-	res.Callbacks = calls.Load()
+	t.progress.finish()
+	res.Errors = t.errs
+	res.Callbacks = t.calls.Load()
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
@@ -203,8 +162,44 @@ func Explore(ctx context.Context, env *conformance.Env, w *conformance.Workers, 
 			return res, err
 		}
 	}
-	// Shrink one failure per check, from the lowest scenario index, so that the outcome is deterministic.
+	if err := settleAll(ctx, env, w, o, res, t.failing, indexes); err != nil {
+		return res, err
+	}
+	res.Elapsed = time.Since(start)
+	if err := saveLastFailed(o.FailuresDir, res.Failures); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// indexes are the scenario numbers this shard judges (every given scenario's, with o.Scenarios).
+func (o *Options) indexes() []int {
+	var out []int
+	if len(o.Scenarios) > 0 {
+		for i := range o.Scenarios {
+			out = append(out, i)
+		}
+		return out
+	}
+	for i := 0; i < o.N; i++ {
+		if i%o.ShardCount == o.ShardIndex-1 {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// settleAll shrinks, replays and saves one failure per check, from the lowest scenario index, so that the
+// outcome is deterministic; it also records how far the first failure came.
+func settleAll(ctx context.Context, env *conformance.Env, w *conformance.Workers, o Options, res *Result, failing []found, indexes []int) error {
 	sort.Slice(failing, func(i, j int) bool { return failing[i].index < failing[j].index })
+	if len(failing) > 0 {
+		for k, idx := range indexes {
+			if idx == failing[0].index {
+				res.FirstFailure = k + 1
+			}
+		}
+	}
 	seen := map[string]bool{}
 	for _, f := range failing {
 		for _, id := range f.ids {
@@ -214,17 +209,13 @@ func Explore(ctx context.Context, env *conformance.Env, w *conformance.Workers, 
 			seen[id] = true
 			fl, err := settle(ctx, envJudge(env, w, o), f.sc, f.index, id, f.msgs[id], o, env.Target.Project.Dir)
 			if err != nil {
-				return res, err
+				return err
 			}
 			res.Failures = append(res.Failures, *fl)
 		}
 	}
 	sort.Slice(res.Failures, func(i, j int) bool { return res.Failures[i].Check < res.Failures[j].Check })
-	res.Elapsed = time.Since(start)
-	if err := saveLastFailed(o.FailuresDir, res.Failures); err != nil {
-		return res, err
-	}
-	return res, nil
+	return nil
 }
 
 // envJudge judges scenarios on the run's warm workers.

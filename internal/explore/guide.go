@@ -122,7 +122,7 @@ func (g *guide) observe(sc *simulate.Scenario, h *simulate.History) bool {
 // guide returns the guide of an exploration, or nil when it runs blind: it replays given scenarios
 // (--last-failed), or the replicas measure no coverage.
 func (o *Options) guide(env *conformance.Env) (*guide, error) {
-	if len(o.Scenarios) > 0 {
+	if len(o.Scenarios) > 0 || o.Blind {
 		return nil, nil
 	}
 	if env.Sim.Coverage == nil {
@@ -181,8 +181,7 @@ func runAll(ctx context.Context, jobs, n int, do func(k int)) {
 // guided explores in rounds: each round's scenarios are chosen from the corpus as it stood at the round's
 // start, judged on the workers, and their histories then observed in index order, so that the same seed and
 // the same corpus give the same run whatever the number of jobs.
-func guided(ctx context.Context, env *conformance.Env, w *conformance.Workers, o Options, g *guide, indexes []int, jobs int,
-	handle func(int, *simulate.Scenario, []string, map[string]string, *simulate.History, error), reached *atomic.Int64) {
+func guided(ctx context.Context, env *conformance.Env, w *conformance.Workers, o Options, g *guide, indexes []int, jobs int, t *tally) {
 	for start := 0; start < len(indexes) && ctx.Err() == nil; start += roundSize {
 		round := indexes[start:min(start+roundSize, len(indexes))]
 		scs := make([]*simulate.Scenario, len(round))
@@ -194,14 +193,14 @@ func guided(ctx context.Context, env *conformance.Env, w *conformance.Workers, o
 		runAll(ctx, jobs, len(round), func(k int) {
 			ids, msgs, h, err := judge(ctx, env, w, scs[k], o)
 			hists[k] = h
-			handle(round[k], scs[k], ids, msgs, h, err)
+			t.add(round[k], scs[k], ids, msgs, h, err)
 		})
 		for k, h := range hists {
 			if h != nil {
 				g.observe(scs[k], h)
 			}
 		}
-		reached.Store(int64(len(g.reached)))
+		t.reached.Store(int64(len(g.reached)))
 	}
 }
 
