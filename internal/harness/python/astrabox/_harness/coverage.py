@@ -23,7 +23,6 @@ object), so the lines the kit reports as never run are lines the interpreter cou
 
 from __future__ import annotations
 
-import dis
 import fnmatch
 import importlib.util
 import json
@@ -54,6 +53,8 @@ def _code_objects(code: Any) -> List[Any]:
 def _line_entries(code: Any) -> List[Tuple[int, int, Optional[int]]]:
     if hasattr(code, "co_lines"):
         return list(code.co_lines())
+    import dis  # only when the static facts are not cached: the harness starts without it
+
     starts = list(dis.findlinestarts(code))  # 3.9
     out = []
     for i, (off, line) in enumerate(starts):
@@ -74,6 +75,8 @@ def _code_lines(code: Any, is_module: bool) -> Set[int]:
 def _branch_points(code: Any) -> List[Tuple[int, int, int]]:
     """``(offset, line, fall-through offset)`` of each conditional jump of one code object that is the
     source's own: the test a ``with`` block makes on an exception's way out is left out."""
+    import dis
+
     out = []
     insts = list(dis.get_instructions(code))
     for i, ins in enumerate(insts):
