@@ -201,7 +201,6 @@ class Coverage:
         self._cur_branches: Dict[str, Set[int]] = {}
         self._code_points: Dict[Any, Any] = {}
         self._armed = False
-        self._lock = threading.Lock()
         self.notes: List[str] = []
         self._noted: Set[str] = set()
         self._global: Any = None
