@@ -57,6 +57,9 @@ func AddCoverage(b *coverage.Builder, h *simulate.History) {
 	for _, c := range h.Calls() {
 		b.Add(h.Scenario, c.Replica, c.Coverage)
 	}
+	for _, c := range h.Coverage {
+		b.Add(h.Scenario, c.Replica, c.Report)
+	}
 }
 
 // coverageProfile is the coverage of the evidence's histories, with where each implemented callback is and
@@ -70,6 +73,7 @@ func coverageProfile(ev *Evidence, results []report.Result) *coverage.Profile {
 				any = true
 			}
 		}
+		any = any || len(h.Coverage) > 0
 		AddCoverage(b, h)
 	}
 	if !any {

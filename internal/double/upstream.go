@@ -101,6 +101,7 @@ func (d *Double) finishService(req *Request, w http.ResponseWriter, a serviceAns
 	d.update(req, func(q *Request) {
 		q.Status = a.status
 		q.Done = true
+		q.Answer = a.body[:min(len(a.body), int(d.maxBody))]
 	})
 	for k, vs := range a.header {
 		if k == "Content-Length" {

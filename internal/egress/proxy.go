@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -39,6 +40,8 @@ type Service struct {
 	Handler http.Handler
 	// Reads are routes whose requests are reads although their method writes (a POST search).
 	Reads []Route
+	// Plain lists the hosts (of Hosts) that speak plain HTTP (from http:// base URLs); the others speak TLS.
+	Plain []string
 }
 
 // Route names requests by method and path prefix.
@@ -92,6 +95,9 @@ type Proxy struct {
 	seq    int
 	conns  sync.WaitGroup
 	closed chan struct{}
+	// direct are the listeners for clients that ignore the proxy variables: one loopback port per declared
+	// host, where the harness sends connections it resolves for that host.
+	direct map[string]net.Listener
 }
 
 // Start listens on a free loopback port and serves until Close.
@@ -123,11 +129,96 @@ func Start(o Options) (*Proxy, error) {
 	p.ln = ln
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
 	go func() { _ = p.srv.Serve(ln) }()
+	if err := p.listenDirect(); err != nil {
+		p.Close()
+		return nil, err
+	}
 	return p, nil
+}
+
+// listenDirect opens one loopback listener per declared host: a connection accepted there is treated as if
+// the client had asked the proxy for a tunnel to that host (TLS terminated with the run's CA, or plain HTTP
+// for an http:// service), so clients that never read HTTP(S)_PROXY (http.client, asyncio streams, raw
+// sockets) reach the same service, recorded the same way.
+func (p *Proxy) listenDirect() error {
+	p.direct = map[string]net.Listener{}
+	plain := map[string]bool{}
+	for _, s := range p.o.Services {
+		for _, h := range s.Plain {
+			plain[strings.ToLower(h)] = true
+		}
+	}
+	for host, s := range p.hosts {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return fmt.Errorf("start the egress proxy: %w", err)
+		}
+		p.direct[host] = ln
+		go p.acceptDirect(ln, s, host, plain[host])
+	}
+	return nil
+}
+
+func (p *Proxy) acceptDirect(ln net.Listener, s *Service, host string, plain bool) {
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		p.conns.Add(1)
+		go func() {
+			defer p.conns.Done()
+			defer conn.Close()
+			if plain {
+				p.servePlain(conn, s, host)
+				return
+			}
+			p.terminate(conn, s, host)
+		}()
+	}
+}
+
+// servePlain serves the plain-HTTP requests of one direct connection.
+func (p *Proxy) servePlain(conn net.Conn, s *Service, host string) {
+	inner := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			p.serveService(w, r, s, "http", host)
+		}),
+		ReadHeaderTimeout: 30 * time.Second,
+	}
+	ln := &oneConnListener{conn: conn, done: make(chan struct{})}
+	go func() {
+		select {
+		case <-p.closed:
+		case <-ln.done:
+		}
+		_ = inner.Close()
+	}()
+	_ = inner.Serve(ln)
+	<-ln.done
+}
+
+// Routes maps each declared host:port to the loopback address of its direct listener.
+func (p *Proxy) Routes() map[string]string {
+	out := make(map[string]string, len(p.direct))
+	for h, ln := range p.direct {
+		out[h] = ln.Addr().String()
+	}
+	return out
 }
 
 // URL is the proxy's address as HTTP_PROXY takes it.
 func (p *Proxy) URL() string { return "http://" + p.ln.Addr().String() }
+
+// The variables the harness reads to route clients that ignore the proxy variables (its egress module).
+const (
+	// RoutesEnv holds a JSON object mapping each declared "host:port" to its direct loopback listener.
+	RoutesEnv = "ASTRABOX_EGRESS_ROUTES"
+	// ProxyEnv is the proxy's loopback address, where the harness reports a refused destination.
+	ProxyEnv = "ASTRABOX_EGRESS_PROXY"
+	// PolicyEnv is the egress policy ("refuse" or "allow").
+	PolicyEnv = "ASTRABOX_EGRESS_POLICY"
+)
 
 // Env is the environment a replica needs to send its traffic through the proxy and trust its certificates:
 // both spellings of the proxy variables (loopback excluded, so the kit's own double is reached directly) and
@@ -140,6 +231,11 @@ func (p *Proxy) Env(caBundle string) map[string]string {
 	for _, k := range []string{"NO_PROXY", "no_proxy"} {
 		env[k] = "localhost,127.0.0.1,::1"
 	}
+	if routes, err := json.Marshal(p.Routes()); err == nil {
+		env[RoutesEnv] = string(routes)
+	}
+	env[ProxyEnv] = p.ln.Addr().String()
+	env[PolicyEnv] = string(p.o.Policy)
 	if caBundle != "" {
 		env["SSL_CERT_FILE"] = caBundle
 		env["REQUESTS_CA_BUNDLE"] = caBundle
@@ -156,6 +252,9 @@ func (p *Proxy) Close() error {
 	default:
 	}
 	close(p.closed)
+	for _, ln := range p.direct {
+		_ = ln.Close()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	err := p.srv.Shutdown(ctx)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/astrabox-dev/astrabox/internal/conformance"
 	"github.com/astrabox-dev/astrabox/internal/coverage"
+	"github.com/astrabox-dev/astrabox/internal/harness"
 	"github.com/astrabox-dev/astrabox/internal/simulate"
 )
 
@@ -33,11 +34,18 @@ type feature struct {
 // features are what a history's callbacks reached.
 func features(h *simulate.History) map[feature]bool {
 	out := map[feature]bool{}
+	var reports []*harness.CoverageReport
 	for _, c := range h.Calls() {
-		if c.Coverage == nil {
+		reports = append(reports, c.Coverage)
+	}
+	for _, c := range h.Coverage {
+		reports = append(reports, c.Report)
+	}
+	for _, r := range reports {
+		if r == nil {
 			continue
 		}
-		for _, hit := range c.Coverage.Hits {
+		for _, hit := range r.Hits {
 			if hit.Key == coverage.KeyLoad {
 				continue
 			}

@@ -68,6 +68,9 @@ type Reply struct {
 	// was still running (its asyncio task was cancelled). A cancel sent but
 	// not received crossed the reply, or met synchronous code.
 	CancelReceived bool
+	// Exit is set when the callback raised SystemExit or KeyboardInterrupt: the process ends right after
+	// the reply (see WaitExit).
+	Exit *ExitInfo
 	// Coverage is what the provider's own code ran since the previous reply (nil when coverage is off).
 	Coverage *CoverageReport
 }

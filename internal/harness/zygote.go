@@ -54,8 +54,10 @@ const zygoteStart = 30 * time.Second
 // zygoteAnswer bounds the wait for the answer to one spawn request (a variable for tests).
 var zygoteAnswer = 30 * time.Second
 
-// StartZygote starts a fork server for python in the project directory dir.
-func StartZygote(ctx context.Context, python, dir string) (*Zygote, error) {
+// StartZygote starts a fork server for python in the project directory dir. env entries (NAME=value) are
+// added to its environment: PYTHONHASHSEED there is the string-hash seed of every process it forks, which a
+// fork cannot change.
+func StartZygote(ctx context.Context, python, dir string, env ...string) (*Zygote, error) {
 	if python == "" {
 		python = "python3"
 	}
@@ -88,6 +90,7 @@ func StartZygote(ctx context.Context, python, dir string) (*Zygote, error) {
 	cmd.Env = append(zygoteEnviron(), "ASTRABOX_HARNESS_ZYGOTE=1", "ASTRABOX_HARNESS_COOKIE=zygote",
 		"ASTRABOX_PYCACHE="+pycacheDir(sdk), "MALLOC_ARENA_MAX=2", "PYTHONDONTWRITEBYTECODE=1",
 		"ASTRABOX_REPLICA_TOKEN="+strings.Repeat("0", len(randomHex(16))))
+	cmd.Env = append(cmd.Env, env...)
 	if err := startOnSpawner(cmd); err != nil {
 		z.conn.Close()
 		return nil, fmt.Errorf("start the fork server: %w", startError(python, err))

@@ -34,7 +34,13 @@ func ThroughDouble(s Spec, doubleURL string) (egress.Service, error) {
 			panic(http.ErrAbortHandler)
 		},
 	}
-	return egress.Service{Name: s.Name, Hosts: s.Hosts, Handler: h, Reads: s.Reads}, nil
+	var plain []string
+	for i, u := range s.URLs {
+		if strings.HasPrefix(strings.ToLower(u), "http://") && i < len(s.Hosts) {
+			plain = append(plain, s.Hosts[i])
+		}
+	}
+	return egress.Service{Name: s.Name, Hosts: s.Hosts, Handler: h, Reads: s.Reads, Plain: plain}, nil
 }
 
 // Upstream is the double's view of a service's stand-in.
