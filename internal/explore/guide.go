@@ -21,7 +21,7 @@ const roundSize = 8
 
 // freshShare is the share of scenarios generated from scratch, rather than varied from a seed, once the
 // corpus has seeds.
-const freshShare = 0.3
+const freshShare = 0.5
 
 // feature is one thing a scenario reached of the provider: a line or a branch direction of a file, as one
 // callback ran it. Loading is left out: warm replicas load once for many scenarios.

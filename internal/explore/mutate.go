@@ -15,7 +15,7 @@ const maxSteps = 30
 func mutate(rng *rand.Rand, base *simulate.Scenario, seeds []*simulate.Scenario, seed int64) *simulate.Scenario {
 	sc := clone(base)
 	for n := 1 + rng.Intn(3); n > 0; n-- {
-		switch rng.Intn(7) {
+		switch pickOp(rng) {
 		case 0:
 			donor := Generate(seed, 1<<20+rng.Intn(1<<20))
 			st := donor.Steps[rng.Intn(len(donor.Steps))]
@@ -53,6 +53,25 @@ func mutate(rng *rand.Rand, base *simulate.Scenario, seeds []*simulate.Scenario,
 		}
 	}
 	return sc
+}
+
+// opWeights weigh the changes: growing a seed (insert, splice) and changing its faults reach new paths more
+// often than shrinking it.
+var opWeights = [7]int{4, 1, 1, 3, 1, 1, 3}
+
+func pickOp(rng *rand.Rand) int {
+	total := 0
+	for _, w := range opWeights {
+		total += w
+	}
+	n := rng.Intn(total)
+	for op, w := range opWeights {
+		if n < w {
+			return op
+		}
+		n -= w
+	}
+	return 0
 }
 
 func replicaName(i int) string { return "r" + string(rune('0'+i)) }
