@@ -47,7 +47,7 @@ func coverageOff(s *Settings, o Options, version [3]int) *coverage.Profile {
 	if s.Coverage != nil || o.Coverage != nil || cheapCoverage(version) {
 		return nil
 	}
-	return &coverage.Profile{Mode: coverage.ModeOff, Notes: []string{fmt.Sprintf(
+	return &coverage.Profile{Mode: coverage.ModeOff, Files: []coverage.File{}, Callbacks: []coverage.Callback{}, Notes: []string{fmt.Sprintf(
 		"not measured: on Python %d.%d coverage needs a trace function, which makes the suite about a third slower; --coverage (or coverage = true in [tool.astrabox]) turns it on, and Python 3.12+ measures it at little cost",
 		version[0], version[1])}}
 }
