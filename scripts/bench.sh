@@ -18,6 +18,8 @@ awk '
                                 printf "exploration, %-9s provider, %s job(s): %s callbacks/s (%s per worker)\n", p, j, c, w }
 /^BenchmarkCoverageCost/      { split($1, a, "="); v=a[2]; sub(/-.*/, "", v); for (i=1;i<=NF;i++) { if ($i=="ms/off") f=$(i-1); if ($i=="ms/on") n=$(i-1); if ($i=="wall-ratio") w=$(i-1); if ($i=="cpu-ratio") c=$(i-1) }
                                 printf "coverage cost, python %-7s      suite %s ms off, %s ms on: wall x%s, cpu x%s\n", v, f, n, w, c }
+/^BenchmarkEgressProxy/       { for (i=1;i<=NF;i++) { if ($i=="µs/added") a=$(i-1); if ($i=="µs/direct") d=$(i-1); if ($i=="µs/proxied") p=$(i-1) }
+                                printf "declared service through the proxy: %s µs added per request (median; %s µs proxied, %s µs direct)\n", a, p, d }
 /^BenchmarkExploreMemory/     { split($1, a, "="); n=a[2]; sub(/-.*/, "", n); for (i=1;i<=NF;i++) { if ($i=="MiB-peak-heap") h=$(i-1); if ($i=="MiB-peak-live") l=$(i-1) }
                                 printf "memory exploring %s scenarios:     peak live heap %s MiB (heap in use %s MiB)\n", n, l, h }
 ' "$out"

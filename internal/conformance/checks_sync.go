@@ -334,13 +334,46 @@ func decideSyncIdentity(ev *Evidence) []Finding {
 				}
 			}
 		}
+		if f, ok := ev.sharedAcrossAgents(agents, byAgent); ok {
+			out = append(out, f)
+		}
 	}
 	return out
 }
 
+// sharedAcrossAgents fails when synchronize of two different Agents wrote the same external record: the
+// identity is keyed by something Agents share (their creator, say), not by the Agent ID.
+func (ev *Evidence) sharedAcrossAgents(agents []string, byAgent map[string][]keyedWrite) (Finding, bool) {
+	owner := map[string]keyedWrite{}
+	for _, a := range agents {
+		for _, w := range byAgent[a] {
+			prev, ok := owner[w.key]
+			if !ok {
+				owner[w.key] = w
+				continue
+			}
+			if prev.cs.c.Ctx.Agent == a {
+				continue
+			}
+			loc := ev.methodLocation("synchronize")
+			msg := fmt.Sprintf("synchronize of agent %s and of agent %s both wrote the external record %q: one record for several Agents instead of one per Agent ID", prev.cs.c.Ctx.Agent, a, w.key)
+			return Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(prev.cs, fmt.Sprintf("agent %s wrote %q", prev.cs.c.Ctx.Agent, w.key), loc), ev.evidence(w.cs, msg, loc)}}, true
+		}
+	}
+	return Finding{}, false
+}
+
 // disjointKeys warns when two synchronize calls of one Agent both wrote records but no record in common: the
-// external identity seems to move between calls for a reason the check cannot name.
+// external identity seems to move between calls for a reason the check cannot name. Records whose keys all
+// name the Agent ID are one identity however many there are (an Agent and its package list, say).
 func (ev *Evidence) disjointKeys(agent string, ws []keyedWrite) (Finding, bool) {
+	named := true
+	for _, w := range ws {
+		named = named && containsToken(w.key, agent)
+	}
+	if named {
+		return Finding{}, false
+	}
 	byCall := map[string]map[string]bool{}
 	var order []callSite
 	for _, w := range ws {

@@ -163,8 +163,10 @@ func decideTurnIdempotent(ev *Evidence) []Finding {
 					out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(cs, msg, loc)}})
 				}
 			}
+			// Every write the attempt sent counts, applied or not: a retry repeating exactly the PUT an earlier
+			// call sent (and a 503 refused) is not a duplicate.
 			for _, r := range requestsOf(cs) {
-				if r.Applied && isWrite(r.Method) {
+				if isWrite(r.Method) {
 					st.writes[writeSignature(r)] = true
 				}
 			}

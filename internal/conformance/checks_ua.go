@@ -202,7 +202,15 @@ func uaIdempotentIn(ev *Evidence, h *simulate.History) []Finding {
 	groups := map[string]*group{}
 	var order []string
 	last := map[string]*harness.Result{} // session -> last state read or performed
+	// A consent change at the identity service starts a new requirement for its principal, even when the
+	// new pending state reads the same as the old one.
+	epoch := map[string]int{}
 	for _, e := range h.Events {
+		if principal, ok := e.Data["principal"].(string); ok && e.Kind == simulate.EventPlatform && e.Call == nil {
+			if _, changed := e.Data["consent"].(string); changed {
+				epoch[principal]++
+			}
+		}
 		if e.Call == nil {
 			continue
 		}
@@ -221,7 +229,7 @@ func uaIdempotentIn(ev *Evidence, h *simulate.History) []Finding {
 				continue
 			}
 			action, _ := e.Call.Args["action_id"].(string)
-			k := e.Call.Ctx.Session + "\x00" + action + "\x00" + stateKey(before)
+			k := fmt.Sprintf("%s\x00%s\x00%d\x00%s", e.Call.Ctx.Session, action, epoch[e.Call.Ctx.Principal], stateKey(before))
 			g := groups[k]
 			if g == nil {
 				g = &group{}
@@ -293,6 +301,9 @@ var (
 // initialConsent returns the consent states a history's scenario starts with, when the history comes from a
 // scenario of the default suite (same name, same steps); ok is false otherwise.
 func initialConsent(h *simulate.History) (consent, onCheck map[string]string, ok bool) {
+	if h.Played != nil {
+		return principalConsent(h.Played)
+	}
 	defaultSuiteOnce.Do(func() { defaultSuite, _ = DefaultScenarios() })
 	var stepOps []string
 	for _, e := range h.Events {
@@ -314,19 +325,24 @@ func initialConsent(h *simulate.History) (consent, onCheck map[string]string, ok
 		if !same {
 			continue
 		}
-		consent, onCheck = map[string]string{}, map[string]string{}
-		for name, p := range sc.Principals {
-			consent[name] = p.Consent
-			if consent[name] == "" {
-				consent[name] = "granted"
-			}
-			if p.ConsentOnCheck != "" {
-				onCheck[name] = p.ConsentOnCheck
-			}
-		}
-		return consent, onCheck, true
+		return principalConsent(sc)
 	}
 	return nil, nil, false
+}
+
+// principalConsent is the consent each principal of a scenario starts with, and what a check moves it to.
+func principalConsent(sc *simulate.Scenario) (consent, onCheck map[string]string, ok bool) {
+	consent, onCheck = map[string]string{}, map[string]string{}
+	for name, p := range sc.Principals {
+		consent[name] = p.Consent
+		if consent[name] == "" {
+			consent[name] = "granted"
+		}
+		if p.ConsentOnCheck != "" {
+			onCheck[name] = p.ConsentOnCheck
+		}
+	}
+	return consent, onCheck, true
 }
 
 // parseConsentEvent reads the platform's "consent of P is now S at the identity service" event.

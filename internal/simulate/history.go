@@ -24,6 +24,9 @@ type History struct {
 	Requests []Request `json:"requests"`
 	// Inventory is what waiting (unclaimed) inventory held at the end of the run.
 	Inventory []InventoryBox `json:"inventory"`
+	// Played is the scenario as played: every fill replaced by the concrete steps and values it stood for.
+	// Replaying it gives the same history.
+	Played *Scenario `json:"played,omitempty"`
 	// Aborted says why the run stopped early, if it did (the provider could not be loaded, say).
 	Aborted string `json:"aborted,omitempty"`
 	// Egress are the connections replicas made to destinations that are not declared services.

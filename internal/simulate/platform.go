@@ -148,6 +148,8 @@ type platform struct {
 	nextSB  int
 	current map[string]*CallRecord // replica -> call in flight
 	callSeq map[string]int         // replica -> calls made in this run
+	// fills is what the provider answered that the scenario's fills draw on.
+	fills fillState
 	// callTags maps "replica|pid:harness call id" (the X-Astrabox-Call header the harness adds to the
 	// provider's requests to the double) to the call's key.
 	callTags map[string]string
@@ -170,6 +172,7 @@ func Run(ctx context.Context, sc *Scenario, o Options) (*History, error) {
 	if o.Epoch.IsZero() {
 		o.Epoch = DefaultEpoch
 	}
+	sc = sc.Clone() // filled in while it plays; the history records the filled copy
 	p := &platform{
 		ctx: ctx, sc: sc, o: o,
 		clock:     NewClock(o.Epoch),
@@ -181,7 +184,7 @@ func Run(ctx context.Context, sc *Scenario, o Options) (*History, error) {
 		current:   map[string]*CallRecord{},
 		callSeq:   map[string]int{},
 		callTags:  map[string]string{},
-		hist:      &History{Scenario: sc.Name, Seed: sc.Seed, Replicas: sc.Replicas, Engine: sc.Engine, Secrets: append([]Secret(nil), o.Secrets...)},
+		hist:      &History{Scenario: sc.Name, Seed: sc.Seed, Replicas: sc.Replicas, Engine: sc.Engine, Secrets: append([]Secret(nil), o.Secrets...), Played: sc},
 	}
 	p.hosts = o.Hosts
 	if p.hosts == nil {
@@ -225,17 +228,7 @@ func Run(ctx context.Context, sc *Scenario, o Options) (*History, error) {
 	for _, a := range sc.Agents {
 		p.agents[a.ID] = &agentState{spec: a, version: a.Version, prepID: p.newID("prep"), config: p.agentConfig(a.ID, a.Version)}
 	}
-	for i := range sc.Steps {
-		if err := ctx.Err(); err != nil {
-			p.hist.Aborted = "interrupted: " + err.Error()
-			break
-		}
-		p.step = i + 1
-		p.stepOp = sc.Steps[i].Op
-		p.runStep(&sc.Steps[i])
-	}
-	p.step = len(sc.Steps) + 1
-	p.stepOp = "end"
+	p.playSteps()
 	p.finish()
 	return p.hist, nil
 }

@@ -59,7 +59,8 @@ func (p *platform) runStep(st *Step) {
 			url = "https://identity.example/consent/" + st.Principal
 		}
 		p.dbl.SetConsent(st.Principal, st.Consent, url)
-		p.event(&Event{Kind: EventPlatform, Message: "consent of " + st.Principal + " is now " + st.Consent + " at the identity service"})
+		p.event(&Event{Kind: EventPlatform, Message: "consent of " + st.Principal + " is now " + st.Consent + " at the identity service",
+			Data: map[string]any{"principal": st.Principal, "consent": st.Consent}})
 	case OpRefreshInputs:
 		p.event(&Event{Kind: EventPlatform, Message: "inputs of session " + st.Session + " refreshed (no provider callback: SYNC-WHEN)"})
 	}
@@ -90,6 +91,12 @@ func stepSummary(st *Step) string {
 
 func toDoubleFault(df DoubleFault, replica string) double.Fault {
 	f := double.Fault{Method: df.Method, PathPrefix: df.Path, Times: df.Times}
+	if df.Write.N > 0 {
+		f.WritesOnly, f.Skip = true, df.Write.N-1
+		if f.Times == 0 {
+			f.Times = 1
+		}
+	}
 	switch df.Kind {
 	case "delay":
 		f.Kind = double.Delay
