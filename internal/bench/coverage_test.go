@@ -22,7 +22,7 @@ func cpuTime() time.Duration {
 	return tv(self.Utime) + tv(self.Stime) + tv(kids.Utime) + tv(kids.Stime)
 }
 
-func median(ds []time.Duration) time.Duration {
+func medianDuration(ds []time.Duration) time.Duration {
 	s := append([]time.Duration(nil), ds...)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	return s[len(s)/2]
@@ -56,13 +56,13 @@ func BenchmarkCoverageCost(b *testing.B) {
 					}
 				}
 			}
-			off, on := median(times[0]), median(times[1])
+			off, on := medianDuration(times[0]), medianDuration(times[1])
 			b.ReportMetric(float64(off.Milliseconds()), "ms/off")
 			b.ReportMetric(float64(on.Milliseconds()), "ms/on")
 			b.ReportMetric(float64(on)/float64(off), "wall-ratio")
 			// CPU time (the kit and every harness process it reaped) is what coverage adds; wall time on a
 			// shared machine mostly measures the neighbours.
-			b.ReportMetric(float64(median(cpu[1]))/float64(median(cpu[0])), "cpu-ratio")
+			b.ReportMetric(float64(medianDuration(cpu[1]))/float64(medianDuration(cpu[0])), "cpu-ratio")
 		})
 	}
 }
