@@ -181,6 +181,7 @@ func Resolve(ctx context.Context, o Options) (*Target, error) {
 	}
 	t := &Target{Project: proj, Resolution: res, Python: py, Settings: settings}
 	t.Warnings = append(append(t.Warnings, proj.Warnings...), res.Warnings...)
+	t.Warnings = append(t.Warnings, py.Warnings...)
 	t.Paths = append(append([]string{}, proj.CodeRoots...), settings.PythonPath...)
 	return t, nil
 }
