@@ -98,6 +98,8 @@ type Options struct {
 	Set        []string
 	// NoSuite skips the default suite (exploration only).
 	NoSuite bool
+	// Coverage turns coverage of the provider's own code on or off (nil = the settings, else on).
+	Coverage *bool
 	// After, when set, runs with the warm workers before they close (exploration), and may add results to
 	// the report.
 	After func(ctx context.Context, env *Env, w *Workers, rep *report.Report) error
@@ -314,6 +316,7 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	env.Sim.Coverage = coverageOptions(t.Settings, o, t.Python.Version)
 	if !env.Runnable() {
 		rep := Decide(env.Evidence(nil), t, seed, o)
 		rep.Tool = report.Tool{Name: "astrabox", Version: o.Version}
@@ -352,6 +355,9 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	}
 	rep := Decide(env.Evidence(hists), t, seed, o)
 	rep.Tool = report.Tool{Name: "astrabox", Version: o.Version}
+	if rep.Coverage == nil {
+		rep.Coverage = coverageOff(t.Settings, o, t.Python.Version)
+	}
 	if o.After != nil {
 		if err := o.After(ctx, env, w, rep); err != nil {
 			return rep, err
@@ -437,7 +443,7 @@ func NewEnv(t *Target, info *harness.LoadInfo, seed int64) (*Env, error) {
 		Python: t.Python.Path, ProjectDir: t.Project.Dir, Target: t.Resolution.Chosen.Ref.Target(), Paths: t.Paths,
 		Config: cfg, Secrets: simSecrets, Limits: t.Settings.limits(), ForceDebugLogging: t.Settings.ForceDebugLogging,
 		Hosts: t.Hosts, Settle: time.Duration(t.Settings.SettleS * float64(time.Second)),
-		Services: t.Services,
+		Services: t.Services, Coverage: coverageOptions(t.Settings, Options{}, t.Python.Version),
 	}
 	return e, nil
 }
@@ -597,6 +603,7 @@ func Collect(ctx context.Context, t *Target, info *harness.LoadInfo, seed int64,
 	if err != nil {
 		return nil, err
 	}
+	env.Sim.Coverage = coverageOptions(t.Settings, o, t.Python.Version)
 	if !env.Runnable() {
 		return env.Evidence(nil), nil
 	}
@@ -724,6 +731,7 @@ func Decide(ev *Evidence, t *Target, seed int64, o Options) *report.Report {
 	for _, res := range v.Judge(ev) {
 		rep.Results = append(rep.Results, maskResult(res, ev.Secrets))
 	}
+	rep.Coverage = coverageProfile(ev, rep.Results)
 	rep.Summarize()
 	return rep
 }

@@ -111,6 +111,7 @@ func (p *platform) call(r *replica, cs callSpec) *CallRecord {
 	if res.reply != nil {
 		rep := res.reply
 		rec.Observations = rep.Observations
+		rec.Coverage = rep.Coverage
 		rec.Stdout = rep.Stdout.String()
 		rec.Stderr = rep.Stderr.String()
 		rec.CancelSent = rep.CancelSent
