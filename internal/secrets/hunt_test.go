@@ -64,7 +64,7 @@ func TestFindsEveryCarelessForm(t *testing.T) {
 		canary,
 		"astx_canary_0123456789abcdef01234567",
 		"pässwörd-€-😀-long enough",
-		strings.Repeat("long material line with / + = and spaces\n", 50_000), // 2 MB: a long secret
+		strings.Repeat("long material line with / + = and spaces\n", 5_000), // 200 KB: a long secret, several pieces
 	}
 	for _, v := range values {
 		var s Set
@@ -147,5 +147,28 @@ func TestFindBytesAndConcurrentAdd(t *testing.T) {
 	<-done
 	if !bytes.Contains(s.MaskJSON([]byte(`{"a":"another-secret-199"}`)), []byte(Marker("raw"))) {
 		t.Fatal("MaskJSON missed a secret added last")
+	}
+}
+
+// TestPeriodicLongSecretStaysLinear feeds texts that make a naive confirmation quadratic: a long periodic
+// material (a zero-filled file), the text holding it twice over, or all of it but its last byte followed by
+// other bytes, so that the form's first bytes match at every position. Each finishes in one pass (a quadratic
+// search would not finish within the test binary's timeout).
+func TestPeriodicLongSecretStaysLinear(t *testing.T) {
+	v := strings.Repeat("\x00", 1<<20)
+	var s Set
+	s.Add(v, "zero-filled file")
+	if m := s.FindString(v + v); len(m) != 1 || m[0].Offset != 0 {
+		t.Fatalf("twice over: %+v", m)
+	}
+	if got := s.Mask(v + v); got != Marker("raw")+Marker("raw") {
+		t.Fatalf("twice over masked to %d bytes", len(got))
+	}
+	if m := s.FindString(v[1:] + strings.Repeat("X", 1<<20)); len(m) != 0 {
+		t.Fatalf("all but one byte matched: %+v", m)
+	}
+	hexed := strings.Repeat("0", 2<<20)
+	if m := s.FindString(hexed[2:] + "zz" + hexed); len(m) != 1 || m[0].Encoding != "hex" || m[0].Offset != len(hexed) {
+		t.Fatalf("hex: %+v", m)
 	}
 }

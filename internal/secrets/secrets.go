@@ -5,11 +5,13 @@
 //
 // The cost of a search does not grow with the number or the size of the secrets: every encoded form is keyed
 // by a hash of its first bytes (at most 32), one rolling hash per key length runs over the text, and a hit is
-// confirmed against the whole form. A long secret keeps only its value; its encoded forms are written out
-// again when a hit needs confirming. Finding and masking are linear in the length of the text.
+// confirmed against the whole form. A long secret keeps only its value; its encoded forms are written a piece
+// at a time when a hit needs confirming. Finding and masking are linear in the length of the text.
 package secrets
 
 import (
+	"crypto/rand"
+	"encoding/binary"
 	"sort"
 	"sync"
 )
@@ -30,8 +32,6 @@ const (
 	keyLen = 32
 	// prefixBytes of a value are enough to write the first keyLen bytes of every encoded form.
 	prefixBytes = keyLen + 8
-	// maxCacheBytes bounds the encoded forms of long secrets kept after a confirmed hit.
-	maxCacheBytes = 32 << 20
 	// minNeedle is the shortest encoded form hunted.
 	minNeedle = MinLength / 2
 )
@@ -54,7 +54,7 @@ type Match struct {
 type ref struct {
 	secret int32
 	enc    uint8
-	// needle is the whole encoded form, or "" for a long secret (written again on a hit).
+	// needle is the whole encoded form, or "" for a long secret (written a piece at a time on a hit).
 	needle string
 }
 
@@ -68,9 +68,9 @@ type Set struct {
 	idx     index
 	dropped int
 
-	cacheMu    sync.Mutex
-	cache      map[int32]string
-	cacheBytes int
+	base   uint64
+	infoMu sync.Mutex
+	infos  map[int32]formInfo
 }
 
 // Add adds a secret; values shorter than MinLength are ignored. It reports whether the value was added.
@@ -89,6 +89,9 @@ func (s *Set) Add(value, origin string) bool {
 	if len(s.secrets) >= maxSecrets {
 		s.dropped++
 		return false
+	}
+	if s.base == 0 {
+		s.base = randomBase()
 	}
 	s.seen[value] = struct{}{}
 	id := int32(len(s.secrets))
@@ -144,26 +147,33 @@ func (s *Set) readLock() {
 	}
 }
 
-// needle returns the whole encoded form of a ref. Called with the read lock held.
-func (s *Set) needle(r int32) string {
-	if n := s.refs[r].needle; n != "" {
-		return n
-	}
-	s.cacheMu.Lock()
-	defer s.cacheMu.Unlock()
-	if n, ok := s.cache[r]; ok {
-		return n
+// info returns the length and tail hash of a long form, working them out on first use. Called with the read
+// lock held.
+func (s *Set) info(r int32) formInfo {
+	s.infoMu.Lock()
+	fi, ok := s.infos[r]
+	s.infoMu.Unlock()
+	if ok {
+		return fi
 	}
 	rf := s.refs[r]
-	n := encoders[rf.enc].enc(s.secrets[rf.secret].Value)
-	if s.cache == nil || s.cacheBytes+len(n) > maxCacheBytes {
-		s.cache, s.cacheBytes = map[int32]string{}, 0
+	fi = infoOf(encoders[rf.enc], s.secrets[rf.secret].Value, s.base)
+	s.infoMu.Lock()
+	if s.infos == nil {
+		s.infos = map[int32]formInfo{}
 	}
-	if len(n) <= maxCacheBytes {
-		s.cache[r] = n
-		s.cacheBytes += len(n)
+	s.infos[r] = fi
+	s.infoMu.Unlock()
+	return fi
+}
+
+// randomBase returns an odd multiplier for the hashes of whole forms, unknown to any provider.
+func randomBase() uint64 {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return 0x9e3779b97f4a7c15
 	}
-	return n
+	return binary.LittleEndian.Uint64(b[:]) | 1
 }
 
 // hit is one confirmed occurrence of an encoded form.
@@ -172,28 +182,41 @@ type hit struct {
 	ref    int32
 }
 
-// hits calls fn for every confirmed occurrence of every encoded form in t. Called with the read lock held.
+// hits calls fn for every confirmed occurrence of every encoded form in t, in no particular order. Called
+// with the read lock held. A short form is compared where its key matches. A long form whose key and tail
+// both match somewhere is then looked for by the hash of the whole form, in one more pass over t: however
+// often its first bytes recur, the work stays linear in the length of t.
 func hits[T ~string | ~[]byte](s *Set, t T, fn func(hit)) {
+	var long map[int32]bool
 	scan(&s.idx, t, func(pos int, r int32) {
-		if rf := s.refs[r]; rf.needle == "" && len(t)-pos < len(s.secrets[rf.secret].Value) {
-			return // every form is at least as long as the value
-		}
-		n := s.needle(r)
-		if len(t)-pos < len(n) || !equalAt(t, pos, n) {
+		rf := s.refs[r]
+		if rf.needle != "" {
+			if len(t)-pos >= len(rf.needle) && equalAt(t, pos, rf.needle) {
+				fn(hit{pos: pos, n: len(rf.needle), ref: r})
+			}
 			return
 		}
-		fn(hit{pos: pos, n: len(n), ref: r})
-	})
-}
-
-// equalAt tells whether t holds n at pos (pos+len(n) <= len(t)).
-func equalAt[T ~string | ~[]byte](t T, pos int, n string) bool {
-	for i := 0; i < len(n); i++ {
-		if t[pos+i] != n[i] {
-			return false
+		if long[r] || len(t)-pos < len(s.secrets[rf.secret].Value) {
+			return // every form is at least as long as the value
 		}
+		fi := s.info(r)
+		if len(t)-pos < fi.n || hashOf(string(t[pos+fi.n-keyLen:pos+fi.n])) != fi.tail {
+			return
+		}
+		if long == nil {
+			long = map[int32]bool{}
+		}
+		long[r] = true
+	})
+	refs := make([]int32, 0, len(long))
+	for r := range long {
+		refs = append(refs, r)
 	}
-	return true
+	sort.Slice(refs, func(i, j int) bool { return refs[i] < refs[j] })
+	for _, r := range refs {
+		fi := s.info(r)
+		occurrences(t, fi, s.base, func(pos int) { fn(hit{pos: pos, n: fi.n, ref: r}) })
+	}
 }
 
 // Find returns every secret found in text, at most one match (the first) per secret and encoding, in order of
