@@ -207,8 +207,11 @@ func infoOf(e encoder, value string, base uint64) formInfo {
 		}
 		return true
 	})
-	for i := 1; i < fi.n; i++ {
-		fi.high *= base
+	for b, e := base, fi.n-1; e > 0; e >>= 1 { // base^(n-1) by squaring
+		if e&1 == 1 {
+			fi.high *= b
+		}
+		b *= b
 	}
 	fi.tail = hashOf(string(tail))
 	return fi
