@@ -285,7 +285,21 @@ func (s *Set) Mask(text string) string {
 	}
 	s.readLock()
 	var found []hit
-	hits(s, text, func(h hit) { found = append(found, h) })
+	hits(s, text, func(h hit) {
+		// Inside a base64 or base32 blob, the characters either side of a secret's form mix its bits with
+		// its neighbours': mask them too, so that the masked text says nothing of the value and is the same
+		// whichever canary was planted.
+		rf := s.refs[h.ref]
+		if e := encoders[rf.enc]; e.group > 0 {
+			if e.pre > 0 && h.pos > 0 {
+				h.pos, h.n = h.pos-1, h.n+1
+			}
+			if (e.pre+len(s.secrets[rf.secret].Value))%e.group != 0 && h.pos+h.n < len(text) {
+				h.n++
+			}
+		}
+		found = append(found, h)
+	})
 	labels := make([]string, len(found))
 	for i, h := range found {
 		labels[i] = Marker(string(encoders[s.refs[h.ref].enc].name))
