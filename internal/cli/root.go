@@ -130,7 +130,7 @@ func reportError(w io.Writer, s term.Styles, err error) int {
 	if strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "unknown flag") || strings.HasPrefix(msg, "unknown shorthand flag") {
 		code = ExitUndecided
 	}
-	fmt.Fprintln(w, s.Fail.Render("error:")+" "+msg)
+	fmt.Fprintln(w, s.Fail.Render("error:")+" "+errorText(msg))
 	return code
 }
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/astrabox-dev/astrabox/internal/secrets"
 )
 
 // CanaryPrefix starts every canary the kit plants in configuration, so a leak is recognisable by eye too
@@ -40,13 +42,16 @@ func DefaultConfig(seed int64) map[string]any {
 // NewCanary returns a fresh canary: CanaryPrefix and 24 hex digits from the system's random source. Canaries
 // are not a function of the seed (every user of seed 1 would plant the same two, and a provider could learn
 // them); histories and reports stay byte-identical from run to run because every canary is masked to a
-// label that names its encoding, never its value.
+// label that names its encoding, never its value. Each canary is also added to secrets.Process, so that an
+// error message that carries one is masked too.
 func NewCanary() string {
 	b := make([]byte, 12)
 	if _, err := rand.Read(b); err != nil {
 		panic(fmt.Sprintf("the system random source failed: %v", err)) // crypto/rand never fails on Linux
 	}
-	return CanaryPrefix + hex.EncodeToString(b)
+	c := CanaryPrefix + hex.EncodeToString(b)
+	secrets.Process().Add(c, "a configuration canary")
+	return c
 }
 
 // plantCanaries fills every field under `secrets` and every configured secret field with a unique canary
