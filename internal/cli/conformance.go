@@ -150,6 +150,11 @@ func runConformance(parent context.Context, f *Factory, o *RunOptions) error {
 	if err := writeReports(f, rep, o); err != nil {
 		return &exitError{code: ExitUndecided, err: err}
 	}
+	if explored != nil {
+		for _, w := range explored.Warnings {
+			fmt.Fprintln(f.IO.Err, f.IO.ErrStyles().Warn.Render("warning:")+" "+errorText(w))
+		}
+	}
 	if rep.HasFailures() {
 		return errFailed
 	}
