@@ -5,7 +5,7 @@ BIN     ?= bin/astrabox
 PKGS    := ./...
 EXAMPLE := examples/providers/reference
 
-.PHONY: build test lint demo completions docs bench explore clean
+.PHONY: build test lint demo completions docs bench explore repro clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/astrabox
@@ -31,6 +31,11 @@ bench:
 # Long exploration: every correct provider must pass 500 generated scenarios with no failure and no flaky result.
 explore:
 	ASTRABOX_EXPLORE_N=500 $(GO) test -count=1 -timeout 60m -run TestCorrectProvidersSurviveExploration -v ./internal/explore
+
+# Reproducibility: every fixture ten times with the same seed must give the same status and clauses for every
+# check (`make test` does this for the fixtures with background work and timing only).
+repro:
+	ASTRABOX_REPRO=all $(GO) test -count=1 -timeout 90m -run TestVerdictsRepeat -v ./internal/conformance
 
 clean:
 	rm -rf bin

@@ -12,13 +12,18 @@ import (
 
 func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	io, out, errb := term.Test()
-	f := &Factory{IO: io, Getenv: func(k string) string {
+	return runGetenv(t, func(k string) string {
 		if k == "PATH" {
 			return os.Getenv("PATH")
 		}
 		return ""
-	}, Version: "test"}
+	}, args...)
+}
+
+func runGetenv(t *testing.T, getenv func(string) string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	io, out, errb := term.Test()
+	f := &Factory{IO: io, Getenv: getenv, Version: "test"}
 	code = Run(f, args)
 	return code, out.String(), errb.String()
 }

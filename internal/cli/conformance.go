@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -45,10 +46,14 @@ type RunOptions struct {
 	JUnit    string
 	SARIF    string
 	GitHub   string
+	GitLab   string
 	Jobs     int
 	Explore  ExploreOptions
 	// SourceRoot is the directory SARIF and GitHub annotation paths are relative to.
 	SourceRoot string
+	// Policy decides the exit status from the results (--fail-on, --exit-zero).
+	Policy Policy
+	failOn string
 }
 
 // projectFlags adds the flags every provider-facing command shares.
@@ -61,21 +66,33 @@ func projectFlags(cmd *cobra.Command, project, python, provider *string) {
 func newConformanceRunCmd(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 	o := &RunOptions{}
 	cmd := &cobra.Command{
-		Use:   "run",
+		Use:   "run [PROJECT]",
 		Short: "Run the conformance suite against the project's provider",
 		Long: `Run the default suite of lifecycle scenarios against the provider declared by the project and
 decide every conformance check over what happened.
 
-Exit status: 0 when no check failed (warnings allowed), 1 when at least one check failed, 2 when the
-kit could not decide (bad usage, unreadable project, provider that does not load, conflicting
-providers).`,
+PROJECT (or --project) is the provider's project directory; by default the nearest directory upward
+holding pyproject.toml, setup.cfg or setup.py.
+
+Exit status: 0 when no check failed (warnings allowed), 1 when at least one check failed (with
+--fail-on warning also when one warned; --exit-zero turns 1 into 0), 2 when the kit could not decide
+(bad usage, unreadable project, provider that does not load, conflicting providers, a check no
+scenario exercised).`,
 		Example: `  astrabox conformance run
-  astrabox conformance run --project examples/providers/reference --format json
+  astrabox conformance run examples/providers/reference --format json
   astrabox conformance run --junit junit.xml --sarif astrabox.sarif
   astrabox conformance run --check 'TURN-*' --skip TURN-VALIDITY-FRESH`,
-		Args: cobra.NoArgs,
+		Args: projectArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.SeedSet = cmd.Flags().Changed("seed")
+			if err := takeProjectArg(cmd, args, &o.Project); err != nil {
+				return err
+			}
+			failOn, err := parseFailOn(o.failOn)
+			if err != nil {
+				return err
+			}
+			o.Policy.FailOn = failOn
 			if runF != nil {
 				return runF(o)
 			}
@@ -92,21 +109,37 @@ providers).`,
 	cmd.Flags().StringVar(&o.JUnit, "junit", "", "also write a JUnit XML report to this file")
 	cmd.Flags().StringVar(&o.SARIF, "sarif", "", "also write a SARIF 2.1.0 report to this file")
 	cmd.Flags().StringVar(&o.GitHub, "github", "", "also write GitHub workflow annotations to this file")
+	cmd.Flags().StringVar(&o.GitLab, "gitlab", "", "also write a GitLab Code Quality report to this file")
 	cmd.Flags().IntVarP(&o.Jobs, "jobs", "j", 0, "scenarios run at once on independent replica sets (default: the number of cores)")
+	cmd.Flags().StringVar(&o.failOn, "fail-on", string(FailOnFailed), "results that fail the run (exit 1): failed (failed or flaky checks) or warning (also warnings)")
+	cmd.Flags().BoolVar(&o.Policy.ExitZero, "exit-zero", false, "exit 0 even when checks fail (exit 2 still means the kit could not decide)")
 	exploreFlags(cmd, &o.Explore, 0)
-	cmd.Flags().StringVar(&o.SourceRoot, "source-root", "", "directory SARIF and GitHub annotation paths are relative to (default: GITHUB_WORKSPACE, else the git repository holding the project, else the project)")
+	cmd.Flags().StringVar(&o.SourceRoot, "source-root", "", "directory report paths are relative to (default: GITHUB_WORKSPACE or CI_PROJECT_DIR, else the git repository holding the project, else the project)")
 	_ = cmd.RegisterFlagCompletionFunc("check", completeCheckIDs)
 	_ = cmd.RegisterFlagCompletionFunc("skip", completeCheckIDs)
 	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(report.Formats(), cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("fail-on", cobra.FixedCompletions([]string{string(FailOnFailed), string(FailOnWarning)}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("provider", completeProviders)
 	return cmd
 }
 
+// completeCheckIDs completes --check and --skip values and explain's argument: check IDs and area names,
+// matched case-insensitively, also after a comma (--check LEAK-LOG,TU<TAB>).
 func completeCheckIDs(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	done, last := "", toComplete
+	if i := strings.LastIndex(toComplete, ","); i >= 0 && cmd.Name() != "explain" {
+		done, last = toComplete[:i+1], toComplete[i+1:]
+	}
+	want := strings.ToUpper(last)
 	var out []string
+	seenArea := map[string]bool{}
 	for _, c := range conformance.Checks() {
-		if strings.HasPrefix(c.ID, strings.ToUpper(toComplete)) {
-			out = append(out, c.ID+"\t"+c.Title)
+		if strings.HasPrefix(c.ID, want) {
+			out = append(out, done+c.ID+"\t"+c.Title)
+		}
+		if cmd.Name() != "explain" && !seenArea[c.Area] && strings.HasPrefix(strings.ToUpper(c.Area), want) {
+			seenArea[c.Area] = true
+			out = append(out, done+c.Area+"\tevery check of the "+c.Area+" area")
 		}
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp
@@ -121,9 +154,14 @@ func signalContext(parent context.Context) (context.Context, context.CancelFunc)
 }
 
 func runConformance(parent context.Context, f *Factory, o *RunOptions) error {
-	if _, err := report.For(o.Format, term.Styles{}, 80); err != nil {
+	if parent == nil {
+		parent = context.Background()
+	}
+	format, err := report.ParseFormat(o.Format)
+	if err != nil {
 		return usagef("%v", err)
 	}
+	o.Format = string(format)
 	ctx, cancel := signalContext(parent)
 	defer cancel()
 	opts := conformance.Options{
@@ -143,11 +181,16 @@ func runConformance(parent context.Context, f *Factory, o *RunOptions) error {
 		return err
 	}
 	opts.After = hook
+	started := time.Now()
 	rep, err := conformance.Run(ctx, opts)
 	if err != nil {
-		return &exitError{code: ExitUndecided, err: err}
+		if ctx.Err() != nil && parent.Err() == nil {
+			return &exitError{code: ExitUndecided, err: errInterrupted}
+		}
+		return undecidedRun(f, o, started, err)
 	}
-	if err := writeReports(f, rep, o); err != nil {
+	ro := reportOptions(f, o.SourceRoot, rep, started, time.Since(started))
+	if err := writeReports(f, rep, o, ro); err != nil {
 		return &exitError{code: ExitUndecided, err: err}
 	}
 	if explored != nil {
@@ -155,50 +198,88 @@ func runConformance(parent context.Context, f *Factory, o *RunOptions) error {
 			fmt.Fprintln(f.IO.Err, f.IO.ErrStyles().Warn.Render("warning:")+" "+errorText(w))
 		}
 	}
-	if rep.HasFailures() {
-		return errFailed
+	return verdictError(rep, o.Policy)
+}
+
+// undecidedRun ends a run the kit could not decide (exit 2): the JUnit outputs asked for (--junit, and
+// --format junit) get one <error> test case with the error text, so a CI test view shows why the job stopped.
+func undecidedRun(f *Factory, o *RunOptions, started time.Time, runErr error) error {
+	j := report.JUnit{Root: sourceRoot(f, o.SourceRoot, projectDir(o.Project)), Started: started, Elapsed: time.Since(started)}
+	msg := errorText(runErr.Error())
+	write := func(w io.Writer) error { return j.RenderError(w, "conformance run", msg) }
+	var errs []error
+	if o.JUnit != "" {
+		errs = append(errs, writeFile(o.JUnit, "junit", write))
+	}
+	if o.Format == string(report.FormatJUnit) {
+		if o.Output != "" {
+			errs = append(errs, writeFile(o.Output, "junit", write))
+		} else {
+			errs = append(errs, write(f.IO.Out))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return &exitError{code: ExitUndecided, err: errors.Join(runErr, err)}
+	}
+	return &exitError{code: ExitUndecided, err: runErr}
+}
+
+// reportOptions are the renderer options of a run's report: paths relative to the source root, the project
+// file results without a location point at, and the run's start and wall time.
+func reportOptions(f *Factory, flagRoot string, rep *report.Report, started time.Time, elapsed time.Duration) report.Options {
+	return report.Options{
+		Root: sourceRoot(f, flagRoot, rep.Provider.Project), Manifest: projectManifest(rep.Provider.Project),
+		Started: started, Elapsed: elapsed,
+	}
+}
+
+// writeReports renders the report on stdout (or --output) and to every extra file asked for. Locations in
+// an installed copy of the provider (the project's .venv) are mapped back to its source first.
+func writeReports(f *Factory, rep *report.Report, o *RunOptions, ro report.Options) error {
+	rep = mapInstalledSources(rep)
+	render := func(format report.Format, w io.Writer, color bool, width int) error {
+		opts := ro
+		opts.Styles, opts.Width = term.NewStyles(color), width
+		r, err := report.New(format, opts)
+		if err != nil {
+			return err
+		}
+		return r.Render(w, rep)
+	}
+	format := report.Format(o.Format)
+	if o.Output != "" {
+		if err := writeFile(o.Output, "", func(w io.Writer) error { return render(format, w, false, term.DefaultWidth) }); err != nil {
+			return err
+		}
+	} else if err := render(format, f.IO.Out, f.IO.ColorOut, f.IO.Width); err != nil {
+		return err
+	}
+	for _, extra := range []struct {
+		format report.Format
+		file   string
+	}{{report.FormatJSON, o.JSONFile}, {report.FormatJUnit, o.JUnit}, {report.FormatSARIF, o.SARIF}, {report.FormatGitHub, o.GitHub}, {report.FormatGitLab, o.GitLab}} {
+		if extra.file == "" {
+			continue
+		}
+		if err := writeFile(extra.file, string(extra.format), func(w io.Writer) error { return render(extra.format, w, false, term.DefaultWidth) }); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// writeReports renders the report on stdout (or --output) and to every extra file asked for.
-func writeReports(f *Factory, rep *report.Report, o *RunOptions) error {
-	root := sourceRoot(f, o.SourceRoot, rep.Provider.Project)
-	render := func(format string, w io.Writer, color bool, width int) error {
-		r, err := report.For(format, term.NewStyles(color), width)
-		if err != nil {
-			return err
-		}
-		switch format {
-		case "sarif":
-			return (&report.SARIF{Root: root}).Render(w, rebase(rep, root))
-		case "github":
-			return (&report.GitHub{Root: root}).Render(w, rebase(rep, root))
-		}
-		return r.Render(w, rep)
-	}
-	if o.Output != "" {
-		var buf bytes.Buffer
-		if err := render(o.Format, &buf, false, 80); err != nil {
-			return err
-		}
-		if err := os.WriteFile(o.Output, buf.Bytes(), 0o644); err != nil {
-			return fmt.Errorf("write %s: %w", o.Output, err)
-		}
-	} else if err := render(o.Format, f.IO.Out, f.IO.ColorOut, f.IO.Width); err != nil {
+// writeFile renders into a buffer and writes it to file; what names the report in the error ("" for the
+// --output file).
+func writeFile(file, what string, render func(io.Writer) error) error {
+	var buf bytes.Buffer
+	if err := render(&buf); err != nil {
 		return err
 	}
-	for format, file := range map[string]string{"json": o.JSONFile, "junit": o.JUnit, "sarif": o.SARIF, "github": o.GitHub} {
-		if file == "" {
-			continue
+	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
+		if what == "" {
+			return fmt.Errorf("write %s: %w", file, err)
 		}
-		var buf bytes.Buffer
-		if err := render(format, &buf, false, 80); err != nil {
-			return err
-		}
-		if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
-			return fmt.Errorf("write the %s report to %s: %w", format, file, err)
-		}
+		return fmt.Errorf("write the %s report to %s: %w", what, file, err)
 	}
 	return nil
 }
@@ -227,10 +308,7 @@ func newConformanceListCmd(f *Factory) *cobra.Command {
 				}
 				return writeJSON(f.IO.Out, rows)
 			case "text":
-				s := f.IO.OutStyles()
-				for _, c := range checks {
-					fmt.Fprintf(f.IO.Out, "%-24s %-8s %-13s %s\n", s.ID.Render(c.ID), c.Severity, c.Area, c.Title)
-				}
+				writeCheckList(f.IO.Out, f.IO.OutStyles(), checks, f.IO.Width)
 				return nil
 			}
 			return usagef("unknown format %q; use text or json", format)
@@ -244,7 +322,7 @@ func newConformanceExplainCmd(f *Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:               "explain CHECK-ID",
 		Short:             "Explain a check: the clause, why it matters, a wrong and a right snippet",
-		Args:              cobra.ExactArgs(1),
+		Args:              exactArgs("CHECK-ID", "see `astrabox conformance list` for the IDs"),
 		ValidArgsFunction: completeCheckIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, ok := conformance.Lookup(args[0])
@@ -255,7 +333,7 @@ func newConformanceExplainCmd(f *Factory) *cobra.Command {
 				}
 				return usagef("%s (see `astrabox conformance list`)", msg)
 			}
-			fmt.Fprint(f.IO.Out, conformance.Explain(c, f.IO.OutStyles()))
+			fmt.Fprint(f.IO.Out, conformance.ExplainWidth(c, f.IO.OutStyles(), f.IO.Width))
 			return nil
 		},
 	}
@@ -280,8 +358,9 @@ func asUndecided(err error) error {
 	return &exitError{code: ExitUndecided, err: err}
 }
 
-// sourceRoot is the directory code-scanning paths are relative to: the flag, else GITHUB_WORKSPACE when it
-// holds the project, else the git repository holding the project, else the project itself.
+// sourceRoot is the directory code-scanning paths are relative to: the flag, else GITHUB_WORKSPACE (GitHub
+// Actions) or CI_PROJECT_DIR (GitLab CI) when it holds the project, else the git repository holding the
+// project, else the project itself.
 func sourceRoot(f *Factory, flag, project string) string {
 	if flag != "" {
 		if abs, err := filepath.Abs(flag); err == nil {
@@ -292,8 +371,10 @@ func sourceRoot(f *Factory, flag, project string) string {
 	if project == "" {
 		return ""
 	}
-	if ws := f.Getenv("GITHUB_WORKSPACE"); ws != "" && within(project, ws) {
-		return ws
+	for _, ws := range []string{f.Getenv("GITHUB_WORKSPACE"), f.Getenv("CI_PROJECT_DIR")} {
+		if ws != "" && within(project, ws) {
+			return ws
+		}
 	}
 	for dir := project; ; dir = filepath.Dir(dir) {
 		if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
@@ -309,37 +390,4 @@ func sourceRoot(f *Factory, flag, project string) string {
 func within(p, dir string) bool {
 	rel, err := filepath.Rel(dir, p)
 	return err == nil && !strings.HasPrefix(rel, "..")
-}
-
-// rebase returns a copy of the report whose project-relative locations are relative to root instead.
-func rebase(rep *report.Report, root string) *report.Report {
-	project := rep.Provider.Project
-	if root == "" || project == "" || root == project {
-		return rep
-	}
-	move := func(l *report.Location) *report.Location {
-		if l == nil || filepath.IsAbs(l.Path) {
-			return l
-		}
-		out := *l
-		if rel, err := filepath.Rel(root, filepath.Join(project, filepath.FromSlash(l.Path))); err == nil && !strings.HasPrefix(rel, "..") {
-			out.Path = filepath.ToSlash(rel)
-		} else {
-			out.Path = filepath.Join(project, filepath.FromSlash(l.Path))
-		}
-		return &out
-	}
-	c := *rep
-	c.Results = make([]report.Result, len(rep.Results))
-	for i, r := range rep.Results {
-		r.Location = move(r.Location)
-		ev := make([]report.Evidence, len(r.Evidence))
-		for j, e := range r.Evidence {
-			e.Location = move(e.Location)
-			ev[j] = e
-		}
-		r.Evidence = ev
-		c.Results[i] = r
-	}
-	return &c
 }

@@ -31,24 +31,13 @@ func GeneratedFiles() (map[string][]byte, error) {
 		root.DisableAutoGenTag = true
 		return root
 	}
-	// Man pages.
-	dir, err := os.MkdirTemp("", "astrabox-man-")
+	// Man pages, one per command, each headed by its own command.
+	pages, err := manPages(newRoot())
 	if err != nil {
-		return nil, fmt.Errorf("temp dir: %w", err)
+		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	root := newRoot()
-	hdr := &doc.GenManHeader{Title: "ASTRABOX", Section: "1", Date: &docsDate, Source: "astrabox", Manual: "astrabox manual"}
-	if err := doc.GenManTree(root, hdr, dir); err != nil {
-		return nil, fmt.Errorf("man pages: %w", err)
-	}
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			return nil, fmt.Errorf("man pages: %w", err)
-		}
-		out["docs/man/"+e.Name()] = b
+	for k, v := range pages {
+		out[k] = v
 	}
 	// One markdown reference.
 	var md bytes.Buffer

@@ -61,7 +61,7 @@ executable or cannot be started, or on bad usage.`,
 		Example: `  astrabox image check-wrapper images/agent/claude-wrapper.sh
   astrabox image check-wrapper --format json ./bin/claude
   astrabox image check-wrapper --timeout 10s /usr/local/bin/claude`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs("WRAPPER path", "for example images/agent/claude-wrapper.sh"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Path = args[0]
 			if runF != nil {

@@ -81,11 +81,11 @@ func TestCheckWrapperUnusableIsExit2(t *testing.T) {
 		t.Fatal(err)
 	}
 	cases := map[string][]string{
-		"not executable":   {"image", "check-wrapper", plain},
-		"does not exist":   {"image", "check-wrapper", filepath.Join(t.TempDir(), "nope.sh")},
-		"unknown format":   {"image", "check-wrapper", "--format", "xml", wrapperFixture(t, "passes.sh")},
-		"must be positive": {"image", "check-wrapper", "--timeout", "0s", wrapperFixture(t, "passes.sh")},
-		"accepts 1 arg":    {"image", "check-wrapper"},
+		"not executable":         {"image", "check-wrapper", plain},
+		"does not exist":         {"image", "check-wrapper", filepath.Join(t.TempDir(), "nope.sh")},
+		"unknown format":         {"image", "check-wrapper", "--format", "xml", wrapperFixture(t, "passes.sh")},
+		"must be positive":       {"image", "check-wrapper", "--timeout", "0s", wrapperFixture(t, "passes.sh")},
+		"needs one WRAPPER path": {"image", "check-wrapper"},
 	}
 	for want, args := range cases {
 		code, stdout, stderr := run(t, args...)

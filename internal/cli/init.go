@@ -53,7 +53,7 @@ cannot be written.`,
 		Example: `  astrabox init my-provider
   astrabox init --name acme-tools --package acme_tools .
   astrabox init --force my-provider   # replace the scaffold's files, keep everything else`,
-		Args: cobra.MaximumNArgs(1),
+		Args: maxOneArg("directory"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Dir = "."
 			if len(args) == 1 {

@@ -17,7 +17,11 @@ func newProvidersCmd(f *Factory) *cobra.Command {
 		Long: `List every provider declaration of the project and of the interpreter's installed
 distributions, load each in the harness, and show whether its target is a RuntimePreparationProvider
 subclass, its name, which callbacks it overrides (sync or async) and its plan for the default
-configuration (secrets masked).`,
+configuration (secrets masked).
+
+Exit status: 0 when exactly one provider is declared (or chosen with --provider) and it loads as a
+RuntimePreparationProvider subclass with a valid name; 2 otherwise (it does not load, is no subclass,
+has an invalid name, or several providers conflict), so the command works as a smoke check.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if format != "text" && format != "json" {
@@ -42,7 +46,10 @@ configuration (secrets masked).`,
 				descs = append(descs, conformance.Describe(ctx, t, d))
 			}
 			if format == "json" {
-				return writeJSON(f.IO.Out, map[string]any{"project": t.Project.Dir, "python": t.Python.Path, "providers": descs})
+				if err := writeJSON(f.IO.Out, map[string]any{"project": t.Project.Dir, "python": t.Python.Path, "providers": descs}); err != nil {
+					return err
+				}
+				return providersVerdict(descs, provider)
 			}
 			s := f.IO.OutStyles()
 			for i, d := range descs {
@@ -88,7 +95,7 @@ configuration (secrets masked).`,
 					fmt.Fprintf(f.IO.Out, "  plan: %s\n", s.Fail.Render(d.PlanError))
 				}
 			}
-			return nil
+			return providersVerdict(descs, provider)
 		},
 	}
 	projectFlags(cmd, &project, &python, &provider)
@@ -109,4 +116,36 @@ func completeProviders(cmd *cobra.Command, args []string, toComplete string) ([]
 		}
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// providersVerdict is the exit of `astrabox providers`: 2 (with the reason) when the platform could not start
+// the project's provider: none is declared, several conflict without --provider, or the one there does not
+// load, is no RuntimePreparationProvider subclass or has an invalid name.
+func providersVerdict(descs []*conformance.Description, chosen string) error {
+	if len(descs) == 0 {
+		return &exitError{code: ExitUndecided, err: fmt.Errorf("no provider is declared in the entry-point group")}
+	}
+	if len(descs) > 1 && chosen == "" {
+		names := make([]string, len(descs))
+		for i, d := range descs {
+			names[i] = d.Name
+		}
+		return &exitError{code: ExitUndecided, err: fmt.Errorf("%d providers are declared (%s): the platform refuses to start with more than one; keep one, or pick one with --provider",
+			len(descs), strings.Join(names, ", "))}
+	}
+	var bad []string
+	for _, d := range descs {
+		switch {
+		case !d.Loaded:
+			bad = append(bad, d.Name+" does not load")
+		case !d.IsSubclass:
+			bad = append(bad, d.Name+" is not a RuntimePreparationProvider subclass")
+		case d.NameError != "":
+			bad = append(bad, d.Name+" has an invalid name")
+		}
+	}
+	if len(bad) > 0 {
+		return &exitError{code: ExitUndecided, err: fmt.Errorf("provider %s (details above)", strings.Join(bad, "; "))}
+	}
+	return nil
 }

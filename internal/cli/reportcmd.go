@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -16,15 +17,24 @@ func newReportCmd(f *Factory) *cobra.Command {
 		Use:   "report",
 		Short: "Work with JSON reports",
 	}
-	var format, output string
+	var format, output, root string
 	merge := &cobra.Command{
 		Use:   "merge REPORT.json...",
 		Short: "Merge the JSON reports of sharded runs into one and render it",
 		Long: `Merge JSON reports (astrabox.conformance/v1) of the same provider and seed, for example from CI
-matrix shards, into one: each check keeps its worst status and all evidence. Exit status 1 when the
-merged report has a failure.`,
-		Args: cobra.MinimumNArgs(1),
+matrix shards, into one: each check keeps its worst status and all evidence. Paths in JUnit, SARIF,
+GitHub, GitLab and concise output are relative to --source-root (default: GITHUB_WORKSPACE or
+CI_PROJECT_DIR when it holds the project, else the git repository holding the project, else the
+project). Exit status 1
+when the merged report has a failure.`,
+		Example: `  astrabox report merge shard-*.json --format sarif --output astrabox.sarif
+  astrabox report merge shard-*.json --format junit --source-root . --output junit.xml`,
+		Args: minArgs("REPORT.json"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			fm, err := report.ParseFormat(format)
+			if err != nil {
+				return usagef("%v", err)
+			}
 			var reps []*report.Report
 			for _, p := range args {
 				fh, err := os.Open(p)
@@ -42,23 +52,23 @@ merged report has a failure.`,
 			if err != nil {
 				return asUndecided(err)
 			}
-			r, err := report.For(format, f.IO.OutStyles(), f.IO.Width)
-			if err != nil {
-				return usagef("%v", err)
-			}
-			w := f.IO.Out
-			if output != "" {
-				fh, err := os.Create(output)
+			merged = mapInstalledSources(merged)
+			opts := report.Options{Root: sourceRoot(f, root, merged.Provider.Project), Manifest: projectManifest(merged.Provider.Project)}
+			render := func(w io.Writer, color bool, width int) error {
+				o := opts
+				o.Styles, o.Width = term.NewStyles(color), width
+				r, err := report.New(fm, o)
 				if err != nil {
-					return asUndecided(fmt.Errorf("write merged report: %w", err))
+					return err
 				}
-				defer fh.Close()
-				w = fh
-				if r, err = report.For(format, term.NewStyles(false), 80); err != nil {
-					return usagef("%v", err)
-				}
+				return r.Render(w, merged)
 			}
-			if err := r.Render(w, merged); err != nil {
+			if output != "" {
+				err = writeFile(output, "", func(w io.Writer) error { return render(w, false, term.DefaultWidth) })
+			} else {
+				err = render(f.IO.Out, f.IO.ColorOut, f.IO.Width)
+			}
+			if err != nil {
 				return asUndecided(err)
 			}
 			if merged.HasFailures() {
@@ -69,6 +79,8 @@ merged report has a failure.`,
 	}
 	merge.Flags().StringVarP(&format, "format", "f", "json", "output format: "+strings.Join(report.Formats(), ", "))
 	merge.Flags().StringVarP(&output, "output", "o", "", "write to this file instead of stdout")
+	merge.Flags().StringVar(&root, "source-root", "", "directory report paths are relative to (default: GITHUB_WORKSPACE or CI_PROJECT_DIR, else the git repository holding the project, else the project)")
+	_ = merge.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(report.Formats(), cobra.ShellCompDirectiveNoFileComp))
 	cmd.AddCommand(merge)
 	return cmd
 }

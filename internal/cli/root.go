@@ -29,6 +29,8 @@ type Factory struct {
 	Getenv  func(string) string
 	Verbose bool
 	Quiet   bool
+	// Color is the --color mode: auto, always or never.
+	Color string
 	// Version is the module version shown by `astrabox version` and in reports.
 	Version string
 }
@@ -75,16 +77,18 @@ file and line.`,
 			if f.Verbose && f.Quiet {
 				return usagef("--verbose and --quiet cannot be used together")
 			}
-			return nil
+			return applyColor(f, f.Color)
 		},
 	}
 	root.SetVersionTemplate("astrabox {{.Version}}\n")
 	root.PersistentFlags().BoolVarP(&f.Verbose, "verbose", "v", false, "say more on stderr: which interpreter and provider were chosen and why, each platform step")
 	root.PersistentFlags().BoolVarP(&f.Quiet, "quiet", "q", false, "print only errors and the requested data")
+	root.PersistentFlags().StringVar(&f.Color, "color", "auto", "colour output: auto (from NO_COLOR, FORCE_COLOR and the terminal), always or never")
+	_ = root.RegisterFlagCompletionFunc("color", cobra.FixedCompletions(colorModes, cobra.ShellCompDirectiveNoFileComp))
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.Err)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return &usageError{fmt.Errorf("%w\nRun '%s --help' for usage.", err, cmd.CommandPath())}
+		return &usageError{fmt.Errorf("%s\nRun '%s --help' for usage.", cleanFlagError(err.Error()), cmd.CommandPath())}
 	})
 	root.AddCommand(
 		newConformanceCmd(f),
@@ -95,8 +99,10 @@ file and line.`,
 		newVersionCmd(f),
 		newInitCmd(f),
 		newImageCmd(f),
+		newEnvironmentTopic(),
 	)
 	root.SuggestionsMinimumDistance = 2
+	fitHelpToWidth(root, f.IO.Width)
 	return root
 }
 
@@ -126,11 +132,11 @@ func reportError(w io.Writer, s term.Styles, err error) int {
 	if errors.As(err, &ee) {
 		code = ee.code
 	}
-	msg := err.Error()
+	msg := errorText(err.Error())
 	if strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "unknown flag") || strings.HasPrefix(msg, "unknown shorthand flag") {
 		code = ExitUndecided
 	}
-	fmt.Fprintln(w, s.Fail.Render("error:")+" "+errorText(msg))
+	fmt.Fprintln(w, s.Fail.Render("error:")+" "+msg)
 	return code
 }
 

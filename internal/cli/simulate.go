@@ -120,7 +120,7 @@ platform's answers. --format json prints the full history with every secret mask
 	run := &cobra.Command{
 		Use:   "run FILE.yaml",
 		Short: "Play a scenario file (see docs/scenarios.md)",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs("scenario FILE.yaml", "see docs/scenarios.md"),
 		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 			return []string{"yaml", "yml"}, cobra.ShellCompDirectiveFilterFileExt
 		},

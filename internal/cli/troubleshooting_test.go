@@ -55,6 +55,8 @@ var troubleshootingExclusions = map[string]string{
 	"render junit: no report":   "renderers are only called with the report the command just built or read",
 	"render sarif: no report":   "renderers are only called with the report the command just built or read",
 	"render github: no report":  "renderers are only called with the report the command just built or read",
+	"render gitlab: no report":  "renderers are only called with the report the command just built or read",
+	"render concise: no report": "renderers are only called with the report the command just built or read",
 }
 
 // tsMinFragment is the shortest fragment checked: shorter ones ("read %s: %w" -> "read") say nothing on their own.

@@ -94,7 +94,9 @@ func decideLeakLog(ev *Evidence) []Finding {
 					}
 				}
 			case e.Kind == simulate.EventBackground && e.Background != nil:
-				for _, t := range observationTexts(*e.Background) {
+				texts := append(observationTexts(*e.Background),
+					leakText{where: "stdout", text: e.Stdout}, leakText{where: "stderr", text: e.Stderr})
+				for _, t := range texts {
 					if m := ev.Secrets.FindString(t.text); len(m) > 0 {
 						msg := fmt.Sprintf("work left running on replica %s wrote %s (%s) to %s", e.Replica, m[0].Origin, m[0].Encoding, t.where)
 						report1(t, m[0].Origin, bgEvidence(h, e.Replica, msg, t.loc))

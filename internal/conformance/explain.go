@@ -8,22 +8,27 @@ import (
 )
 
 // Explain renders a check for `astrabox conformance explain`: its clauses, why it matters, and a wrong and
-// a right snippet.
-func Explain(c *Check, s term.Styles) string {
+// a right snippet, prose wrapped to 96 columns.
+func Explain(c *Check, s term.Styles) string { return ExplainWidth(c, s, 96) }
+
+// ExplainWidth is Explain with prose (clause texts, rationale, notes, fix) wrapped to width columns; code
+// snippets keep their lines.
+func ExplainWidth(c *Check, s term.Styles, width int) string {
+	width = max(width, 40)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s  %s\n", s.ID.Render(c.ID), s.Heading.Render(c.Title))
 	fmt.Fprintf(&b, "area: %s   severity: %s   clauses: %s\n\n", c.Area, c.Severity, strings.Join(c.Clauses, ", "))
 	for _, id := range c.Clauses {
 		if text, ok := ClauseText(id); ok {
-			fmt.Fprintf(&b, "%s: %s\n", s.ID.Render(id), text)
+			fmt.Fprintf(&b, "%s: %s\n", s.ID.Render(id), wrapText(text, width-2, "  "))
 		}
 	}
-	fmt.Fprintf(&b, "\nWhy it matters\n  %s\n", wrapText(c.Rationale, 96, "  "))
+	fmt.Fprintf(&b, "\nWhy it matters\n  %s\n", wrapText(c.Rationale, width-2, "  "))
 	if c.WarningOnly != "" {
-		fmt.Fprintf(&b, "\nOnly a warning\n  %s\n", wrapText(c.WarningOnly, 96, "  "))
+		fmt.Fprintf(&b, "\nOnly a warning\n  %s\n", wrapText(c.WarningOnly, width-2, "  "))
 	}
 	if c.Hint != "" {
-		fmt.Fprintf(&b, "\nFix\n  %s\n", wrapText(c.Hint, 96, "  "))
+		fmt.Fprintf(&b, "\nFix\n  %s\n", wrapText(c.Hint, width-2, "  "))
 	}
 	if c.Wrong != "" {
 		fmt.Fprintf(&b, "\n%s\n%s\n", s.Fail.Render("Wrong"), indentCode(c.Wrong))

@@ -109,9 +109,15 @@ type Target struct {
 	Settings   *Settings
 	Paths      []string
 	Warnings   []string
-	// Zygote, when set, is a fork server for this target's interpreter and project: inspection and every
-	// replica set fork their processes from it. Whoever set it closes it after them.
+	// Zygote, when set, is a fork server for this target's interpreter and project that inspection forks
+	// its process from. Whoever set it closes it.
 	Zygote *harness.Zygote
+	// Hosts, when set, are the hosts of the run's replicas (a fork server per replica name, with that
+	// replica's string-hash seed); whoever set them closes them. Without them, Workers make their own.
+	Hosts *simulate.Hosts
+	// Services, when set, are the stand-ins of the project's declared services for the run; whoever set it
+	// closes it.
+	Services *simulate.Services
 }
 
 // Resolve discovers the project, its provider declaration, its interpreter and its settings.
@@ -205,18 +211,29 @@ func Inspect(ctx context.Context, t *Target) (*harness.LoadInfo, *harness.Reply,
 	return info, reply, nil
 }
 
-// LoadError formats a failed load for humans, with the provider's own frame.
+// LoadError formats a failed load for humans: the provider's exception and own frame, the interpreter and
+// sys.path used, the code roots found, and what to do (discovery.LoadAdvice).
 func LoadError(t *Target, reply *harness.Reply) error {
 	msg := "the provider could not be loaded"
+	errType := ""
 	if reply != nil && reply.Error != nil {
 		e := reply.Error
+		errType = e.Type
 		msg = fmt.Sprintf("loading %s raised %s: %s", t.Resolution.Chosen.Value, e.Type, e.Message)
 		if n := len(e.Frames); n > 0 {
 			f := e.Frames[n-1]
 			msg += fmt.Sprintf("\n  at %s:%d in %s", f.File, f.Line, f.Function)
 		}
 	}
-	return undecided(fmt.Errorf("%s\n  declared at %s; fix the import or the object reference, then run again", msg, t.Resolution.Chosen.Where()))
+	var b strings.Builder
+	b.WriteString(msg)
+	fmt.Fprintf(&b, "\n  declared at %s", t.Resolution.Chosen.Where())
+	for _, l := range discovery.LoadAdvice(discovery.LoadContext{Project: t.Project, Python: t.Python,
+		Chosen: t.Resolution.Chosen, Paths: t.Paths, ErrorType: errType}) {
+		b.WriteString("\n  " + l)
+	}
+	b.WriteString("\n  fix the import or the object reference, then run again")
+	return undecided(errors.New(b.String()))
 }
 
 // Run runs the conformance suite and returns the report. Errors are UndecidedError (exit code 2).
@@ -257,20 +274,31 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	if o.Seed != nil {
 		seed = *o.Seed
 	}
-	// One fork server for the whole run: inspection and every replica are forked from it (one interpreter
-	// start instead of one per process). Without it, each process starts its own interpreter.
-	if z, err := harness.StartZygote(ctx, t.Python.Path, t.Project.Dir); err == nil {
-		t.Zygote = z
-		defer z.Close()
-	} else if o.Verbose {
-		logf("replicas start without a fork server: %v", err)
+	// One fork server per replica name for the whole run, each with that replica's string-hash seed:
+	// inspection and every replica process of every scenario are forked from them (an interpreter start per
+	// replica name instead of one per process). Without one, a process starts its own interpreter.
+	var verbose io.Writer
+	if o.Verbose {
+		verbose = o.Log
 	}
+	t.Hosts = simulate.NewHosts(ctx, t.Python.Path, t.Project.Dir, seed, verbose)
+	defer t.Hosts.Close()
+	t.Hosts.Prestart(replicaNames(max(3, t.Settings.Replicas))...)
+	t.Zygote = t.Hosts.ForkServer("r1")
 	info, reply, err := Inspect(ctx, t)
 	if err != nil {
 		return nil, err
 	}
 	if info == nil {
 		return nil, LoadError(t, reply)
+	}
+	if len(t.Settings.Services) > 0 && info.IsSubclass && info.Instantiated {
+		svcs, err := simulate.StartServices(ctx, t.Settings.Services, t.Settings.Egress)
+		if err != nil {
+			return nil, undecided(fmt.Errorf("start the declared services: %w", err))
+		}
+		t.Services = svcs
+		defer svcs.Close()
 	}
 	env, err := NewEnv(t, info, seed)
 	if err != nil {
@@ -296,13 +324,17 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	}
 	defer w.Close()
 	if o.Verbose {
-		logf("started %d replica set(s) in %s", jobs, time.Since(started).Round(time.Millisecond))
+		logf("prepared %d scenario slot(s) in %s (fresh replicas per scenario)", jobs, time.Since(started).Round(time.Millisecond))
 	}
 	var hists []*simulate.History
 	if !o.NoSuite {
 		started = time.Now()
 		if hists, err = w.RunAll(ctx, scenarios); err != nil {
 			return nil, err
+		}
+		// A fake that died mid-run answered later scenarios with 502s: nothing judged after it can be trusted.
+		if err := t.Services.Alive(); err != nil {
+			return nil, undecided(err)
 		}
 		if o.Verbose {
 			logf("ran %d scenario(s) in %s", len(scenarios), time.Since(started).Round(time.Millisecond))
@@ -394,7 +426,8 @@ func NewEnv(t *Target, info *harness.LoadInfo, seed int64) (*Env, error) {
 	e.Sim = simulate.Options{
 		Python: t.Python.Path, ProjectDir: t.Project.Dir, Target: t.Resolution.Chosen.Ref.Target(), Paths: t.Paths,
 		Config: cfg, Secrets: simSecrets, Limits: t.Settings.limits(), ForceDebugLogging: t.Settings.ForceDebugLogging,
-		Zygote: t.Zygote,
+		Hosts: t.Hosts, Settle: time.Duration(t.Settings.SettleS * float64(time.Second)),
+		Services: t.Services,
 	}
 	return e, nil
 }
@@ -460,78 +493,62 @@ func (ev *Evidence) AddHistory(h *simulate.History) {
 	}
 }
 
-// Workers runs scenarios on a fixed number of warm clusters, each scenario on one of them.
+// Workers run scenarios, at most a fixed number at a time. Every scenario gets fresh replica processes
+// (forked from the run's fork servers, one per replica name), a fresh deployment double and fresh host
+// directories, all gone when it ends: nothing of one scenario (state, threads, requests, files) reaches
+// another, so a write that lands late is judged in the scenario and against the call that made it.
 type Workers struct {
-	env      *Env
-	clusters chan *simulate.Cluster
-	all      []*simulate.Cluster
+	env   *Env
+	slots chan struct{}
+	hosts *simulate.Hosts
+	own   bool // the workers made hosts and so close them
 }
 
-// NewWorkers starts n clusters of `replicas` warm replicas each.
+// NewWorkers prepares to run n scenarios at a time with up to `replicas` replicas each: it starts the fork
+// servers of those replicas (unless the environment's target already has them).
 func (e *Env) NewWorkers(ctx context.Context, n, replicas int) (*Workers, error) {
 	if n < 1 {
 		n = 1
 	}
-	w := &Workers{env: e, clusters: make(chan *simulate.Cluster, n)}
-	errs := make([]error, n)
-	made := make([]*simulate.Cluster, n)
-	var wg sync.WaitGroup
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			made[i], errs[i] = simulate.NewCluster(ctx, e.Sim, replicas)
-		}(i)
+	w := &Workers{env: e, slots: make(chan struct{}, n), hosts: e.Sim.Hosts}
+	if w.hosts == nil {
+		w.hosts = simulate.NewHosts(ctx, e.Sim.Python, e.Sim.ProjectDir, e.Seed, nil)
+		w.own = true
 	}
-	wg.Wait()
-	for i, c := range made {
-		if c != nil {
-			w.all = append(w.all, c)
-			w.clusters <- c
-		}
-		if errs[i] != nil {
-			w.Close()
-			if errors.Is(errs[i], simulate.ErrProviderLoad) {
-				return nil, undecided(errs[i])
-			}
-			return nil, undecided(fmt.Errorf("start replicas: %w", errs[i]))
-		}
-	}
+	w.hosts.Prestart(replicaNames(replicas)...)
 	return w, nil
 }
 
-// Run plays one scenario on a free cluster.
+// replicaNames are the names of the first n replicas: r1, r2, ...
+func replicaNames(n int) []string {
+	out := make([]string, 0, n)
+	for i := 1; i <= n; i++ {
+		out = append(out, fmt.Sprintf("r%d", i))
+	}
+	return out
+}
+
+// Run plays one scenario on fresh replicas once a slot is free.
 func (w *Workers) Run(ctx context.Context, sc *simulate.Scenario) (*simulate.History, error) {
-	var c *simulate.Cluster
 	select {
-	case c = <-w.clusters:
+	case w.slots <- struct{}{}:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	defer func() { w.clusters <- c }()
+	defer func() { <-w.slots }()
 	o := w.env.Sim
-	o.Cluster = c
-	h, err := simulate.Run(ctx, sc, o)
-	if err != nil {
-		// The cluster may be unusable (its double could not be reset): run this scenario cold instead.
-		o.Cluster = nil
-		return simulate.Run(ctx, sc, o)
-	}
-	return h, nil
+	o.Hosts = w.hosts
+	return simulate.Run(ctx, sc, o)
 }
 
-// StandBy has every cluster start a standby process per replica in the background (see
-// simulate.Cluster.StandBy): exploration loses hosts often.
-func (w *Workers) StandBy() {
-	for _, c := range w.all {
-		c.StandBy()
-	}
-}
+// StandBy is kept for callers that ask for standby processes before exploring: every scenario now forks
+// fresh replicas (a fork is a few milliseconds), so there is nothing to keep standing by.
+func (w *Workers) StandBy() {}
 
-// Close stops every cluster.
+// Close stops the fork servers the workers started.
 func (w *Workers) Close() {
-	for _, c := range w.all {
-		c.Close()
+	if w.own {
+		w.hosts.Close()
 	}
 }
 

@@ -1,6 +1,9 @@
 package conformance
 
 import (
+	"github.com/astrabox-dev/astrabox/internal/egress"
+	"github.com/astrabox-dev/astrabox/internal/services"
+
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -35,7 +38,17 @@ type Settings struct {
 	ForceDebugLogging bool
 	// MemoryMB, AddressSpaceMB and OpenFiles bound each replica process (0 keeps the defaults).
 	MemoryMB, AddressSpaceMB, OpenFiles int
+	// SettleS bounds, in seconds, the wait for work a callback left running (0 keeps
+	// simulate.DefaultSettle).
+	SettleS float64
+	// Services are the provider's declared external systems ([tool.astrabox.services.NAME], docs/services.md).
+	Services []services.Spec
+	// Egress says what happens to connections to undeclared destinations (default: refused and reported).
+	Egress egress.Policy
 }
+
+// maxSettleS is the largest settle time accepted: the wait is paid after every callback that leaves work.
+const maxSettleS = 60
 
 // SettingsError is a problem in the project's settings.
 type SettingsError struct {
@@ -156,6 +169,26 @@ func ParseSettings(raw map[string]any, file, projectDir string) (*Settings, erro
 					return nil, bad(k+"."+dk, "unknown deadline; use plan, synchronize, recover, session, turn or user-action")
 				}
 			}
+		case "services":
+			specs, err := services.Parse(v, file, projectDir)
+			if err != nil {
+				return nil, err
+			}
+			s.Services = specs
+		case "egress":
+			str, _ := v.(string)
+			switch egress.Policy(str) {
+			case egress.PolicyRefuse, egress.PolicyAllow:
+				s.Egress = egress.Policy(str)
+			default:
+				return nil, bad(k, "must be \"refuse\" (the default: undeclared destinations are refused and reported) or \"allow\"")
+			}
+		case "settle":
+			f, ok := number(v)
+			if !ok || !(f > 0 && f <= maxSettleS) {
+				return nil, bad(k, "must be a number of seconds greater than 0 and at most %d", maxSettleS)
+			}
+			s.SettleS = f
 		case "skip":
 			m, ok := v.(map[string]any)
 			if !ok {
@@ -201,7 +234,7 @@ func ParseSettings(raw map[string]any, file, projectDir string) (*Settings, erro
 				}
 			}
 		default:
-			return nil, bad(k, "unknown setting; valid settings are python-path, secret-fields, config, engine, replicas, seed, deadlines, skip, force-debug-logging, limits")
+			return nil, bad(k, "unknown setting; valid settings are python-path, secret-fields, config, engine, replicas, seed, deadlines, settle, skip, force-debug-logging, limits")
 		}
 	}
 	return s, nil

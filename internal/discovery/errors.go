@@ -95,6 +95,10 @@ type NoProviderError struct {
 	Dynamic bool
 	// Snippet is the TOML to add to pyproject.toml.
 	Snippet string
+	// SetupPy is the project's setup.py ("" when none), and SetupPyGroupLine the line of it naming the
+	// provider group (0 when none does). Such a project's entry points are known only once it is installed.
+	SetupPy          string
+	SetupPyGroupLine int
 }
 
 // Clause is the contract clause this error stands for.
@@ -114,7 +118,21 @@ func (e *NoProviderError) Error() string {
 		b.WriteString("\n  the project lists entry-points in [project] dynamic, so only installed metadata can tell:" +
 			" install the project into the interpreter (pip install -e .) and check its build configuration")
 	}
-	b.WriteString("\n  hint: declare the provider class in pyproject.toml:\n\n")
+	if e.SetupPy != "" {
+		if e.SetupPyGroupLine > 0 {
+			fmt.Fprintf(&b, "\n  %s:%d names the group, but setup.py is not run to read it: the provider is found in the"+
+				" installed project's metadata only", e.SetupPy, e.SetupPyGroupLine)
+		} else {
+			fmt.Fprintf(&b, "\n  the project is built by %s, which is not run to read it: its entry points are found in the"+
+				" installed project's metadata only", e.SetupPy)
+		}
+		b.WriteString("\n  hint: install the project into the interpreter astrabox uses (see --verbose), from the project" +
+			" directory: python -m pip install -e .  (then run again); or declare the provider in setup.py:\n\n" +
+			"    entry_points={\"" + Group + "\": [\"enterprise = my_pkg.provider:Provider\"]},\n\n" +
+			"  or in pyproject.toml:\n\n")
+	} else {
+		b.WriteString("\n  hint: declare the provider class in pyproject.toml:\n\n")
+	}
 	for _, l := range strings.Split(strings.TrimRight(e.Snippet, "\n"), "\n") {
 		b.WriteString("    " + l + "\n")
 	}

@@ -109,7 +109,7 @@ func InstalledEntryPoints(ctx context.Context, python, projectDir string) ([]Dec
 
 // entryPointLine finds the line of name in the provider group's section of an entry_points.txt file.
 func entryPointLine(path, name string) int {
-	b, err := os.ReadFile(path)
+	b, err := readBounded(path, MaxProjectFileSize)
 	if err != nil {
 		return 0
 	}

@@ -24,9 +24,10 @@ const ProbeTimeout = 10 * time.Second
 type InterpreterOptions struct {
 	// Flag is the value of --python ("" when not given): a path, or a command name looked up on PATH.
 	Flag string
-	// Getenv reads the environment (ASTRABOX_PYTHON, VIRTUAL_ENV, CONDA_PREFIX).
+	// Getenv reads the environment (ASTRABOX_PYTHON, VIRTUAL_ENV, CONDA_PREFIX, PYENV_VERSION, HOME, ...).
 	Getenv func(string) string
-	// ProjectDir is where the search for a .venv starts (it then goes up through the parents).
+	// ProjectDir is the project root: the probe runs there (so that a pyenv, asdf or mise shim picks the
+	// project's version), the search for a .venv starts there, and its requires-python is checked.
 	ProjectDir string
 	// LookPath finds a command on PATH.
 	LookPath func(string) (string, error)
@@ -40,10 +41,26 @@ type Interpreter struct {
 	Version [3]int
 	// Implementation is platform.python_implementation(), e.g. "CPython".
 	Implementation string
-	// Reason says which rule chose it, e.g. "--python flag" or "VIRTUAL_ENV=/x".
+	// Reason says which rule chose it and why, e.g. "--python flag" or "VIRTUAL_ENV=/x", followed by the
+	// candidates passed over ("; passed over: ...") so that --verbose shows the whole decision.
 	Reason string
 	// Via is the launcher script (a pyenv or asdf shim) that was found, when Path is the interpreter behind it.
 	Via string
+	// Pin is the project's .python-version or .tool-versions pin, nil when there is none.
+	Pin *VersionPin
+	// Rejected lists the candidates passed over, in search order, each with why.
+	Rejected []Rejection
+	// Warnings are things the user should hear even without --verbose (an active virtual environment
+	// ignored, an environment that no longer works, a pin the chosen interpreter does not match).
+	Warnings []string
+}
+
+// Rejection is an interpreter candidate that was passed over.
+type Rejection struct {
+	// Candidate names it ("VIRTUAL_ENV=/x", ".venv at /p/.venv", "/usr/bin/python3").
+	Candidate string
+	// Why says why it was passed over.
+	Why string
 }
 
 // VersionString renders the version as "3.11.7".
@@ -52,127 +69,176 @@ func (i *Interpreter) VersionString() string {
 }
 
 // FindInterpreter chooses the Python interpreter, in this order: the --python flag, ASTRABOX_PYTHON, the
-// active VIRTUAL_ENV (only a real venv, holding pyvenv.cfg), a .venv in the project directory or a parent
-// (a directory with bin/python, or a file holding the path of one), CONDA_PREFIX, then python3 on PATH. An
-// explicit choice (flag, ASTRABOX_PYTHON) that does not work is an error; the other rules are skipped when
-// their interpreter does not exist. The chosen interpreter is probed and must be Python 3.9 or newer.
+// project's .venv (in the project directory or a parent: a directory, or a file naming an environment), the
+// active VIRTUAL_ENV when the project has no .venv of its own (as uv does: another project's active
+// environment is ignored, with a warning), CONDA_PREFIX, then python3 on PATH run from the project
+// directory, so that a pyenv, asdf or mise shim picks the project's version, and held to the project's
+// .python-version or .tool-versions pin (falling back to pythonX.Y on PATH and pyenv, asdf and mise
+// installs of that version). An explicit choice (flag, ASTRABOX_PYTHON) that does not work is an error;
+// other candidates that do not work are passed over and listed in Rejected. The chosen interpreter must
+// be Python 3.9 or newer and satisfy the project's requires-python (else an *Error, exit code 2).
 func FindInterpreter(o InterpreterOptions) (*Interpreter, error) {
-	getenv, lookPath := o.Getenv, o.LookPath
-	if getenv == nil {
-		getenv = os.Getenv
+	s := &search{opts: o, getenv: o.Getenv, lookPath: o.LookPath, dir: o.ProjectDir}
+	if s.getenv == nil {
+		s.getenv = os.Getenv
 	}
-	if lookPath == nil {
-		lookPath = exec.LookPath
+	if s.lookPath == nil {
+		s.lookPath = exec.LookPath
 	}
-	explicit := func(value, reason, how string) (*Interpreter, error) {
-		path := value
-		if !strings.ContainsRune(value, filepath.Separator) {
-			p, err := lookPath(value)
-			if err != nil {
-				return nil, &Error{Message: fmt.Sprintf("%s names %q, which is not on PATH", reason, value), Err: err, Hint: how}
-			}
-			path = p
-		}
-		if !isExecutable(path) {
-			return nil, &Error{File: path, Message: fmt.Sprintf("the interpreter given by %s does not exist or is not executable", reason), Hint: how}
-		}
-		return probe(path, reason)
-	}
-	if o.Flag != "" {
-		return explicit(o.Flag, "--python flag", "pass the path of a Python 3.9+ interpreter, e.g. --python .venv/bin/python")
-	}
-	if v := getenv("ASTRABOX_PYTHON"); v != "" {
-		return explicit(v, "ASTRABOX_PYTHON="+v, "set ASTRABOX_PYTHON to the path of a Python 3.9+ interpreter, or unset it")
-	}
-	if v := getenv("VIRTUAL_ENV"); v != "" {
-		if fileExists(filepath.Join(v, "pyvenv.cfg")) {
-			if py := venvPython(v); py != "" {
-				return probe(py, "VIRTUAL_ENV="+v)
-			}
+	if s.dir != "" {
+		if abs, err := filepath.Abs(s.dir); err == nil {
+			s.dir = abs
 		}
 	}
-	if o.ProjectDir != "" {
-		if py, reason := dotVenv(o.ProjectDir); py != "" {
-			return probe(py, reason)
+	if s.dir != "" {
+		pin, err := FindVersionPin(s.dir, s.getenv)
+		if err != nil {
+			return nil, err
 		}
+		s.pin = pin
 	}
-	if v := getenv("CONDA_PREFIX"); v != "" {
-		if py := venvPython(v); py != "" {
-			return probe(py, "CONDA_PREFIX="+v)
-		}
-	}
-	p, err := lookPath("python3")
+	in, err := s.find()
 	if err != nil {
-		return nil, &Error{Message: "no Python interpreter found: no --python, ASTRABOX_PYTHON, active virtualenv, .venv, conda environment or python3 on PATH",
-			Err: err, Hint: "install Python 3.9+ or pass --python /path/to/python"}
+		return nil, err
 	}
-	return probe(p, "python3 on PATH")
+	in.Rejected, in.Warnings, in.Pin = s.rejected, append(in.Warnings, s.warnings...), s.pin
+	explicit := s.opts.Flag != "" || s.getenv("ASTRABOX_PYTHON") != ""
+	if pin := in.Pin; pin != nil && !explicit && !pin.Matches(in.Version) {
+		in.Warnings = append(in.Warnings, fmt.Sprintf("%s pins Python %s, but the interpreter chosen by %s is Python %s; "+
+			"recreate the environment with that version, or change the pin", pin.Source, pin.Request, in.Reason, in.VersionString()))
+	}
+	if len(s.rejected) > 0 {
+		parts := make([]string, len(s.rejected))
+		for i, r := range s.rejected {
+			parts[i] = r.Candidate + " (" + r.Why + ")"
+		}
+		in.Reason += "; passed over: " + strings.Join(parts, ", ")
+	}
+	if s.dir != "" {
+		if err := checkRequiresPython(s.dir, in); err != nil {
+			return nil, err
+		}
+	}
+	return in, nil
 }
 
-// venvPython returns dir/bin/python (or python3) when it is executable.
-func venvPython(dir string) string {
-	for _, n := range []string{"python", "python3"} {
-		if p := filepath.Join(dir, "bin", n); isExecutable(p) {
-			return p
-		}
+// checkRequiresPython refuses an interpreter the project's requires-python excludes.
+func checkRequiresPython(dir string, in *Interpreter) error {
+	req, ok, err := readRequiresPython(dir)
+	if err != nil || !ok {
+		return err
 	}
-	return ""
+	allowed, err := req.Allows(in.Version)
+	if err != nil {
+		in.Warnings = append(in.Warnings, fmt.Sprintf("%s:%d: cannot read requires-python %q (%v); it is not checked", req.File, req.Line, req.Spec, err))
+		return nil
+	}
+	if allowed {
+		return nil
+	}
+	return &Error{File: req.File, Line: req.Line,
+		Message: fmt.Sprintf("the project requires Python %s, but the interpreter %s (chosen by %s) is Python %s",
+			req.Spec, in.Path, in.Reason, in.VersionString()),
+		Hint: "pass an interpreter the project supports with --python (or create .venv with one), or change requires-python"}
 }
 
-// dotVenv looks for .venv in start and its parents: a directory holding bin/python, or a file holding the
-// path of a virtual environment (or of an interpreter), relative paths resolved against the file's
-// directory.
-func dotVenv(start string) (string, string) {
-	abs, err := filepath.Abs(start)
-	if err != nil {
-		return "", ""
-	}
-	for d := abs; ; {
-		cand := filepath.Join(d, ".venv")
-		if st, err := os.Stat(cand); err == nil {
-			if st.IsDir() {
-				if py := venvPython(cand); py != "" {
-					return py, ".venv at " + cand
-				}
-			} else if b, err := os.ReadFile(cand); err == nil {
-				target := strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0])
-				if target != "" {
-					if !filepath.IsAbs(target) {
-						target = filepath.Join(d, target)
-					}
-					if st, err := os.Stat(target); err == nil && st.IsDir() {
-						if py := venvPython(target); py != "" {
-							return py, ".venv file " + cand + " -> " + target
-						}
-					} else if isExecutable(target) {
-						return target, ".venv file " + cand + " -> " + target
-					}
-				}
-			}
+// search is the state of one FindInterpreter call.
+type search struct {
+	opts     InterpreterOptions
+	getenv   func(string) string
+	lookPath func(string) (string, error)
+	dir      string
+	pin      *VersionPin
+	rejected []Rejection
+	warnings []string
+}
+
+func (s *search) reject(candidate, why string) {
+	s.rejected = append(s.rejected, Rejection{Candidate: candidate, Why: why})
+}
+
+func (s *search) warn(format string, args ...any) {
+	s.warnings = append(s.warnings, fmt.Sprintf(format, args...))
+}
+
+// probe runs the probe from the project directory.
+func (s *search) probe(path, reason string) (*Interpreter, error) {
+	return probeIn(path, reason, s.dir)
+}
+
+// explicit resolves the interpreter named by --python or ASTRABOX_PYTHON.
+func (s *search) explicit(value, reason, how string) (*Interpreter, error) {
+	path := value
+	if !strings.ContainsRune(value, filepath.Separator) {
+		p, err := s.lookPath(value)
+		if err != nil {
+			return nil, &Error{Message: fmt.Sprintf("%s names %q, which is not on PATH", reason, value), Err: err, Hint: how}
 		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			return "", ""
-		}
-		d = parent
+		path = p
 	}
+	if !isExecutable(path) {
+		return nil, &Error{File: path, Message: fmt.Sprintf("the interpreter given by %s does not exist or is not executable", reason), Hint: how}
+	}
+	return s.probe(path, reason)
+}
+
+func (s *search) find() (*Interpreter, error) {
+	if s.opts.Flag != "" {
+		return s.explicit(s.opts.Flag, "--python flag", "pass the path of a Python 3.9+ interpreter, e.g. --python .venv/bin/python")
+	}
+	if v := s.getenv("ASTRABOX_PYTHON"); v != "" {
+		return s.explicit(v, "ASTRABOX_PYTHON="+v, "set ASTRABOX_PYTHON to the path of a Python 3.9+ interpreter, or unset it")
+	}
+	var dot *envCandidate
+	if s.dir != "" {
+		dot = s.dotVenv(s.dir)
+	}
+	if v := s.getenv("VIRTUAL_ENV"); v != "" {
+		if in := s.activeVenv(v, dot); in != nil {
+			return s.probe(in.py, in.reason)
+		}
+	}
+	if dot != nil {
+		return s.probe(dot.py, dot.reason)
+	}
+	if v := s.getenv("CONDA_PREFIX"); v != "" {
+		if py, why := envPython(v, false); py != "" {
+			return s.probe(py, "CONDA_PREFIX="+v)
+		} else {
+			s.reject("CONDA_PREFIX="+v, why)
+		}
+	}
+	if s.dir != "" {
+		s.otherVenvs()
+	}
+	return s.onPath()
 }
 
 // probeScript prints the interpreter's version as JSON; it runs on Python 2 too, so that an old interpreter
 // gets a clear message rather than a syntax error.
-const probeScript = `import sys, json, platform
+const probeScript = `import sys
+sys.path[:] = [p for p in sys.path if p not in ("", ".")]
+import json, platform
 sys.stdout.write("\nASTRABOX-PROBE:" + json.dumps({"version": list(sys.version_info[:3]), "implementation": platform.python_implementation(), "executable": sys.executable}) + "\n")
 `
 
-// probe runs the interpreter to read its version and checks it is recent enough.
-func probe(path, reason string) (*Interpreter, error) {
+// probe runs the interpreter from a temporary directory to read its version.
+func probe(path, reason string) (*Interpreter, error) { return probeIn(path, reason, "") }
+
+// probeIn runs the interpreter from dir (a temporary directory when "") to read its version, and checks it
+// is recent enough. The probe drops the working directory from sys.path before importing anything, so a
+// project's own json.py or platform.py cannot answer for the standard library.
+func probeIn(path, reason, dir string) (*Interpreter, error) {
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ProbeTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, "-E", "-s", "-c", probeScript)
-	cmd.Dir = os.TempDir()
+	cmd.Dir = dir
+	if dir == "" {
+		cmd.Dir = os.TempDir()
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	setProcessGroup(cmd)
@@ -219,8 +285,13 @@ func probe(path, reason string) (*Interpreter, error) {
 	return in, nil
 }
 
-// isShim tells whether an interpreter path is a launcher script rather than a binary (it starts with "#!").
+// isShim tells whether an interpreter path is a launcher rather than the interpreter: a script (it starts
+// with "#!"), or anything in a directory named shims (pyenv, asdf and mise keep their shims there; mise's
+// are links to its own binary).
 func isShim(path string) bool {
+	if filepath.Base(filepath.Dir(path)) == "shims" {
+		return true
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return false

@@ -6,3 +6,6 @@ import "os/exec"
 
 // setProcessGroup is a no-op where process groups are not available.
 func setProcessGroup(cmd *exec.Cmd) {}
+
+// openNonBlock is not needed where named pipes cannot block an open.
+const openNonBlock = 0

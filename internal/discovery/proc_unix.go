@@ -17,3 +17,6 @@ func setProcessGroup(cmd *exec.Cmd) {
 		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 }
+
+// openNonBlock makes opening a named pipe return at once instead of waiting for a writer.
+const openNonBlock = syscall.O_NONBLOCK

@@ -25,6 +25,7 @@ const (
 	OriginPEP621    Origin = "pyproject.toml [project.entry-points]"
 	OriginPoetry    Origin = "pyproject.toml [tool.poetry.plugins]"
 	OriginSetupCfg  Origin = "setup.cfg [options.entry_points]"
+	OriginFlit      Origin = "pyproject.toml [tool.flit.entrypoints]"
 	OriginInstalled Origin = "installed distribution"
 )
 
@@ -90,9 +91,13 @@ type Project struct {
 	Dir string
 	// Name is the project name from [project], [tool.poetry] or setup.cfg [metadata]; "" when unknown.
 	Name string
-	// Pyproject and SetupCfg are the paths of the files read ("" when absent).
+	// Pyproject, SetupCfg and SetupPy are the paths of the files read ("" when absent).
 	Pyproject string
 	SetupCfg  string
+	SetupPy   string
+	// SetupPyGroupLine is the line of setup.py that names the provider group, 0 when none does. setup.py
+	// is never run: its entry points are known only from the installed project's metadata.
+	SetupPyGroupLine int
 	// Declarations are the provider-group entry points the project declares, in file order.
 	Declarations []Declaration
 	// DynamicEntryPoints is true when [project] dynamic lists "entry-points": the build backend computes
@@ -110,8 +115,8 @@ type Project struct {
 	Warnings []string
 }
 
-// FindProjectRoot returns the nearest directory at or above start that holds a pyproject.toml or a
-// setup.cfg. start may be a file.
+// FindProjectRoot returns the nearest directory at or above start that holds a pyproject.toml, a setup.cfg
+// or a setup.py (regular files only). start may be a file.
 func FindProjectRoot(start string) (string, error) {
 	abs, err := filepath.Abs(start)
 	if err != nil {
@@ -124,9 +129,12 @@ func FindProjectRoot(start string) (string, error) {
 		abs = filepath.Dir(abs)
 	}
 	for d := abs; ; {
-		for _, name := range []string{"pyproject.toml", "setup.cfg"} {
+		for _, name := range []string{"pyproject.toml", "setup.cfg", "setup.py"} {
 			if st, err := os.Stat(filepath.Join(d, name)); err == nil && st.Mode().IsRegular() {
 				return d, nil
+			} else if err == nil {
+				// A FIFO or a device in a project file's place: say so rather than walk on to a parent.
+				return "", notRegular(filepath.Join(d, name), st.Mode())
 			}
 		}
 		parent := filepath.Dir(d)
@@ -135,7 +143,7 @@ func FindProjectRoot(start string) (string, error) {
 		}
 		d = parent
 	}
-	return "", &Error{File: abs, Message: "no pyproject.toml or setup.cfg here or in any parent directory",
+	return "", &Error{File: abs, Message: "no pyproject.toml, setup.cfg or setup.py here or in any parent directory",
 		Hint: "run astrabox inside your provider project, or point at it with --project DIR"}
 }
 
@@ -155,11 +163,12 @@ func LoadProject(dir string) (*Project, error) {
 	if err != nil {
 		return nil, err
 	}
-	if pyPath == "" && cfgPath == "" {
-		return nil, &Error{File: abs, Message: "neither pyproject.toml nor setup.cfg found",
+	p.Pyproject, p.SetupCfg = pyPath, cfgPath
+	p.scanSetupPy()
+	if pyPath == "" && cfgPath == "" && p.SetupPy == "" {
+		return nil, &Error{File: abs, Message: "none of pyproject.toml, setup.cfg and setup.py found",
 			Hint: "point --project at the directory that holds your provider's pyproject.toml"}
 	}
-	p.Pyproject, p.SetupCfg = pyPath, cfgPath
 
 	var doc map[string]any
 	var lines map[string]int
@@ -178,7 +187,8 @@ func LoadProject(dir string) (*Project, error) {
 
 	project, hasProject := table(doc, "project")
 	poetry, _ := table(doc, "tool", "poetry")
-	p.Name = firstString(str(project, "name"), str(poetry, "name"))
+	flit, _ := table(doc, "tool", "flit", "metadata")
+	p.Name = firstString(str(project, "name"), str(poetry, "name"), str(flit, "dist-name"), str(flit, "module"), p.Name)
 	if p.Name == "" && cfg != nil {
 		if s := cfg.section("metadata"); s != nil {
 			if o := s.option("name"); o != nil {
@@ -219,8 +229,16 @@ func LoadProject(dir string) (*Project, error) {
 			return nil, err
 		}
 	}
+	// flit's legacy metadata (before flit 3 read [project]).
+	if eps, ok := table(doc, "tool", "flit", "entrypoints"); ok {
+		p.nearMisses(pyPath, lines, eps, "tool", "flit", "entrypoints")
+		if err := p.tomlGroup(pyPath, lines, eps, OriginFlit, "tool", "flit", "entrypoints"); err != nil {
+			return nil, err
+		}
+	}
 	// setup.cfg.
 	if cfg != nil {
+		p.cfgNearMisses(cfgPath, cfg)
 		decls, err := cfgGroup(cfgPath, cfg)
 		if err != nil {
 			return nil, err
@@ -246,6 +264,29 @@ func LoadProject(dir string) (*Project, error) {
 	return p, nil
 }
 
+var setupPyName = regexp.MustCompile(`\bname\s*=\s*["']([A-Za-z0-9][A-Za-z0-9._-]*)["']`)
+
+// scanSetupPy notes a setup.py without running it: the distribution name it passes to setup() when written
+// literally, and the line naming the provider group.
+func (p *Project) scanSetupPy() {
+	path := filepath.Join(p.Dir, "setup.py")
+	b, err := readBounded(path, MaxProjectFileSize)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			p.Warnings = append(p.Warnings, err.Error())
+		}
+		return
+	}
+	p.SetupPy = path
+	src := string(b)
+	if m := setupPyName.FindStringSubmatch(src); m != nil {
+		p.Name = m[1]
+	}
+	if i := strings.Index(src, Group); i >= 0 {
+		p.SetupPyGroupLine = 1 + strings.Count(src[:i], "\n")
+	}
+}
+
 // warn records a warning tied to a file and line.
 func (p *Project) warn(file string, line int, msg string) {
 	loc := file
@@ -269,6 +310,26 @@ func (p *Project) nearMisses(file string, lines map[string]int, groups map[strin
 	for _, g := range names {
 		p.warn(file, lines[pathKey(append(prefix, g)...)],
 			fmt.Sprintf("entry-point group %q is not the provider group; did you mean %q?", g, Group))
+	}
+}
+
+// cfgNearMisses warns about setup.cfg entry-point groups that look like the provider group but are not it,
+// in another case above all: setuptools writes the group into entry_points.txt as spelt, and the platform's
+// lookup compares it exactly (measured with setuptools 58 and 65).
+func (p *Project) cfgNearMisses(file string, cfg *iniFile) {
+	sec := cfg.section("options.entry_points")
+	if sec == nil {
+		return
+	}
+	for _, o := range sec.Options {
+		if o.Name == Group || !nearGroup.MatchString(o.Name) {
+			continue
+		}
+		msg := fmt.Sprintf("entry-point group %q is not the provider group; did you mean %q?", o.Name, Group)
+		if strings.EqualFold(o.Name, Group) {
+			msg += " (setuptools keeps the group's case as written and the platform compares it exactly: write it in lower case)"
+		}
+		p.warn(file, o.Line, msg)
 	}
 }
 
@@ -455,6 +516,16 @@ func codeRoots(dir string, doc map[string]any, cfg *iniFile) ([]string, string) 
 			}
 		}
 	}
+	if wheel, ok := table(doc, "tool", "hatch", "build", "targets", "wheel"); ok {
+		if pkgs, ok := wheel["packages"].([]any); ok {
+			for _, it := range pkgs {
+				if s, ok := it.(string); ok && strings.TrimSpace(s) != "" {
+					// "src/my_pkg" ships my_pkg, importable from src.
+					add("[tool.hatch.build.targets.wheel] packages", filepath.Dir(filepath.Clean(filepath.FromSlash(s))))
+				}
+			}
+		}
+	}
 	poetry, _ := table(doc, "tool", "poetry")
 	if pkgs, ok := poetry["packages"].([]any); ok {
 		for _, it := range pkgs {
@@ -495,8 +566,13 @@ func codeRoots(dir string, doc map[string]any, cfg *iniFile) ([]string, string) 
 	return []string{dir}, "flat layout"
 }
 
-// hasPython reports whether dir holds a Python module or a package directory directly inside it.
-func hasPython(dir string) bool {
+// hasPython reports whether dir holds Python code: a module, a package directory, or a PEP 420 namespace
+// package (a directory without __init__.py with Python code below it, up to a few levels down).
+func hasPython(dir string) bool { return hasPythonWithin(dir, 0) }
+
+const namespaceDepth = 4
+
+func hasPythonWithin(dir string, depth int) bool {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return false
@@ -505,10 +581,17 @@ func hasPython(dir string) bool {
 		if !e.IsDir() && strings.HasSuffix(e.Name(), ".py") {
 			return true
 		}
-		if e.IsDir() {
-			if _, err := os.Stat(filepath.Join(dir, e.Name(), "__init__.py")); err == nil {
-				return true
-			}
+	}
+	if depth >= namespaceDepth {
+		return false
+	}
+	for _, e := range entries {
+		n := e.Name()
+		if !e.IsDir() || strings.HasPrefix(n, ".") || n == "__pycache__" || strings.HasSuffix(n, ".egg-info") || strings.HasSuffix(n, ".dist-info") {
+			continue
+		}
+		if hasPythonWithin(filepath.Join(dir, n), depth+1) {
+			return true
 		}
 	}
 	return false
@@ -534,6 +617,9 @@ func (p *Project) FindModule(module string) (file, root string, ok bool) {
 
 // decodeTOML parses a TOML file into a generic map, turning syntax errors into an *Error with position.
 func decodeTOML(path, src string) (map[string]any, error) {
+	if err := checkTOMLShape(path, src); err != nil {
+		return nil, err
+	}
 	var m map[string]any
 	if _, err := toml.Decode(src, &m); err != nil {
 		var pe toml.ParseError
@@ -548,14 +634,18 @@ func decodeTOML(path, src string) (map[string]any, error) {
 	return m, nil
 }
 
-// readOptional reads a file, returning "" and no error when it does not exist.
+// readOptional reads a project text file (bounded by MaxProjectFileSize, regular files only, UTF-8),
+// returning "" and no error when it does not exist.
 func readOptional(path string) (string, string, error) {
-	b, err := os.ReadFile(path)
+	b, err := readBounded(path, MaxProjectFileSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", "", nil
 	}
 	if err != nil {
-		return "", "", &Error{File: path, Message: "cannot read file", Err: err, Hint: "check the file's permissions"}
+		return "", "", err
+	}
+	if err := checkText(path, b); err != nil {
+		return "", "", err
 	}
 	return string(b), path, nil
 }

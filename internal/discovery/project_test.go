@@ -207,7 +207,7 @@ func TestFindProjectRoot(t *testing.T) {
 		t.Errorf("setup.cfg root = %q, %v; want %q", got, err, cfgRoot)
 	}
 	empty := t.TempDir()
-	if _, err := FindProjectRoot(empty); err == nil || !strings.Contains(err.Error(), "no pyproject.toml or setup.cfg") {
+	if _, err := FindProjectRoot(empty); err == nil || !strings.Contains(err.Error(), "no pyproject.toml, setup.cfg or setup.py") {
 		t.Errorf("FindProjectRoot(empty) error = %v", err)
 	}
 	if _, err := FindProjectRoot(filepath.Join(empty, "missing")); err == nil {
@@ -218,7 +218,7 @@ func TestFindProjectRoot(t *testing.T) {
 func TestLoadProjectWithoutFiles(t *testing.T) {
 	_, err := LoadProject(t.TempDir())
 	var e *Error
-	if !errors.As(err, &e) || !strings.Contains(err.Error(), "neither pyproject.toml nor setup.cfg") {
+	if !errors.As(err, &e) || !strings.Contains(err.Error(), "none of pyproject.toml, setup.cfg and setup.py found") {
 		t.Fatalf("error = %v", err)
 	}
 }

@@ -160,6 +160,7 @@ func noProvider(p *Project) error {
 	name := ""
 	if p != nil {
 		e.ProjectDir, e.Dynamic, name = p.Dir, p.DynamicEntryPoints, p.Name
+		e.SetupPy, e.SetupPyGroupLine = p.SetupPy, p.SetupPyGroupLine
 	}
 	e.Snippet = Snippet(name)
 	return e

@@ -40,6 +40,9 @@ type Options struct {
 	// Seed, when non-zero, makes issued credential tokens a deterministic sequence for that seed, so that a
 	// replayed scenario gives the same history. Zero draws tokens from crypto/rand.
 	Seed int64
+	// Upstreams are the stand-ins of the provider's declared services, by service name: requests the egress
+	// proxy forwards with ServiceHeader are recorded and faulted like the double's own, and answered by them.
+	Upstreams map[string]Upstream
 }
 
 // Double is a running deployment double. All methods are safe for concurrent use.
@@ -72,6 +75,7 @@ type Double struct {
 	state      state
 	activeReqs int // handlers currently running; read by tests
 	tokenRand  *mrand.Rand
+	upstreams  map[string]Upstream
 }
 
 type replicaServer struct {
@@ -98,6 +102,7 @@ func Start(o Options) (*Double, error) {
 		changed:   make(chan struct{}),
 		holds:     map[*holdWait]struct{}{},
 		state:     newState(),
+		upstreams: o.Upstreams,
 	}
 	if o.Seed != 0 {
 		d.tokenRand = mrand.New(mrand.NewSource(o.Seed))

@@ -34,8 +34,21 @@ func (d *Double) serve(replica string, w http.ResponseWriter, r *http.Request) {
 	defer d.leave()
 
 	req, faults := d.arrive(replica, r)
+	service, up := d.upstreamOf(r)
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, d.maxBody))
-	d.update(req, func(q *Request) { q.Body = body })
+	d.update(req, func(q *Request) {
+		q.Body = body
+		if service != "" {
+			q.Service, q.Host = service, r.Header.Get(HostHeader)
+			if up != nil && up.OperationHeader != "" {
+				q.Operation = r.Header.Get(up.OperationHeader)
+			}
+		}
+	})
+	if service != "" && up == nil {
+		d.finish(req, w, errAnswer(http.StatusBadGateway, "no stand-in for service %q", service))
+		return
+	}
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -75,6 +88,19 @@ func (d *Double) serve(replica string, w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if up != nil {
+		sa := d.applyUpstream(req, up, r, body)
+		if drop {
+			d.update(req, func(q *Request) {
+				q.Dropped = true
+				q.Done = true
+			})
+			dropConnection(w)
+			return
+		}
+		d.finishService(req, w, sa)
+		return
+	}
 	a := d.apply(req, r.Header, body)
 	if drop {
 		d.update(req, func(q *Request) {

@@ -37,8 +37,15 @@ type Request struct {
 	Header http.Header
 	// Body is the request body as received (up to Options.MaxBody).
 	Body []byte
-	// Operation is the value of the X-Astrabox-Operation header, if any.
+	// Operation is the value of the X-Astrabox-Operation header (or of the service's operation header), if any.
 	Operation string
+	// Service names the declared service the request was for ("" = the double's own endpoints), and Host the
+	// production host:port the provider addressed.
+	Service string
+	Host    string
+	// Answer is the body a service's stand-in answered with (service requests only, up to MaxBody), so that
+	// secrets a service hands out are hunted like the double's own credentials.
+	Answer []byte
 	// Status is the status answered; 0 while the request is pending or when the connection was dropped.
 	Status int
 	// Done reports that the handler finished (answered or dropped).
@@ -70,6 +77,7 @@ func (r *Request) clone() Request {
 	}
 	c.Header = r.Header.Clone()
 	c.Body = slices.Clone(r.Body)
+	c.Answer = slices.Clone(r.Answer)
 	c.Faults = slices.Clone(r.Faults)
 	return c
 }
@@ -89,6 +97,14 @@ func (d *Double) ClearInFlight(replica string) {
 	defer d.mu.Unlock()
 	delete(d.inFlight, replica)
 	delete(d.hasFlight, replica)
+}
+
+// InFlight returns the call replica has in flight, if any.
+func (d *Double) InFlight(replica string) (Call, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c, ok := d.inFlight[replica]
+	return c, ok && d.hasFlight[replica]
 }
 
 // Requests returns a copy of every recorded request in arrival order, including pending ones.

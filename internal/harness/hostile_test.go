@@ -3,8 +3,10 @@ package harness
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -14,6 +16,7 @@ import (
 
 func startHostile(t *testing.T, name string, o Options) *Process {
 	t.Helper()
+	skipShort(t)
 	noLeaks(t)
 	p, li := startLoaded(t, fixtureDir(t, "hostile", name), "hostile_"+name+":Provider", o)
 	if !li.Instantiated || li.Name == nil || *li.Name != "hostile-"+name {
@@ -199,4 +202,149 @@ func pidsWithToken(token string) []int {
 		}
 	}
 	return out
+}
+
+// skipShort skips a test that starts Python under -short.
+func skipShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts Python; skipped under -short")
+	}
+}
+
+// newMarker returns a name for the processes of one test (at most 15 bytes: what /proc/<pid>/comm holds).
+func newMarker() string { return "abx" + randomHex(6) }
+
+// pidsWithComm lists the live processes named marker (their /proc/<pid>/comm).
+func pidsWithComm(marker string) []int {
+	var out []int
+	for _, pid := range allPids() {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+		if err != nil || strings.TrimSpace(string(b)) != marker {
+			continue
+		}
+		if info, ok := readStat(pid); ok && info.state != 'Z' {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// launchers are the two ways a harness is started: under a warden, and forked by a fork server.
+func launchers(t *testing.T) map[string]func(t *testing.T) Options {
+	return map[string]func(t *testing.T) Options{
+		"warden":      func(t *testing.T) Options { return Options{} },
+		"fork server": func(t *testing.T) Options { return Options{Zygote: startZygote(t)} },
+	}
+}
+
+// TestHostileEscapees: descendants that shed every trace the old sweep followed (the process group, the
+// session, the replica token in the environment, their identity every millisecond) are all gone when the
+// replica is closed, and Close returns within its bound.
+func TestHostileEscapees(t *testing.T) {
+	skipShort(t)
+	for _, name := range []string{"escape", "envwipe", "hopper"} {
+		for via, opts := range launchers(t) {
+			t.Run(name+" via "+via, func(t *testing.T) {
+				marker, heartbeat := newMarker(), filepath.Join(t.TempDir(), "heartbeat")
+				o := opts(t)
+				o.Env = []string{"ASTRABOX_TEST_MARKER=" + marker, "ASTRABOX_TEST_HEARTBEAT=" + heartbeat}
+				p := startHostile(t, name, o)
+				pgid, token := p.PID(), p.ReplicaToken()
+				r, err := call(t, p, "prepare_session", sessionArgs(t.TempDir()), 10*time.Second)
+				if err != nil || !r.OK {
+					t.Fatalf("session: %v %+v", err, r)
+				}
+				escaped := waitForComm(t, marker)
+				for _, pid := range escaped {
+					// It really escaped what the sweep used to follow: the group and the token.
+					if info, ok := readStat(pid); ok && info.pgrp == pgid {
+						t.Errorf("process %d is still in the harness's group", pid)
+					}
+					if b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ"); bytes.Contains(b, []byte(token)) {
+						t.Errorf("process %d still carries the replica token", pid)
+					}
+				}
+				if name == "hopper" && !beating(heartbeat) {
+					t.Fatal("the hopper does not hop: the fixture does not do what it claims")
+				}
+				closeWithin(t, p, 20*time.Second)
+				if left := pidsWithComm(marker); len(left) > 0 {
+					t.Fatalf("escaped processes left running after Close: %v", left)
+				}
+				if name == "hopper" && beating(heartbeat) {
+					t.Fatal("the hopper still hops after Close")
+				}
+				assertGone(t, pgid, token)
+			})
+		}
+	}
+}
+
+// beating reports whether the file grows within 300 ms (at a hop a millisecond, a live hopper appends about
+// three hundred bytes meanwhile).
+func beating(file string) bool {
+	size := func() int64 {
+		st, err := os.Stat(file)
+		if err != nil {
+			return -1
+		}
+		return st.Size()
+	}
+	before := size()
+	time.Sleep(300 * time.Millisecond)
+	return size() != before
+}
+
+// waitForComm waits (bounded) until a process named marker runs, and returns them.
+func waitForComm(t *testing.T, marker string) []int {
+	t.Helper()
+	for i := 0; i < 250; i++ {
+		if pids := pidsWithComm(marker); len(pids) > 0 {
+			return pids
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no process named %s ever ran: the fixture did not do what it claims", marker)
+	return nil
+}
+
+// closeWithin closes p and fails the test if Close does not return within d.
+func closeWithin(t *testing.T, p *Process, d time.Duration) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- p.Close() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(d):
+		t.Fatalf("Close did not return within %s", d)
+		return nil
+	}
+}
+
+// TestHostileJoinGroup: a harness cannot move into its parent's process group (it leads its own session),
+// and one that ignores SIGTERM and blocks its loop is still ended by Close within its bound.
+func TestHostileJoinGroup(t *testing.T) {
+	skipShort(t)
+	for via, opts := range launchers(t) {
+		t.Run(via, func(t *testing.T) {
+			p := startHostile(t, "joingroup", opts(t))
+			pgid, token := p.PID(), p.ReplicaToken()
+			r, err := call(t, p, "prepare_session", sessionArgs(t.TempDir()), 5*time.Second)
+			if err != nil || !r.OK {
+				t.Fatalf("session: %v %+v", err, r)
+			}
+			if out := r.Stdout.String(); !strings.Contains(out, "setpgid failed: 1") {
+				t.Errorf("the harness moved into another group (or did not try): %q", out)
+			}
+			if info, ok := readStat(pgid); !ok || info.pgrp != pgid || info.pgrp == syscall.Getpgrp() {
+				t.Errorf("harness %d is in group %d (ours %d)", pgid, info.pgrp, syscall.Getpgrp())
+			}
+			time.Sleep(200 * time.Millisecond) // let the loop block
+			err = closeWithin(t, p, 20*time.Second)
+			asProcessError(t, err, KindHung, "did not exit within 1s after shutdown", "SIGKILL")
+			assertGone(t, pgid, token)
+		})
+	}
 }

@@ -51,7 +51,25 @@ type replyMsg struct {
 	// CancelReceived is true when a cancel from Go reached the call while it was in flight (its task was
 	// cancelled); false when the call had already finished or could not be interrupted (synchronous code).
 	CancelReceived bool `json:"cancel_received"`
+	// Exit is set when the callback raised SystemExit or KeyboardInterrupt: the harness ends the process
+	// right after this reply, as the platform's host would.
+	Exit *ExitInfo `json:"exit,omitempty"`
 }
+
+// ExitInfo says how a callback's SystemExit or KeyboardInterrupt ends the harness process: with exit status
+// Code, or by Signal ("SIGINT" for KeyboardInterrupt).
+type ExitInfo struct {
+	// Exception is "SystemExit" or "KeyboardInterrupt".
+	Exception string `json:"exception"`
+	Code      int    `json:"code"`
+	Signal    string `json:"signal,omitempty"`
+}
+
+// Exception names in ExitInfo.
+const (
+	ExitSystemExit        = "SystemExit"
+	ExitKeyboardInterrupt = "KeyboardInterrupt"
+)
 
 type backgroundMsg struct {
 	Kind         string       `json:"kind"`
@@ -328,6 +346,27 @@ type Result struct {
 
 	// other
 	PythonType string `json:"python_type"`
+
+	// TypeErrors lists the values of a wrong type in the returned object (RuntimeMaterials: a file whose
+	// content is a str, an int or None, a non-str environment value), for the checks to judge.
+	TypeErrors []TypeError `json:"type_errors,omitempty"`
+}
+
+// TypeError is one value of the wrong type in a callback's result.
+type TypeError struct {
+	// Field is where it sits ("files[0].content", "environment[NAME]").
+	Field string `json:"field"`
+	// Expected is the type the seam requires ("bytes", "str", "RuntimeFile"); Got is the Python type found.
+	Expected string `json:"expected"`
+	Got      string `json:"got"`
+}
+
+// SettleResult is the value of a settle call: whether the work the given calls left running ended within
+// the bound, what still runs, and how long the harness waited.
+type SettleResult struct {
+	Settled   bool      `json:"settled"`
+	Remaining Leftovers `json:"remaining"`
+	WaitedS   float64   `json:"waited_s"`
 }
 
 // MaterialFile is one RuntimeFile of RuntimeMaterials.

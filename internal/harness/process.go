@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -10,14 +9,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // Options configure one harness process.
@@ -73,6 +68,9 @@ type Reply struct {
 	// was still running (its asyncio task was cancelled). A cancel sent but
 	// not received crossed the reply, or met synchronous code.
 	CancelReceived bool
+	// Exit is set when the callback raised SystemExit or KeyboardInterrupt: the process ends right after
+	// the reply (see WaitExit).
+	Exit *ExitInfo
 }
 
 // Result decodes Value of a callback reply.
@@ -101,10 +99,15 @@ func (r *Reply) LoadInfo() (*LoadInfo, error) {
 
 // Process is one running harness. Its methods are safe for concurrent use;
 // calls are serialised (the harness runs one call at a time).
+//
+// The work is split by job: a launcher starts the process (launch.go, zygote.go: a warden or a fork server
+// that supervises it), the protocol client talks to it (client.go), supervision bounds and ends it
+// (supervise.go), classify turns its end into a ProcessError (classify.go), and its lifecycle state lives
+// behind mu (lifecycle.go).
 type Process struct {
 	o      Options
 	lim    Limits
-	cmd    *exec.Cmd
+	proc   *launched
 	pid    int
 	cookie string
 	token  string
@@ -121,24 +124,13 @@ type Process struct {
 	replies chan replyMsg
 
 	mu         sync.Mutex
+	st         lifecycle
 	bg         Observations
-	killKind   ErrorKind
-	killErr    error
-	killStack  string
-	protoErr   error // a protocol violation seen by the reader
-	fatal      *ProcessError
-	reported   bool
-	closing    bool
 	startTicks uint64 // the process's start time (clock ticks after boot), 0 if unknown
-	// sweptAfterExit: the sweep that followed the process's exit left nothing in its group or with its token.
-	sweptAfterExit bool
-	status         syscall.WaitStatus // how the process ended, once waitDone is closed
-	statusKnown    bool
-	forkExit       <-chan zygoteExit // the exit of a forked process, reported by its zygote
-	sandboxCtx     context.Context
-	sandboxEnd     context.CancelFunc
+	sandboxCtx context.Context
+	sandboxEnd context.CancelFunc
 
-	waitDone  chan struct{} // cmd.Wait returned
+	waitDone  chan struct{} // the harness was reaped
 	exited    chan struct{} // process gone and fatal computed
 	readDone  chan struct{} // reader stopped
 	outDone   chan struct{} // stdout drained to EOF
@@ -160,10 +152,10 @@ const (
 // Start launches the harness for o and waits for its hello. ctx bounds only
 // the start and handshake: the process lives until Close or Kill (or its own
 // death), whatever happens to ctx later. Errors are
-// *ProcessError: KindStart (python cannot be executed), KindExited or
-// KindSignaled (it ended before hello: not a Python 3, a broken install),
-// KindHung (no hello within Limits.StartTimeout) or KindProtocol (wrong
-// protocol version or cookie).
+// *ProcessError: KindStart (python cannot be executed, or no process can be
+// created), KindExited or KindSignaled (it ended before hello: not a Python 3,
+// a broken install), KindHung (no hello within Limits.StartTimeout) or
+// KindProtocol (wrong protocol version or cookie).
 func Start(ctx context.Context, o Options) (*Process, error) {
 	if o.Python == "" {
 		o.Python = "python3"
@@ -196,7 +188,7 @@ func Start(ctx context.Context, o Options) (*Process, error) {
 	if err := p.launch(sdk); err != nil {
 		return nil, err
 	}
-	p.logf("started %s (pid %d)", o.Python, p.pid)
+	p.logf("started %s (pid %d, supervisor %d)", o.Python, p.pid, p.proc.supervisor)
 
 	t := time.NewTimer(p.lim.StartTimeout)
 	defer t.Stop()
@@ -248,53 +240,43 @@ func newPipes() (*procPipes, error) {
 	return pp, nil
 }
 
+// launch starts the harness: forked by the fork server when there is one (an optimisation, never a reason to
+// fail: on any error it falls back, on fresh pipes, so that a fork that happened after all cannot share
+// them), else under a warden.
 func (p *Process) launch(sdk string) error {
-	fail := func(err error) error {
-		return &ProcessError{Kind: KindStart, Replica: p.o.Replica, ExitCode: -1, Err: err}
+	spec := launchSpec{
+		python: p.o.Python,
+		script: filepath.Join(sdk, "astrabox", "_harness", "__main__.py"),
+		dir:    p.o.ProjectDir,
+		env:    append(p.environ(), "ASTRABOX_PYCACHE="+pycacheDir(sdk)),
 	}
-	if z := p.o.Zygote; z != nil {
+	launchers := []launcher{wardenLauncher{}}
+	if p.o.Zygote != nil {
+		launchers = []launcher{p.o.Zygote, wardenLauncher{}}
+	}
+	for i, l := range launchers {
 		pp, err := newPipes()
 		if err != nil {
-			return fail(err)
+			return &ProcessError{Kind: KindStart, Replica: p.o.Replica, ExitCode: -1, Err: err}
 		}
-		pid, exit, err := z.spawn(append(p.environ(), "ASTRABOX_PYCACHE="+pycacheDir(sdk)), p.o.ProjectDir, pp.child())
-		if err == nil {
-			for _, f := range pp.child() {
-				f.Close()
+		spec.pipes = pp
+		proc, err := l.launch(spec)
+		if err != nil {
+			pp.closeAll()
+			if i < len(launchers)-1 {
+				p.logf("%v; starting an interpreter instead", err)
+				continue
 			}
-			p.pid, p.forkExit = pid, exit
-			p.reqW, p.respR, p.outR, p.errR = pp.reqW, pp.respR, pp.outR, pp.errR
-			p.goroutines()
-			return nil
+			return &ProcessError{Kind: KindStart, Replica: p.o.Replica, ExitCode: -1, Err: err}
 		}
-		// Same process, slower start: the fork server is an optimisation, never a reason to fail. Fresh pipes,
-		// so that a fork that happened after all cannot share them.
-		pp.closeAll()
-		p.logf("%v; starting an interpreter instead", err)
+		for _, f := range pp.child() {
+			f.Close()
+		}
+		p.proc, p.pid = proc, proc.pid
+		p.reqW, p.respR, p.outR, p.errR = pp.reqW, pp.respR, pp.outR, pp.errR
+		p.goroutines()
+		return nil
 	}
-	pp, err := newPipes()
-	if err != nil {
-		return fail(err)
-	}
-	script := filepath.Join(sdk, "astrabox", "_harness", "__main__.py")
-	cmd := exec.Command(p.o.Python, "-B", script)
-	cmd.Dir = p.o.ProjectDir
-	cmd.Stdout = pp.outW
-	cmd.Stderr = pp.errW
-	cmd.ExtraFiles = []*os.File{pp.reqR, pp.respW}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.WaitDelay = time.Second
-	cmd.Env = append(p.environ(), "ASTRABOX_PYCACHE="+pycacheDir(sdk))
-	if err := cmd.Start(); err != nil {
-		pp.closeAll()
-		return fail(fmt.Errorf("run %s: %w", p.o.Python, err))
-	}
-	for _, f := range pp.child() {
-		f.Close()
-	}
-	p.cmd, p.pid = cmd, cmd.Process.Pid
-	p.reqW, p.respR, p.outR, p.errR = pp.reqW, pp.respR, pp.outR, pp.errR
-	p.goroutines()
 	return nil
 }
 
@@ -354,15 +336,11 @@ func (p *Process) checkHello(h Hello) error {
 // startFailure waits for the process to be gone and returns its error.
 func (p *Process) startFailure(extra error) error {
 	p.Close()
-	<-p.exited
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	pe := *p.fatal
-	p.reported = true
+	pe := p.fatalErr()
 	if extra != nil && pe.Err == nil {
 		pe.Err = extra
 	}
-	return &pe
+	return pe
 }
 
 // Hello returns the harness's hello message.
@@ -371,7 +349,7 @@ func (p *Process) Hello() Hello { return p.hello }
 // Replica returns the replica name.
 func (p *Process) Replica() string { return p.o.Replica }
 
-// PID returns the harness's process id (also its process group id).
+// PID returns the harness's process id (also its process group and session id).
 func (p *Process) PID() int { return p.pid }
 
 // ReplicaToken returns the token in the environment of the harness and of
@@ -387,7 +365,7 @@ func (p *Process) Alive() bool {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.killKind == ""
+	return p.st.kill.kind == ""
 }
 
 // Background drains the observations that arrived in background messages
@@ -446,7 +424,12 @@ func (p *Process) Call(ctx context.Context, method string, args any, timeout tim
 		return nil, p.callFailure(method)
 	}
 	p.logf("call %d %s", id, method)
+	return p.awaitReply(ctx, id, method, timeout)
+}
 
+// awaitReply waits for the reply to call id: at the deadline or when ctx ends it sends cancel, and after
+// Limits.Grace without a reply it dumps the stacks and kills the process. Every branch ends.
+func (p *Process) awaitReply(ctx context.Context, id int64, method string, timeout time.Duration) (*Reply, error) {
 	var deadline <-chan time.Time
 	if timeout > 0 {
 		t := time.NewTimer(timeout)
@@ -481,516 +464,44 @@ func (p *Process) Call(ctx context.Context, method string, args any, timeout tim
 			cancelSent, grace = p.sendCancel(id, method, "context ended: "+ctx.Err().Error())
 		case <-grace:
 			p.hang(fmt.Errorf("call %s did not settle within %s after cancel", method, p.lim.Grace))
-			<-p.exited
 			return nil, p.callFailure(method)
 		}
 	}
-}
-
-func (p *Process) sendCancel(id int64, method, why string) (bool, <-chan time.Time) {
-	p.logf("call %d %s: %s; sending cancel", id, method, why)
-	if err := p.send(cancelMsg{Kind: "cancel", ID: id}, p.lim.Grace); err != nil {
-		p.logf("send cancel: %v", err)
-	}
-	return true, time.After(p.lim.Grace)
-}
-
-// finish turns a reply message into a Reply, cutting the output at the
-// sync markers.
-func (p *Process) finish(r replyMsg, cancelSent bool) *Reply {
-	out := &Reply{
-		ID: r.ID, OK: r.OK, Value: r.Value, Error: r.Error,
-		Duration:     time.Duration(r.DurationNS),
-		Observations: r.Observations,
-		CancelSent:   cancelSent,
-		// Only a cancel this Call sent counts (a stale flag cannot come from elsewhere: one call at a time).
-		CancelReceived: cancelSent && r.CancelReceived,
-	}
-	if r.Markers != nil && !*r.Markers {
-		// Nothing was written since the last marker: the segments are what was read so far (empty unless a
-		// child process wrote), and there is nothing to wait for.
-		now := func() bool { return true }
-		out.Stdout, _ = p.stdout.take(r.ID, now)
-		out.Stderr, _ = p.stderr.take(r.ID, now)
-		return out
-	}
-	limit := time.Now().Add(markerWait)
-	stop := func() bool {
-		select {
-		case <-p.waitDone:
-			return true
-		default:
-		}
-		return time.Now().After(limit)
-	}
-	wake := time.AfterFunc(markerWait, func() { p.stdout.wake(); p.stderr.wake() })
-	defer wake.Stop()
-	var okOut, okErr bool
-	out.Stdout, okOut = p.stdout.take(r.ID, stop)
-	out.Stderr, okErr = p.stderr.take(r.ID, stop)
-	if !okOut || !okErr {
-		p.logf("call %d: sync marker missing (stdout %v, stderr %v); output cut where it stood", r.ID, okOut, okErr)
-	}
-	return out
-}
-
-// hang dumps the stacks of a harness that does not settle and kills it.
-func (p *Process) hang(cause error) {
-	if !p.setKill(KindHung, cause) {
-		return
-	}
-	before := p.stderr.bytesSeen()
-	p.logf("sending SIGUSR1 for a stack dump")
-	_ = syscall.Kill(p.pid, syscall.SIGUSR1)
-	// faulthandler writes from the signal handler; wait until stderr has
-	// grown and then stayed quiet, at most one second.
-	end := time.Now().Add(time.Second)
-	last, quiet := before, time.Time{}
-	for time.Now().Before(end) {
-		time.Sleep(20 * time.Millisecond)
-		n := p.stderr.bytesSeen()
-		if n != last {
-			last, quiet = n, time.Now()
-			continue
-		}
-		if n > before && time.Since(quiet) >= 100*time.Millisecond {
-			break
-		}
-		select {
-		case <-p.waitDone:
-			end = time.Now()
-		default:
-		}
-	}
-	stack, _ := p.stderr.since(before)
-	p.mu.Lock()
-	p.killStack = strings.TrimSpace(stack)
-	p.mu.Unlock()
-	killGroup(p.pid, syscall.SIGKILL)
-}
-
-// setKill records why we are killing the process; the first reason wins.
-// It returns false when a reason was already recorded.
-func (p *Process) setKill(kind ErrorKind, err error) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.killKind != "" {
-		return false
-	}
-	select {
-	case <-p.waitDone:
-		return false
-	default:
-	}
-	p.killKind, p.killErr = kind, err
-	return true
-}
-
-// abort kills the group at once for reason kind.
-func (p *Process) abort(kind ErrorKind, err error) {
-	if p.setKill(kind, err) {
-		p.logf("killing: %s: %v", kind, err)
-	}
-	killGroup(p.pid, syscall.SIGKILL)
 }
 
 // deadErr returns a KindClosed error when the process cannot take calls.
 func (p *Process) deadErr(method string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	dead := p.fatal != nil || p.closing || p.killKind != ""
-	if !dead {
+	if p.st.usable() {
 		return nil
 	}
 	pe := &ProcessError{Kind: KindClosed, Replica: p.o.Replica, Call: method, ExitCode: -1}
-	if p.fatal != nil && p.fatal.Kind != KindClosed {
-		prev := *p.fatal
+	if f := p.st.fatal; f != nil && f.Kind != KindClosed {
+		prev := *f
 		pe.Err = fmt.Errorf("it died earlier: %w", &prev)
-		p.reported = true
+		p.st.reported = true
 	}
 	return pe
 }
 
 // callFailure returns the process error for a call in flight.
 func (p *Process) callFailure(method string) error {
-	<-p.exited
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	pe := *p.fatal
+	pe := p.fatalErr()
 	pe.Call = method
-	p.reported = true
-	return &pe
-}
-
-// send writes one frame to the harness, bounded by d.
-func (p *Process) send(v any, d time.Duration) error {
-	body, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	p.writeMu.Lock()
-	defer p.writeMu.Unlock()
-	_ = p.reqW.SetWriteDeadline(time.Now().Add(d))
-	return WriteFrame(p.reqW, json.RawMessage(body))
-}
-
-func (p *Process) drain(f *os.File, s *stream, done chan struct{}) {
-	defer p.wg.Done()
-	defer close(done)
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := f.Read(buf)
-		if n > 0 {
-			s.feed(buf[:n])
-		}
-		if err != nil {
-			s.eof()
-			return
-		}
-	}
-}
-
-func (p *Process) readLoop() {
-	defer p.wg.Done()
-	defer close(p.readDone)
-	first := true
-	for {
-		body, err := ReadFrame(p.respR)
-		if err != nil {
-			p.readFailed(err)
-			return
-		}
-		var env envelope
-		if bytes.HasPrefix(body, replyPrefix) {
-			env.Kind = "reply" // the harness writes kind first: skip a decoding pass on the hot path
-		} else {
-			_ = json.Unmarshal(body, &env)
-		}
-		if first && env.Kind != "hello" {
-			p.protocolError(fmt.Errorf("first message is %q, not hello", env.Kind))
-			return
-		}
-		if err := p.dispatch(env.Kind, body, first); err != nil {
-			p.protocolError(err)
-			return
-		}
-		first = false
-	}
-}
-
-// replyPrefix starts every reply the harness writes (its JSON puts kind first).
-var replyPrefix = []byte(`{"kind":"reply",`)
-
-func (p *Process) readFailed(err error) {
-	if errors.Is(err, os.ErrClosed) {
-		return
-	}
-	if err == io.EOF {
-		// The reply channel closed: normal when the process is exiting.
-		select {
-		case <-p.waitDone:
-			return
-		case <-time.After(500 * time.Millisecond):
-		}
-		p.abort(KindProtocol, errors.New("the harness closed its reply channel (descriptor 4) but kept running"))
-		return
-	}
-	if errors.Is(err, io.ErrUnexpectedEOF) {
-		// Cut mid-frame: a crash while writing says more than the cut.
-		select {
-		case <-p.waitDone:
-			return
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
-	p.protocolError(err)
-}
-
-// protocolError records a broken protocol channel and kills the process. The
-// violation is reported even when the process exits by itself meanwhile (it
-// usually does: a provider that scribbles on descriptor 4 also breaks the
-// harness), since it is the first thing that went wrong.
-func (p *Process) protocolError(err error) {
-	p.mu.Lock()
-	if p.protoErr == nil {
-		p.protoErr = err
-	}
-	p.mu.Unlock()
-	p.abort(KindProtocol, err)
-}
-
-func (p *Process) dispatch(kind string, body json.RawMessage, first bool) error {
-	switch kind {
-	case "hello":
-		if !first {
-			return errors.New("a second hello")
-		}
-		var h Hello
-		if err := json.Unmarshal(body, &h); err != nil {
-			return fmt.Errorf("decode hello: %w", err)
-		}
-		p.helloCh <- h
-	case "reply":
-		var r replyMsg
-		if err := json.Unmarshal(body, &r); err != nil {
-			return fmt.Errorf("decode reply: %w", err)
-		}
-		select {
-		case p.replies <- r:
-		case <-p.waitDone:
-		}
-	case "background":
-		var b backgroundMsg
-		if err := json.Unmarshal(body, &b); err != nil {
-			return fmt.Errorf("decode background: %w", err)
-		}
-		p.mu.Lock()
-		p.bg.Merge(b.Observations)
-		p.mu.Unlock()
-	case "sandbox":
-		var r SandboxRequest
-		if err := json.Unmarshal(body, &r); err != nil {
-			return fmt.Errorf("decode sandbox request: %w", err)
-		}
-		p.wg.Add(1)
-		go p.serveSandbox(r)
-	default:
-		return fmt.Errorf("unexpected message kind %q", kind)
-	}
-	return nil
-}
-
-func (p *Process) serveSandbox(r SandboxRequest) {
-	defer p.wg.Done()
-	var resp SandboxResponse
-	if p.o.Sandbox == nil {
-		resp = SandboxResponse{Error: &SandboxError{Type: "OSError", Message: "no sandbox is attached to this harness"}}
-	} else {
-		resp = p.o.Sandbox.Sandbox(p.sandboxCtx, r)
-	}
-	if resp.Error != nil {
-		resp.OK = false
-	}
-	err := p.send(sandboxReplyMsg{Kind: "sandbox_reply", ID: r.ID, OK: resp.OK, Value: resp.Value, Error: resp.Error}, 30*time.Second)
-	if err != nil {
-		p.logf("send sandbox reply %d: %v", r.ID, err)
-	}
-}
-
-func (p *Process) waitLoop() {
-	defer p.wg.Done()
-	var err error
-	var ws syscall.WaitStatus
-	known := false
-	if p.cmd != nil {
-		err = p.cmd.Wait()
-		if st := p.cmd.ProcessState; st != nil {
-			ws, known = st.Sys().(syscall.WaitStatus)
-		}
-	} else {
-		e := <-p.forkExit
-		ws, known = e.status, e.known
-		if !known {
-			err = errors.New("its fork server was gone: exit status unknown")
-		}
-	}
-	p.mu.Lock()
-	p.status, p.statusKnown = ws, known
-	p.mu.Unlock()
-	close(p.waitDone)
-	p.sandboxEnd()
-	p.logf("exited: %v", err)
-	// Orphans left in the group die with the harness.
-	killGroup(p.pid, syscall.SIGKILL)
-	clean := p.sweep()
-	p.mu.Lock()
-	p.sweptAfterExit = clean
-	p.mu.Unlock()
-	// Let the reader deliver a last reply and the drains reach EOF.
-	bound := time.After(500 * time.Millisecond)
-	for _, ch := range []chan struct{}{p.readDone, p.errDone} {
-		select {
-		case <-ch:
-		case <-bound:
-		}
-	}
-	p.mu.Lock()
-	p.fatal = p.fatalLocked()
-	p.mu.Unlock()
-	close(p.exited)
-}
-
-func (p *Process) fatalLocked() *ProcessError {
-	pe := &ProcessError{Replica: p.o.Replica, ExitCode: -1, StderrTail: lastBytes(p.stderr.recentTail(), tailForError)}
-	signaled := false
-	if ws := p.status; p.statusKnown {
-		switch {
-		case ws.Exited():
-			pe.ExitCode = ws.ExitStatus()
-		case ws.Signaled():
-			signaled = true
-			pe.Signal = unix.SignalName(ws.Signal())
-			if pe.Signal == "" {
-				pe.Signal = ws.Signal().String()
-			}
-		}
-	}
-	switch {
-	case p.killKind != "":
-		pe.Kind, pe.Err, pe.Stack = p.killKind, p.killErr, p.killStack
-	case p.protoErr != nil:
-		pe.Kind, pe.Err = KindProtocol, p.protoErr
-	case signaled:
-		pe.Kind = KindSignaled
-	default:
-		pe.Kind = KindExited
-	}
 	return pe
 }
 
-func (p *Process) pollMemory() {
-	defer p.wg.Done()
-	t := time.NewTicker(pollEvery)
-	defer t.Stop()
-	for i := 0; ; i++ {
-		select {
-		case <-p.stopPoll:
-			return
-		case <-p.waitDone:
-			return
-		case <-t.C:
-		}
-		var rss uint64
-		if i%5 == 0 {
-			rss = treeRSS(p.pid)
-		} else if info, ok := readStat(p.pid); ok {
-			rss = uint64(info.rssPages) * uint64(os.Getpagesize())
-		}
-		if p.lim.MemoryRSS > 0 && rss > p.lim.MemoryRSS {
-			p.abort(KindMemoryLimit, fmt.Errorf("resident size %d MiB exceeded the limit of %d MiB", rss>>20, p.lim.MemoryRSS>>20))
-			return
-		}
+// fatalErr waits (bounded) for the process to be gone and returns a copy of its error, marked reported.
+func (p *Process) fatalErr() *ProcessError {
+	if !p.awaitExited() {
+		return &ProcessError{Kind: KindHung, Replica: p.o.Replica, ExitCode: -1,
+			Err: fmt.Errorf("process %d did not go away within %s after SIGKILL", p.pid, goneBound)}
 	}
-}
-
-// sweep kills every process left in the group or carrying the replica token. It reports whether it ended
-// with none left.
-func (p *Process) sweep() bool {
-	p.sweepMu.Lock()
-	defer p.sweepMu.Unlock()
-	for round := 0; round < 5; round++ {
-		pids := strays(p.pid, p.token, p.startTicks)
-		if len(pids) == 0 {
-			return true
-		}
-		for _, pid := range pids {
-			p.logf("killing stray process %d", pid)
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-		killGroup(p.pid, syscall.SIGKILL)
-		time.Sleep(20 * time.Millisecond)
-	}
-	return false
-}
-
-// Kill ends the process at once, as when the host is lost: SIGKILL to the
-// group, then a sweep for stray descendants. Calls in flight and later calls
-// fail with KindClosed. Safe to call more than once, and after Close.
-func (p *Process) Kill() {
-	p.closeOnce.Do(func() { p.closeErr = p.shutdown(false) })
-}
-
-// Close shuts the harness down gracefully: shutdown, then after
-// Limits.CloseTimeout SIGTERM to the group, after Limits.Grace SIGKILL, then a
-// sweep of stray descendants (processes whose environment carries the replica
-// token). It returns a KindHung *ProcessError when the harness had to be
-// forced, the unreported error of a process that died by itself, else nil.
-// Safe to call more than once; later calls return the first result.
-func (p *Process) Close() error {
-	p.closeOnce.Do(func() { p.closeErr = p.shutdown(true) })
-	return p.closeErr
-}
-
-func (p *Process) shutdown(graceful bool) error {
-	p.mu.Lock()
-	p.closing = true
-	p.mu.Unlock()
-	var result error
-	select {
-	case <-p.waitDone:
-	default:
-		p.setKill(KindClosed, errors.New("closed by the host"))
-		if graceful {
-			result = p.gracefulStop()
-		} else {
-			p.logf("kill")
-			killGroup(p.pid, syscall.SIGKILL)
-		}
-	}
-	select {
-	case <-p.exited:
-	case <-time.After(10 * time.Second):
-		p.logf("process %d did not go away after SIGKILL", p.pid)
-	}
-	p.mu.Lock()
-	clean := p.sweptAfterExit
-	p.mu.Unlock()
-	if !clean { // the sweep after the exit found nothing left: nothing can have appeared since
-		p.sweep()
-	}
-	close(p.stopPoll)
-	p.reqW.Close()
-	// Drains end at EOF unless something we could not kill holds the pipe.
-	bound := time.After(200 * time.Millisecond)
-	for _, ch := range []chan struct{}{p.outDone, p.errDone, p.readDone} {
-		select {
-		case <-ch:
-		case <-bound:
-		}
-	}
-	p.outR.Close()
-	p.errR.Close()
-	p.respR.Close()
-	p.wg.Wait()
-	if result == nil && graceful {
-		p.mu.Lock()
-		if p.fatal != nil && !p.reported && p.fatal.Kind != KindClosed {
-			pe := *p.fatal
-			p.reported = true
-			result = &pe
-		}
-		p.mu.Unlock()
-	}
-	return result
-}
-
-func (p *Process) gracefulStop() error {
-	p.logf("shutdown")
-	if err := p.send(shutdownMsg{Kind: "shutdown"}, p.lim.CloseTimeout); err != nil {
-		p.logf("send shutdown: %v", err)
-	}
-	select {
-	case <-p.waitDone:
-		return nil
-	case <-time.After(p.lim.CloseTimeout):
-	}
-	p.logf("no exit %s after shutdown; SIGTERM", p.lim.CloseTimeout)
-	killGroup(p.pid, syscall.SIGTERM)
-	how := "SIGTERM"
-	select {
-	case <-p.waitDone:
-	case <-time.After(p.lim.Grace):
-		p.logf("no exit %s after SIGTERM; SIGKILL", p.lim.Grace)
-		killGroup(p.pid, syscall.SIGKILL)
-		how = "SIGKILL"
-		<-p.exited
-	}
-	<-p.exited
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	pe := *p.fatal
-	pe.Kind = KindHung
-	pe.Err = fmt.Errorf("the harness did not exit within %s after shutdown and was stopped with %s", p.lim.CloseTimeout, how)
+	pe := *p.st.fatal
+	p.st.reported = true
 	return &pe
 }
 

@@ -56,36 +56,77 @@ func allPids() []int {
 	return pids
 }
 
-// treeRSS returns the resident bytes of root, the members of its process
-// group and all their descendants.
-func treeRSS(root int) uint64 {
-	infos := map[int]procInfo{}
-	children := map[int][]int{}
+// procTable is one pass over /proc: every live (non-zombie) process and the children of each.
+type procTable struct {
+	infos    map[int]procInfo
+	children map[int][]int
+}
+
+func readProcTable() procTable {
+	t := procTable{infos: map[int]procInfo{}, children: map[int][]int{}}
 	for _, pid := range allPids() {
 		p, ok := readStat(pid)
 		if !ok || p.state == 'Z' {
 			continue
 		}
-		infos[pid] = p
-		children[p.ppid] = append(children[p.ppid], pid)
+		t.infos[pid] = p
+		t.children[p.ppid] = append(t.children[p.ppid], pid)
 	}
+	return t
+}
+
+// below returns every process under the roots (not the roots themselves), each once.
+func (t procTable) below(roots ...int) []int {
 	seen := map[int]bool{}
-	var stack []int
-	for pid, p := range infos {
-		if pid == root || p.pgrp == root {
-			stack = append(stack, pid)
-		}
+	var out []int
+	stack := append([]int(nil), roots...)
+	for _, r := range roots {
+		seen[r] = true
 	}
-	var pages int64
 	for len(stack) > 0 {
 		pid := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		if seen[pid] {
-			continue
+		for _, c := range t.children[pid] {
+			if !seen[c] {
+				seen[c] = true
+				out = append(out, c)
+				stack = append(stack, c)
+			}
 		}
-		seen[pid] = true
-		pages += infos[pid].rssPages
-		stack = append(stack, children[pid]...)
+	}
+	return out
+}
+
+// descendants returns the live descendants of root.
+func descendants(root int) []int { return readProcTable().below(root) }
+
+// treeRSS returns the resident bytes of the harness pid, the members of its process group, all their
+// descendants and, when supervisor is not 0, everything below the supervisor (every descendant of the
+// harness, whatever it did to its group, session or environment, since the supervisor is their subreaper).
+func treeRSS(pid, supervisor int) uint64 {
+	t := readProcTable()
+	roots := []int{pid}
+	for p, info := range t.infos {
+		if info.pgrp == pid {
+			roots = append(roots, p)
+		}
+	}
+	if supervisor > 0 {
+		roots = append(roots, supervisor)
+	}
+	counted := map[int]bool{}
+	var pages int64
+	add := func(p int) {
+		if info, ok := t.infos[p]; ok && !counted[p] && p != supervisor {
+			counted[p] = true
+			pages += info.rssPages
+		}
+	}
+	for _, r := range roots {
+		add(r)
+	}
+	for _, p := range t.below(roots...) {
+		add(p)
 	}
 	return uint64(pages) * uint64(os.Getpagesize())
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -29,8 +30,7 @@ type Zygote struct {
 	answers chan zygoteMsg
 
 	mu      sync.Mutex
-	waiters map[int]chan zygoteExit
-	early   map[int]zygoteExit
+	waiters map[int]chan exitState // harnesses (pid) and their supervisors, by pid, until each is reaped
 	dead    bool
 	stderr  bytes.Buffer
 
@@ -38,17 +38,14 @@ type Zygote struct {
 }
 
 type zygoteMsg struct {
-	Kind    string `json:"kind"`
-	PID     int    `json:"pid"`
-	Status  int    `json:"status"`
-	Message string `json:"message"`
-}
+	Kind       string `json:"kind"`
+	PID        int    `json:"pid"`
+	Supervisor int    `json:"supervisor"`
+	Status     int    `json:"status"`
+	Message    string `json:"message"`
+	Errno      int    `json:"errno"`
 
-// zygoteExit is how a forked harness ended: its wait status when the zygote reaped it, or known=false when the
-// zygote was gone by then.
-type zygoteExit struct {
-	status syscall.WaitStatus
-	known  bool
+	exit, gone chan exitState // set by the reader on a spawned answer
 }
 
 // zygoteStart bounds the fork server's start-up (an interpreter start plus the harness imports).
@@ -57,8 +54,10 @@ const zygoteStart = 30 * time.Second
 // zygoteAnswer bounds the wait for the answer to one spawn request (a variable for tests).
 var zygoteAnswer = 30 * time.Second
 
-// StartZygote starts a fork server for python in the project directory dir.
-func StartZygote(ctx context.Context, python, dir string) (*Zygote, error) {
+// StartZygote starts a fork server for python in the project directory dir. env entries (NAME=value) are
+// added to its environment: PYTHONHASHSEED there is the string-hash seed of every process it forks, which a
+// fork cannot change.
+func StartZygote(ctx context.Context, python, dir string, env ...string) (*Zygote, error) {
 	if python == "" {
 		python = "python3"
 	}
@@ -78,21 +77,23 @@ func StartZygote(ctx context.Context, python, dir string) (*Zygote, error) {
 		return nil, fmt.Errorf("start the fork server: %w", err)
 	}
 	z := &Zygote{conn: fc.(*net.UnixConn), answers: make(chan zygoteMsg, 1),
-		waiters: map[int]chan zygoteExit{}, early: map[int]zygoteExit{}, done: make(chan struct{})}
+		waiters: map[int]chan exitState{}, done: make(chan struct{})}
 	cmd := exec.Command(python, "-B", filepath.Join(sdk, "astrabox", "_harness", "__main__.py"))
 	cmd.Dir = dir
 	cmd.ExtraFiles = []*os.File{theirs}
 	cmd.Stderr = &lockedWriter{mu: &z.mu, w: &z.stderr, limit: 16 << 10}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own session (no terminal); it dies with the kit, and its children (the supervisors) with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	// The token placeholder has the length of a real token: each forked child writes its own token over it in
 	// its copy of this environment block, so that /proc/<pid>/environ of the child and of everything it forks
 	// carries the token the sweep looks for (see stamp_token in zygote.py).
 	cmd.Env = append(zygoteEnviron(), "ASTRABOX_HARNESS_ZYGOTE=1", "ASTRABOX_HARNESS_COOKIE=zygote",
 		"ASTRABOX_PYCACHE="+pycacheDir(sdk), "MALLOC_ARENA_MAX=2", "PYTHONDONTWRITEBYTECODE=1",
 		"ASTRABOX_REPLICA_TOKEN="+strings.Repeat("0", len(randomHex(16))))
-	if err := cmd.Start(); err != nil {
+	cmd.Env = append(cmd.Env, env...)
+	if err := startOnSpawner(cmd); err != nil {
 		z.conn.Close()
-		return nil, fmt.Errorf("start the fork server: run %s: %w", python, err)
+		return nil, fmt.Errorf("start the fork server: %w", startError(python, err))
 	}
 	z.cmd, z.pid = cmd, cmd.Process.Pid
 	go z.read()
@@ -136,7 +137,9 @@ func (z *Zygote) stderrTail() string {
 	return lastBytes(z.stderr.String(), tailForError)
 }
 
-// read delivers the zygote's messages: answers to spawn requests, and exits of its children.
+// read delivers the zygote's messages: answers to spawn requests, and exits of its children. The waiters of a
+// spawned harness and of its supervisor are registered here, before the answer is passed on, so that no exit
+// can come before its waiter.
 func (z *Zygote) read() {
 	defer close(z.done)
 	buf := make([]byte, 64<<10)
@@ -150,33 +153,39 @@ func (z *Zygote) read() {
 			continue
 		}
 		if m.Kind == "exit" {
-			z.deliver(m.PID, zygoteExit{status: syscall.WaitStatus(m.Status), known: true})
+			z.deliver(m.PID, exitState{status: syscall.WaitStatus(m.Status), known: true})
 			continue
+		}
+		if m.Kind == "spawned" && m.PID > 0 && m.Supervisor > 0 {
+			m.exit, m.gone = make(chan exitState, 1), make(chan exitState, 1)
+			z.mu.Lock()
+			z.waiters[m.PID], z.waiters[m.Supervisor] = m.exit, m.gone
+			z.mu.Unlock()
 		}
 		select {
 		case z.answers <- m:
-		default: // nobody asked: drop it
+		default: // nobody asked (the request timed out): the harness is of no use
+			if m.PID > 0 {
+				killGroup(m.PID, syscall.SIGKILL)
+			}
 		}
 	}
-	// The zygote is gone: its children were re-parented and are reaped by someone else. Tell their waiters
-	// when each is gone, with the status unknown.
+	// The zygote is gone, and so are the supervisors (nothing else holds the socket): their children were
+	// re-parented and are reaped by someone else. Tell their waiters when each is gone, with the status unknown.
 	z.mu.Lock()
 	z.dead = true
 	orphans := z.waiters
-	z.waiters = map[int]chan zygoteExit{}
+	z.waiters = map[int]chan exitState{}
 	z.mu.Unlock()
 	for pid, ch := range orphans {
 		go awaitGone(pid, ch)
 	}
 }
 
-func (z *Zygote) deliver(pid int, e zygoteExit) {
+func (z *Zygote) deliver(pid int, e exitState) {
 	z.mu.Lock()
 	ch := z.waiters[pid]
 	delete(z.waiters, pid)
-	if ch == nil {
-		z.early[pid] = e
-	}
 	z.mu.Unlock()
 	if ch != nil {
 		ch <- e
@@ -185,11 +194,11 @@ func (z *Zygote) deliver(pid int, e zygoteExit) {
 
 // awaitGone reports an unknown exit on ch once pid is gone: for a child whose fork server died before it, and
 // which only its new parent can reap.
-func awaitGone(pid int, ch chan zygoteExit) {
+func awaitGone(pid int, ch chan exitState) {
 	for alive(pid) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	ch <- zygoteExit{}
+	ch <- exitState{why: errors.New("its fork server was gone: exit status unknown")}
 }
 
 // alive reports whether pid is a live (non-zombie) process.
@@ -198,20 +207,21 @@ func alive(pid int) bool {
 	return ok && st.state != 'Z'
 }
 
-// spawn forks a harness with env as its whole environment and dir as its working directory; files are the
-// child's request read end, reply write end, stdout and stderr write ends. The returned channel receives its
-// exit.
-func (z *Zygote) spawn(env []string, dir string, files []*os.File) (int, <-chan zygoteExit, error) {
+// launch forks a harness through the fork server (see launcher). The server forks a supervisor, which forks
+// the harness with s.env as its whole environment and s.dir as its working directory, on the child's ends of
+// s.pipes.
+func (z *Zygote) launch(s launchSpec) (*launched, error) {
 	envMap := map[string]string{}
-	for _, kv := range env {
+	for _, kv := range s.env {
 		if i := strings.IndexByte(kv, '='); i > 0 {
 			envMap[kv[:i]] = kv[i+1:]
 		}
 	}
-	body, err := json.Marshal(map[string]any{"kind": "spawn", "env": envMap, "dir": dir})
+	body, err := json.Marshal(map[string]any{"kind": "spawn", "env": envMap, "dir": s.dir})
 	if err != nil {
-		return 0, nil, fmt.Errorf("fork a harness: %w", err)
+		return nil, fmt.Errorf("fork a harness: %w", err)
 	}
+	files := s.pipes.child()
 	fds := make([]int, len(files))
 	for i, f := range files {
 		fds[i] = int(f.Fd())
@@ -219,7 +229,7 @@ func (z *Zygote) spawn(env []string, dir string, files []*os.File) (int, <-chan 
 	z.spawnMu.Lock()
 	defer z.spawnMu.Unlock()
 	if _, _, err := z.conn.WriteMsgUnix(body, syscall.UnixRights(fds...), nil); err != nil {
-		return 0, nil, fmt.Errorf("fork a harness: the fork server is gone: %w", err)
+		return nil, fmt.Errorf("fork a harness: the fork server is gone: %w", err)
 	}
 	t := time.NewTimer(zygoteAnswer)
 	defer t.Stop()
@@ -227,32 +237,30 @@ func (z *Zygote) spawn(env []string, dir string, files []*os.File) (int, <-chan 
 	select {
 	case m = <-z.answers:
 	case <-z.done:
-		return 0, nil, fmt.Errorf("fork a harness: the fork server ended: %s", z.stderrTail())
+		return nil, fmt.Errorf("fork a harness: the fork server ended: %s", z.stderrTail())
 	case <-t.C:
 		// A server that does not answer is of no further use: stop it, so that later starts fall back at once
 		// and a late answer cannot be taken for the next request's.
 		killGroup(z.pid, syscall.SIGKILL)
-		return 0, nil, fmt.Errorf("fork a harness: no answer from the fork server within %s", zygoteAnswer)
+		return nil, fmt.Errorf("fork a harness: no answer from the fork server within %s", zygoteAnswer)
 	}
-	if m.Kind != "spawned" || m.PID <= 0 {
-		return 0, nil, fmt.Errorf("fork a harness: %s", m.Message)
+	if m.Kind != "spawned" || m.exit == nil {
+		if m.Errno != 0 {
+			return nil, fmt.Errorf("fork a harness: %s: %w", m.Message, syscall.Errno(m.Errno))
+		}
+		return nil, fmt.Errorf("fork a harness: %s", m.Message)
 	}
-	ch := make(chan zygoteExit, 1)
-	z.mu.Lock()
-	if e, ok := z.early[m.PID]; ok {
-		delete(z.early, m.PID)
-		ch <- e
-	} else if z.dead {
-		go awaitGone(m.PID, ch)
-	} else {
-		z.waiters[m.PID] = ch
+	gone := make(chan struct{})
+	go func() { <-m.gone; close(gone) }()
+	l := &launched{pid: m.PID, supervisor: m.Supervisor, exit: m.exit, gone: gone, forked: true}
+	if info, ok := readStat(m.Supervisor); ok {
+		l.supervisorStart = info.start
 	}
-	z.mu.Unlock()
-	return m.PID, ch, nil
+	return l, nil
 }
 
-// Close ends the fork server. Harness processes it forked are not touched: close them first (their exits
-// are reported through the server while it lives).
+// Close ends the fork server, and with it every harness it forked that is still running (their supervisors
+// die with it and take their trees along): close those first to have them shut down gracefully.
 func (z *Zygote) Close() error {
 	z.conn.Close()
 	done := make(chan struct{})

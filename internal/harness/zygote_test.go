@@ -99,7 +99,7 @@ func TestZygoteGoneChildrenStillReported(t *testing.T) {
 
 	// A dead fork server is no reason to fail: the next process starts as its own interpreter.
 	p, _ = startLoaded(t, fixtureDir(t, "good"), "good_provider.provider:Provider", Options{Zygote: z})
-	if p.cmd == nil {
+	if p.proc.forked {
 		t.Error("the process claims to be forked by a dead fork server")
 	}
 	r, err := call(t, p, "plan", map[string]any{"config": map[string]any{}}, 5*time.Second)
@@ -120,7 +120,7 @@ func TestZygoteSilentServerIsStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, _ := startLoaded(t, fixtureDir(t, "good"), "good_provider.provider:Provider", Options{Zygote: z})
-	if p.cmd == nil {
+	if p.proc.forked {
 		t.Error("the process claims to be forked by a server that never answered")
 	}
 	select {

@@ -142,12 +142,14 @@ func testGitLab(t *testing.T, bin, project string, wantCode int) {
 	junitPath := filepath.Join(ws, job.Artifacts.Reports.JUnit)
 	cqPath := filepath.Join(ws, job.Artifacts.Reports.CodeQuality)
 	if wantCode == 2 {
-		// No report: the job fails with the kit's own status and converts nothing.
+		// No report: the job fails with the kit's own status, leaves no code quality report, and the JUnit
+		// report holds one error case that says why.
 		if _, err := os.Stat(cqPath); err == nil {
 			t.Errorf("an undecided run left a code quality report %s", cqPath)
 		}
-		if !strings.Contains(res.output, "no JSON report") {
-			t.Errorf("the converter did not say why there is no code quality report")
+		junit := readJUnit(t, junitPath)
+		if junit.Errors != 1 || junit.Suites[0].Cases[0].Error == nil || !strings.Contains(junit.Suites[0].Cases[0].Error.Text, "no/such/project") {
+			t.Errorf("the undecided run's JUnit report does not carry the error: %+v", junit)
 		}
 		return
 	}

@@ -194,14 +194,21 @@ func run(t testing.TB, dir string, env []string, argv ...string) runResult {
 
 // junitReport is the part of a JUnit file the recipes rely on.
 type junitReport struct {
-	XMLName  xml.Name `xml:"testsuites"`
-	Tests    int      `xml:"tests,attr"`
-	Failures int      `xml:"failures,attr"`
-	Suites   []struct {
-		Name  string `xml:"name,attr"`
-		Cases []struct {
+	XMLName xml.Name `xml:"testsuites"`
+	// Tests, Failures and Errors add up the suites' counts (<testsuites> carries none: the Ant schema
+	// allows no attribute there).
+	Tests, Failures, Errors int `xml:"-"`
+	Suites                  []struct {
+		Name     string `xml:"name,attr"`
+		Tests    int    `xml:"tests,attr"`
+		Failures int    `xml:"failures,attr"`
+		Errors   int    `xml:"errors,attr"`
+		Cases    []struct {
 			Name    string    `xml:"name,attr"`
 			Failure *struct{} `xml:"failure"`
+			Error   *struct {
+				Text string `xml:",chardata"`
+			} `xml:"error"`
 		} `xml:"testcase"`
 	} `xml:"testsuite"`
 }
@@ -215,6 +222,9 @@ func readJUnit(t testing.TB, path string) junitReport {
 	var j junitReport
 	if err := xml.Unmarshal(b, &j); err != nil {
 		t.Fatalf("JUnit report %s does not parse: %v", path, err)
+	}
+	for _, s := range j.Suites {
+		j.Tests, j.Failures, j.Errors = j.Tests+s.Tests, j.Failures+s.Failures, j.Errors+s.Errors
 	}
 	if j.Tests == 0 || len(j.Suites) == 0 {
 		t.Fatalf("JUnit report %s has no tests: %+v", path, j)

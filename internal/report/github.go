@@ -49,7 +49,7 @@ func (g GitHub) Render(w io.Writer, r *Report) error {
 		}
 		var props []string
 		if l := primaryLocation(res); l != nil {
-			if p, ok := relPath(root, l.Path); ok {
+			if p, ok := rootRel(root, r.Provider.Project, l.Path); ok {
 				props = append(props, "file="+escapeProperty(p))
 				if l.Line > 0 {
 					props = append(props, fmt.Sprintf("line=%d", l.Line))

@@ -6,37 +6,11 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-
-	"github.com/astrabox-dev/astrabox/internal/term"
 )
 
 // Renderer writes a report in one output format.
 type Renderer interface {
 	Render(w io.Writer, r *Report) error
-}
-
-// Formats returns the names of the output formats For accepts, in the order the docs list them.
-func Formats() []string {
-	return []string{"text", "json", "junit", "sarif", "github"}
-}
-
-// For returns the renderer of the named format. Styles and width only matter to the text format; width is the
-// number of columns to wrap to (DefaultWidth when not positive). An unknown format is an error that lists the
-// valid ones.
-func For(format string, s term.Styles, width int) (Renderer, error) {
-	switch format {
-	case "text":
-		return &Text{Styles: s, Width: width}, nil
-	case "json":
-		return &JSON{}, nil
-	case "junit":
-		return &JUnit{}, nil
-	case "sarif":
-		return &SARIF{}, nil
-	case "github":
-		return &GitHub{}, nil
-	}
-	return nil, fmt.Errorf("unknown output format %q: use one of %s", format, strings.Join(Formats(), ", "))
 }
 
 // Undecided reports whether some check could not be decided (not_exercised): such a run never reads as

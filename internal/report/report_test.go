@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"encoding/json"
-	"encoding/xml"
 	"os"
 	"reflect"
 	"regexp"
@@ -209,96 +208,6 @@ func TestReadJSONRejects(t *testing.T) {
 	_, err := ReadJSON(strings.NewReader(`{"schema": "astrabox.conformance/v2"}`))
 	if err == nil || !strings.Contains(err.Error(), "astrabox.conformance/v1") {
 		t.Errorf("schema error does not name the expected schema: %v", err)
-	}
-}
-
-type xSuites struct {
-	Tests    int `xml:"tests,attr"`
-	Failures int `xml:"failures,attr"`
-	Skipped  int `xml:"skipped,attr"`
-	Suites   []struct {
-		Name     string `xml:"name,attr"`
-		Tests    int    `xml:"tests,attr"`
-		Failures int    `xml:"failures,attr"`
-		Errors   int    `xml:"errors,attr"`
-		Skipped  int    `xml:"skipped,attr"`
-		Cases    []struct {
-			Classname string `xml:"classname,attr"`
-			Name      string `xml:"name,attr"`
-			Failure   *struct {
-				Message string `xml:"message,attr"`
-				Type    string `xml:"type,attr"`
-				Text    string `xml:",chardata"`
-			} `xml:"failure"`
-			Skipped *struct {
-				Message string `xml:"message,attr"`
-			} `xml:"skipped"`
-			SystemOut string `xml:"system-out"`
-		} `xml:"testcase"`
-	} `xml:"testsuite"`
-}
-
-func TestJUnitParsesAndCounts(t *testing.T) {
-	r := sample()
-	out := render(t, "junit", term.Styles{}, 0, r)
-	var doc xSuites
-	if err := xml.Unmarshal([]byte(out), &doc); err != nil {
-		t.Fatalf("junit does not parse: %v\n%s", err, out)
-	}
-	r.Summarize()
-	s := r.Summary
-	if len(doc.Suites) != 1 {
-		t.Fatalf("%d suites", len(doc.Suites))
-	}
-	su := doc.Suites[0]
-	if su.Name != "astrabox" || su.Tests != s.Total || su.Failures != s.Failed+s.Flaky || su.Skipped != s.Skipped || su.Errors != 0 {
-		t.Errorf("suite counts %+v do not match summary %+v", su, s)
-	}
-	if doc.Tests != s.Total || doc.Failures != s.Failed+s.Flaky || doc.Skipped != s.Skipped {
-		t.Errorf("testsuites counts do not match summary")
-	}
-	if len(su.Cases) != s.Total {
-		t.Fatalf("%d test cases, want %d", len(su.Cases), s.Total)
-	}
-	failures, skipped := 0, 0
-	for i, c := range su.Cases {
-		res := r.Results[i]
-		if c.Classname != res.Area || c.Name != res.Check+" "+res.Title {
-			t.Errorf("case %d: classname %q name %q", i, c.Classname, c.Name)
-		}
-		if c.Failure != nil {
-			failures++
-		}
-		if c.Skipped != nil {
-			skipped++
-		}
-		switch res.Status {
-		case StatusFailed, StatusFlaky:
-			if c.Failure == nil || c.Failure.Type != string(res.Status) || !strings.Contains(c.Failure.Message, res.Message) {
-				t.Errorf("case %s: failure %+v", res.Check, c.Failure)
-			}
-		case StatusWarning:
-			if c.Failure != nil || !strings.Contains(c.SystemOut, "warning") || !strings.Contains(c.SystemOut, res.Message) {
-				t.Errorf("warning case %s: failure %v system-out %q", res.Check, c.Failure, c.SystemOut)
-			}
-		case StatusSkipped:
-			if c.Skipped == nil || c.Skipped.Message != res.Message {
-				t.Errorf("skipped case %s: %+v", res.Check, c.Skipped)
-			}
-		case StatusPassed:
-			if c.Failure != nil || c.Skipped != nil || c.SystemOut != "" {
-				t.Errorf("passed case %s carries a failure, skip or note", res.Check)
-			}
-		}
-	}
-	if failures != su.Failures || skipped != su.Skipped {
-		t.Errorf("elements (%d failures, %d skipped) do not match attributes", failures, skipped)
-	}
-	sess := su.Cases[2].Failure
-	for _, want := range []string{"clauses: SESSION-NAMES", "evidence: returned files", "scenario cold-start", "1. create session s1", "hint: Return bare names"} {
-		if !strings.Contains(sess.Text, want) {
-			t.Errorf("failure text lacks %q:\n%s", want, sess.Text)
-		}
 	}
 }
 

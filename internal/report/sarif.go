@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode"
 )
@@ -23,17 +24,25 @@ const (
 	FingerprintKey = "astraboxFingerprint/v1"
 	// SrcRoot is the uriBaseId of every location in SARIF output.
 	SrcRoot = "%SRCROOT%"
+	// ChecksDocURI is the page that documents every check, one section per check ID (rules' helpUri).
+	ChecksDocURI = InformationURI + "/blob/main/docs/checks.md"
 )
 
 // SARIF renders the report as SARIF 2.1.0 for GitHub code scanning and other SARIF viewers. Every check of
-// the report becomes a rule; every failed, flaky or warning check becomes a result (passed and skipped checks
-// are not results). Locations are relative to Root with uriBaseId %SRCROOT%; a result without a location
-// inside Root points at the project's manifest (pyproject.toml, line 1), because code scanning drops results
-// without a location, and keeps its source location, if any, as a related location.
+// the report becomes a rule (with a helpUri into docs/checks.md, and security-severity and the security tag
+// on the rules that judge secret handling); every failed, flaky or warning check becomes a result of kind
+// fail, a not_exercised check one of kind open and a not_applicable check one of kind notApplicable (both
+// level none); passed and skipped checks are not results. Locations are relative to Root with uriBaseId
+// %SRCROOT%; a result without a location inside Root points at the file that declares the provider
+// (pyproject.toml or setup.cfg, at the declaration's line), because code scanning drops results without a
+// location, and keeps its source location, if any, as a related location.
 type SARIF struct {
 	// Root is the directory locations are made relative to: for GitHub code scanning the repository root. Empty
 	// means the report's project directory.
 	Root string
+	// Manifest names the project file (relative to the project) results without a location point at when the
+	// report's provider source does not name one (an installed distribution). Empty means pyproject.toml.
+	Manifest string
 }
 
 type sarifLog struct {
@@ -73,6 +82,7 @@ type sarifRule struct {
 	ID                   string         `json:"id"`
 	Name                 string         `json:"name"`
 	ShortDescription     sarifText      `json:"shortDescription"`
+	HelpURI              string         `json:"helpUri"`
 	FullDescription      sarifText      `json:"fullDescription"`
 	Help                 sarifHelp      `json:"help"`
 	DefaultConfiguration sarifConfig    `json:"defaultConfiguration"`
@@ -86,6 +96,7 @@ type sarifConfig struct {
 type sarifResult struct {
 	RuleID              string            `json:"ruleId"`
 	RuleIndex           int               `json:"ruleIndex"`
+	Kind                string            `json:"kind,omitempty"`
 	Level               string            `json:"level"`
 	Message             sarifText         `json:"message"`
 	Locations           []sarifLocation   `json:"locations"`
@@ -154,12 +165,16 @@ func (s SARIF) Render(w io.Writer, r *Report) error {
 	}
 	for i := range r.Results {
 		res := &r.Results[i]
-		var level string
+		var level, kind string
 		switch res.Status {
 		case StatusFailed, StatusFlaky:
 			level = sarifLevel(res.Severity)
 		case StatusWarning:
 			level = "warning"
+		case StatusNotExercised:
+			level, kind = "none", "open"
+		case StatusNotApplicable:
+			level, kind = "none", "notApplicable"
 		default:
 			continue
 		}
@@ -173,9 +188,13 @@ func (s SARIF) Render(w io.Writer, r *Report) error {
 		if res.Hint != "" {
 			msg += "\nHint: " + res.Hint
 		}
+		if res.Status == StatusNotExercised && res.DecidedOver != "" {
+			msg += notExercisedNote(res.DecidedOver)
+		}
 		out := sarifResult{
 			RuleID:    res.Check,
 			RuleIndex: ruleIndex[res.Check],
+			Kind:      kind,
 			Level:     level,
 			Message:   sarifText{msg},
 			Properties: map[string]any{
@@ -185,12 +204,13 @@ func (s SARIF) Render(w io.Writer, r *Report) error {
 		}
 		var path string
 		primary := primaryLocation(res)
-		if p, ok := relIfLoc(root, primary); ok {
+		if p, ok := relIfLoc(root, r.Provider.Project, primary); ok {
 			path = p
 			out.Locations = []sarifLocation{physical(p, primary.Line)}
 		} else {
-			path = manifestPath(root, r.Provider)
-			out.Locations = []sarifLocation{physical(path, 1)}
+			var line int
+			path, line = s.declarationPath(root, r.Provider)
+			out.Locations = []sarifLocation{physical(path, line)}
 		}
 		seen := map[string]bool{}
 		for j := range res.Evidence {
@@ -198,7 +218,7 @@ func (s SARIF) Render(w io.Writer, r *Report) error {
 			if e.Location == nil || e.Location.Path == "" {
 				continue
 			}
-			loc, ok := relatedPhysical(root, e.Location)
+			loc, ok := relatedPhysical(root, r.Provider.Project, e.Location)
 			key := locationString(e.Location)
 			if !ok || seen[key] {
 				continue
@@ -210,8 +230,8 @@ func (s SARIF) Render(w io.Writer, r *Report) error {
 			out.RelatedLocations = append(out.RelatedLocations, loc)
 		}
 		if primary != nil && !seen[locationString(primary)] {
-			if _, ok := relIfLoc(root, primary); !ok {
-				if loc, ok := relatedPhysical(root, primary); ok {
+			if _, ok := relIfLoc(root, r.Provider.Project, primary); !ok {
+				if loc, ok := relatedPhysical(root, r.Provider.Project, primary); ok {
 					id := len(out.RelatedLocations) + 1
 					loc.ID = &id
 					loc.Message = &sarifText{"source location outside the project"}
@@ -254,14 +274,21 @@ func sarifRuleOf(res *Result) sarifRule {
 		md.WriteString("\nHint: " + res.Hint + "\n")
 	}
 	tags := append([]string{"astrabox"}, res.Clauses...)
+	props := map[string]any{"area": res.Area}
+	if sec, ok := securityOf(res); ok {
+		tags = append(tags, "security", sec.cwe)
+		props["security-severity"] = sec.severity
+	}
+	props["tags"] = tags
 	return sarifRule{
 		ID:                   res.Check,
 		Name:                 ruleName(title),
 		ShortDescription:     sarifText{title},
+		HelpURI:              ChecksDocURI + "#" + strings.ToLower(res.Check),
 		FullDescription:      sarifText{full},
 		Help:                 sarifHelp{Text: text, Markdown: md.String()},
 		DefaultConfiguration: sarifConfig{Level: sarifLevel(res.Severity)},
-		Properties:           map[string]any{"tags": tags, "area": res.Area},
+		Properties:           props,
 	}
 }
 
@@ -297,12 +324,13 @@ func ruleName(title string) string {
 	return b.String()
 }
 
-// relIfLoc makes l's path relative to root, when l is set and inside root.
-func relIfLoc(root string, l *Location) (string, bool) {
+// relIfLoc makes l's path relative to root, when l is set and inside root (a relative path is relative to
+// project).
+func relIfLoc(root, project string, l *Location) (string, bool) {
 	if l == nil {
 		return "", false
 	}
-	return relPath(root, l.Path)
+	return rootRel(root, project, l.Path)
 }
 
 // physical is a location relative to %SRCROOT%, on line when line is positive.
@@ -315,14 +343,18 @@ func physical(rel string, line int) sarifLocation {
 }
 
 // relatedPhysical is l relative to root when possible, else as an absolute file URI.
-func relatedPhysical(root string, l *Location) (sarifLocation, bool) {
-	if p, ok := relPath(root, l.Path); ok {
+func relatedPhysical(root, project string, l *Location) (sarifLocation, bool) {
+	if p, ok := rootRel(root, project, l.Path); ok {
 		return physical(p, l.Line), true
 	}
-	if !filepath.IsAbs(l.Path) {
+	abs := l.Path
+	if !filepath.IsAbs(abs) && project != "" {
+		abs = filepath.Join(project, filepath.FromSlash(abs))
+	}
+	if !filepath.IsAbs(abs) {
 		return sarifLocation{}, false
 	}
-	u := url.URL{Scheme: "file", Path: filepath.ToSlash(l.Path)}
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}
 	loc := sarifLocation{PhysicalLocation: sarifPhysical{ArtifactLocation: sarifArtifactLoc{URI: u.String()}}}
 	if l.Line > 0 {
 		loc.PhysicalLocation.Region = &sarifRegion{StartLine: l.Line}
@@ -379,14 +411,45 @@ func nonNil(xs []string) []string {
 	return xs
 }
 
-// manifestPath is the project's manifest relative to root: the project may be a subdirectory of the
-// repository that root names.
-func manifestPath(root string, p Provider) string {
-	name := manifest(p)
-	if p.Project != "" {
-		if rel, ok := relPath(root, filepath.Join(p.Project, name)); ok {
-			return rel
+// declarationPath is the file results without a usable location point at, relative to root, and its line:
+// the file that declares the provider (the report's provider source, "setup.cfg:12 [options.entry_points]"),
+// else Manifest, else pyproject.toml, line 1. The project may be a subdirectory of the repository root names.
+func (s SARIF) declarationPath(root string, p Provider) (string, int) {
+	name, line := declarationFile(p.Source)
+	if name == "" {
+		name, line = s.Manifest, 1
+		if name == "" {
+			name = "pyproject.toml"
 		}
 	}
-	return name
+	if p.Project != "" {
+		if rel, ok := relPath(root, filepath.Join(p.Project, filepath.FromSlash(name))); ok {
+			return rel, line
+		}
+	}
+	if rel, ok := relPath(root, name); ok {
+		return rel, line
+	}
+	return "pyproject.toml", 1
 }
+
+// declarationFile reads the file and line out of a provider source ("pyproject.toml:7 [project.entry-points]",
+// "setup.cfg [options.entry_points]"): the file only when it is a project manifest, the line 1 when unknown.
+func declarationFile(source string) (string, int) {
+	first, _, _ := strings.Cut(strings.TrimSpace(source), " ")
+	first = strings.TrimSuffix(first, ";")
+	file, line := first, 1
+	if i := strings.LastIndex(first, ":"); i > 0 {
+		if n, err := strconv.Atoi(first[i+1:]); err == nil && n > 0 {
+			file, line = first[:i], n
+		}
+	}
+	switch filepath.Base(filepath.ToSlash(file)) {
+	case "pyproject.toml", "setup.cfg", "setup.py":
+		return file, line
+	}
+	return "", 0
+}
+
+// notExercisedNote is the line a not_exercised result's message ends with: what was missing.
+func notExercisedNote(decidedOver string) string { return "\nNot exercised: " + decidedOver }

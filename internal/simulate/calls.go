@@ -70,8 +70,9 @@ func (p *platform) call(r *replica, cs callSpec) *CallRecord {
 	p.current[r.name] = rec
 	p.mu.Unlock()
 
+	hid := r.proc.NextCallID()
 	p.mu.Lock()
-	p.callTags[fmt.Sprintf("%s|%d:%d", r.name, r.proc.PID(), r.proc.NextCallID())] = rec.Key
+	p.callTags[fmt.Sprintf("%s|%d:%d", r.name, r.proc.PID(), hid)] = rec.Key
 	p.mu.Unlock()
 	done := make(chan callResult, 1)
 	heldBefore := p.dbl.Held()
@@ -150,6 +151,9 @@ func (p *platform) call(r *replica, cs callSpec) *CallRecord {
 	if res.err != nil {
 		rec.ProcessError = res.err.Error()
 	}
+	if res.reply != nil && res.reply.Exit != nil {
+		p.endedHost(r, rec, res.reply.Exit)
+	}
 	p.stableAddrs(rec)
 	p.event(&Event{Kind: EventCall, Replica: r.name, Call: rec, Message: describeCall(rec)})
 	if bg := r.proc.Background(); !bg.Empty() {
@@ -157,7 +161,23 @@ func (p *platform) call(r *replica, cs callSpec) *CallRecord {
 		p.stableObservations(&bgc)
 		p.event(&Event{Kind: EventBackground, Replica: r.name, Message: "observations from work left behind", Background: &bgc})
 	}
+	p.settleAfter(r, rec, hid)
 	return rec
+}
+
+// endedHost records a callback whose SystemExit or KeyboardInterrupt ended its replica process, as it ends
+// the platform's asyncio host: the call did not settle (its replica died), with the exception kept for its
+// source line. The next callback on that replica starts a new process.
+func (p *platform) endedHost(r *replica, rec *CallRecord, exit *harness.ExitInfo) {
+	r.proc.WaitExit(2 * time.Second)
+	rec.Outcome = OutcomeDied
+	if exit.Signal != "" {
+		rec.ProcessKind = string(harness.KindSignaled)
+		rec.ProcessError = fmt.Sprintf("%s raised %s, which ends the host process: replica %s died by %s", rec.Method, exit.Exception, r.name, exit.Signal)
+		return
+	}
+	rec.ProcessKind = string(harness.KindExited)
+	rec.ProcessError = fmt.Sprintf("%s raised %s, which ends the host process: replica %s exited with status %d", rec.Method, exit.Exception, r.name, exit.Code)
 }
 
 type callResult struct {

@@ -26,6 +26,8 @@ type History struct {
 	Inventory []InventoryBox `json:"inventory"`
 	// Aborted says why the run stopped early, if it did (the provider could not be loaded, say).
 	Aborted string `json:"aborted,omitempty"`
+	// Egress are the connections replicas made to destinations that are not declared services.
+	Egress []EgressAttempt `json:"egress,omitempty"`
 }
 
 // Secret is a value planted as a secret and its origin ("workload identity token of session s1", ...).
@@ -62,7 +64,14 @@ type Event struct {
 	Delivery   *Delivery             `json:"delivery,omitempty"`
 	Engine     *EngineStart          `json:"engine,omitempty"`
 	Background *harness.Observations `json:"background,omitempty"`
-	Data       map[string]any        `json:"data,omitempty"`
+	// Origin is, for a background event, the key of the call whose code started the work that made these
+	// observations and this output ("" when they cannot be told apart: several calls' work at once).
+	Origin string `json:"origin,omitempty"`
+	// Stdout and Stderr are, for a background event, what that work wrote to the process's output while the
+	// platform waited for it.
+	Stdout string         `json:"stdout,omitempty"`
+	Stderr string         `json:"stderr,omitempty"`
+	Data   map[string]any `json:"data,omitempty"`
 }
 
 // Call outcomes.
@@ -159,13 +168,21 @@ type EngineStart struct {
 
 // Request is a deployment double request as kept in a history.
 type Request struct {
-	Seq      int64  `json:"seq"`
-	Replica  string `json:"replica"`
+	Seq     int64  `json:"seq"`
+	Replica string `json:"replica"`
+	// Service names the declared service the request was for ("" = the double's own endpoints), Host the
+	// production host:port the provider addressed.
+	Service  string `json:"service,omitempty"`
+	Host     string `json:"host,omitempty"`
 	Call     string `json:"call,omitempty"` // call key, empty for background
 	Callback string `json:"callback,omitempty"`
 	// InFlight is the call that was in flight on the replica when the request arrived, when that is not the
 	// call whose code made it (work a finished call left behind).
-	InFlight   string          `json:"in_flight,omitempty"`
+	InFlight string `json:"in_flight,omitempty"`
+	// Background is set when the request was made by work its call left running, after that call returned
+	// (it arrived while the platform waited for that work, or it carries the call's tag while another call
+	// or none was in flight).
+	Background bool            `json:"background,omitempty"`
 	Method     string          `json:"method"`
 	Path       string          `json:"path"`
 	Operation  string          `json:"operation,omitempty"`

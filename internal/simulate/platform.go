@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/astrabox-dev/astrabox/internal/double"
+	"github.com/astrabox-dev/astrabox/internal/egress"
 	"github.com/astrabox-dev/astrabox/internal/harness"
 )
 
@@ -41,13 +42,22 @@ type Options struct {
 	Verbose io.Writer
 	// Epoch is the host clock's start; zero means a fixed date, so that histories are reproducible.
 	Epoch time.Time
-	// Cluster, when set, supplies running replicas and a deployment double reused across runs
-	// (exploration); Run then neither starts nor closes them.
-	Cluster *Cluster
-	// Zygote, when set, is a fork server clusters fork their replicas from; its owner closes it after the
-	// clusters. Without one, each cluster starts its own.
-	Zygote *harness.Zygote
+	// Hosts, when set, are the run's hosts: the fork server of each replica name (with that replica's
+	// string-hash seed), shared by the run's scenarios; its owner closes it. Without it, every replica starts
+	// its own interpreter. Either way every scenario gets fresh replica processes, a fresh deployment double
+	// and fresh host directories.
+	Hosts *Hosts
+	// Settle bounds how long the platform waits for work a callback left running (threads, timers, tasks,
+	// executor jobs, children), after that callback and at the end of the scenario; 0 means DefaultSettle.
+	// Nothing is waited for when nothing was left.
+	Settle time.Duration
+	// Services, when set, are the provider's declared external systems, started by the caller for the run:
+	// each scenario resets them and sends each replica's traffic to them through a proxy and its double.
+	Services *Services
 }
+
+// DefaultSettle is how long the platform waits, at most, for work a callback left running.
+const DefaultSettle = 3 * time.Second
 
 // ErrProviderLoad is returned (wrapped) when the provider cannot be loaded at all.
 var ErrProviderLoad = errors.New("provider could not be loaded")
@@ -55,6 +65,8 @@ var ErrProviderLoad = errors.New("provider could not be loaded")
 type replica struct {
 	name string
 	proc *harness.Process
+	// unsettled are the calls of the current process that left work running which has not ended yet.
+	unsettled []pendingWork
 }
 
 type agentState struct {
@@ -111,6 +123,12 @@ type platform struct {
 	dbl   *double.Double
 	hist  *History
 
+	// proxies are the replicas' egress proxies (declared services only), by replica name, with the
+	// environment that sends a replica's traffic through its proxy; egress logs what they refused.
+	proxies  map[string]*egress.Proxy
+	proxyEnv map[string][]string
+	egress   egressLog
+
 	mu        sync.Mutex // guards hist.Events and sandboxes (the harness calls back from its goroutines)
 	replicas  []*replica
 	info      *harness.LoadInfo
@@ -130,6 +148,13 @@ type platform struct {
 	// callTags maps "replica|pid:harness call id" (the X-Astrabox-Call header the harness adds to the
 	// provider's requests to the double) to the call's key.
 	callTags map[string]string
+	hosts    *Hosts
+	// hostDirs are the host directories of every replica process started for this scenario, removed at
+	// its end.
+	hostDirs []*host
+	// windows are the stretches of double requests that arrived while the platform waited for a call's
+	// leftover work: those requests are that work's.
+	windows []settleWindow
 }
 
 // DefaultEpoch is the fixed start of the host clock for reproducible histories.
@@ -155,22 +180,27 @@ func Run(ctx context.Context, sc *Scenario, o Options) (*History, error) {
 		callTags:  map[string]string{},
 		hist:      &History{Scenario: sc.Name, Seed: sc.Seed, Replicas: sc.Replicas, Engine: sc.Engine, Secrets: append([]Secret(nil), o.Secrets...)},
 	}
-	if o.Cluster != nil {
-		if err := o.Cluster.prepare(p); err != nil {
-			return nil, err
-		}
-	} else {
-		d, err := double.Start(double.Options{Clock: p.clock.Now, Seed: sc.Seed})
-		if err != nil {
-			return nil, fmt.Errorf("start the deployment double: %w", err)
-		}
-		p.dbl = d
-		for i := 0; i < sc.Replicas; i++ {
-			p.replicas = append(p.replicas, &replica{name: fmt.Sprintf("r%d", i+1)})
-		}
-		defer p.close()
+	p.hosts = o.Hosts
+	if p.hosts == nil {
+		p.hosts = unforked(sc.Seed)
 	}
-	d := p.dbl
+	if p.o.Settle <= 0 {
+		p.o.Settle = DefaultSettle
+	}
+	// A fresh double and fresh replica processes for every scenario: nothing of another scenario (state,
+	// threads, requests) reaches this one.
+	if err := o.Services.reset(ctx); err != nil {
+		return nil, fmt.Errorf("reset the declared services: %w", err)
+	}
+	d, err := double.Start(double.Options{Clock: p.clock.Now, Seed: sc.Seed, Upstreams: o.Services.upstreams()})
+	if err != nil {
+		return nil, fmt.Errorf("start the deployment double: %w", err)
+	}
+	p.dbl = d
+	for i := 0; i < sc.Replicas; i++ {
+		p.replicas = append(p.replicas, &replica{name: fmt.Sprintf("r%d", i+1)})
+	}
+	defer p.close()
 	for name, pr := range sc.Principals {
 		url := ""
 		if pr.Consent == "pending" {
@@ -181,7 +211,7 @@ func Run(ctx context.Context, sc *Scenario, o Options) (*History, error) {
 			d.SetConsentOnCheck(name, pr.ConsentOnCheck)
 		}
 	}
-	if o.Target != "" && o.Cluster == nil {
+	if o.Target != "" {
 		if err := p.startReplicas(); err != nil {
 			return nil, err
 		}
@@ -235,16 +265,20 @@ func (p *platform) started(r *replica) {
 	p.event(&Event{Op: "start", Kind: EventPlatform, Replica: r.name, Message: "replica " + r.name + " started and loaded " + p.o.Target})
 }
 
+// startReplica starts a fresh process of a replica, on a fresh host (its own directories).
 func (p *platform) startReplica(r *replica) error {
-	if c := p.o.Cluster; c != nil {
-		if proc := c.takeSpare(r.name); proc != nil {
-			p.mu.Lock()
-			r.proc = proc
-			p.mu.Unlock()
-			return nil
-		}
+	h, err := p.hosts.newHost(r.name)
+	if err != nil {
+		return err
 	}
-	proc, info, err := spawn(p.ctx, p.o, p.dbl, r.name, p.sandboxServer())
+	p.mu.Lock()
+	p.hostDirs = append(p.hostDirs, h)
+	p.mu.Unlock()
+	env, err := p.egressEnv(r.name)
+	if err != nil {
+		return err
+	}
+	proc, info, err := spawn(p.ctx, p.o, p.dbl, r.name, p, p.hosts.ForkServer(r.name), append(append([]string(nil), h.env...), env...))
 	if err != nil {
 		return err
 	}
@@ -253,20 +287,44 @@ func (p *platform) startReplica(r *replica) error {
 		p.info = info
 	}
 	r.proc = proc
+	r.unsettled = nil
 	p.mu.Unlock()
 	return nil
 }
 
+// egressEnv starts a replica's egress proxy the first time the replica starts in this scenario (a replaced
+// process keeps its proxy) and returns the environment that sends its traffic through it. None without
+// declared services.
+func (p *platform) egressEnv(name string) ([]string, error) {
+	if p.o.Services == nil {
+		return nil, nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if env, ok := p.proxyEnv[name]; ok {
+		return env, nil
+	}
+	px, env, err := p.o.Services.proxy(name, p.dbl, p.observeEgress)
+	if err != nil {
+		return nil, fmt.Errorf("start the egress proxy of replica %s: %w", name, err)
+	}
+	if p.proxies == nil {
+		p.proxies, p.proxyEnv = map[string]*egress.Proxy{}, map[string][]string{}
+	}
+	p.proxies[name], p.proxyEnv[name] = px, env
+	return env, nil
+}
+
 // spawn starts one replica process of the provider and loads it.
-func spawn(ctx context.Context, o Options, dbl *double.Double, name string, sb harness.SandboxServer) (*harness.Process, *harness.LoadInfo, error) {
+func spawn(ctx context.Context, o Options, dbl *double.Double, name string, sb harness.SandboxServer, z *harness.Zygote, hostEnv []string) (*harness.Process, *harness.LoadInfo, error) {
 	url, err := dbl.URL(name)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open the double for replica %s: %w", name, err)
 	}
 	proc, err := harness.Start(ctx, harness.Options{
 		Python: o.Python, ProjectDir: o.ProjectDir, Replica: name,
-		Env:    []string{"ASTRABOX_DOUBLE_URL=" + url},
-		Limits: o.Limits, Sandbox: sb, Zygote: o.Cluster.forkServer(),
+		Env:    append([]string{"ASTRABOX_DOUBLE_URL=" + url}, hostEnv...),
+		Limits: o.Limits, Sandbox: sb, Zygote: z,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("start replica %s: %w", name, err)
@@ -296,6 +354,7 @@ func spawn(ctx context.Context, o Options, dbl *double.Double, name string, sb h
 	return proc, &info, nil
 }
 
+// close stops the scenario's replica processes and its double, and removes its host directories.
 func (p *platform) close() {
 	var wg sync.WaitGroup
 	for _, r := range p.replicas {
@@ -305,27 +364,28 @@ func (p *platform) close() {
 		}
 	}
 	wg.Wait()
+	for _, px := range p.proxies {
+		px.Close()
+	}
 	p.dbl.Close()
+	for _, h := range p.hostDirs {
+		removeTree(h.root)
+	}
 }
 
-// finish collects the double's requests and the inventory into the history.
+// finish waits for the work callbacks left running, then collects the double's requests and the inventory
+// into the history.
 func (p *platform) finish() {
 	p.releaseHeld()
+	p.settleEnd()
+	p.releaseHeld()
 	p.waitRequestsDone(2 * time.Second)
-	for _, r := range p.replicas {
-		if r.proc != nil {
-			if bg := r.proc.Background(); !bg.Empty() {
-				p.stableObservations(&bg)
-				p.event(&Event{Kind: EventBackground, Replica: r.name, Message: "observations after the last callback", Background: &bg})
-			}
-		}
-	}
 	methods := map[string]string{} // call key -> callback method
 	for _, c := range p.hist.Calls() {
 		methods[c.Key] = c.Method
 	}
 	for _, rq := range p.dbl.Requests() {
-		hr := Request{Seq: rq.Seq, Replica: rq.Replica, Method: rq.Method, Path: rq.Path, Operation: rq.Operation,
+		hr := Request{Seq: rq.Seq, Replica: rq.Replica, Service: rq.Service, Host: rq.Host, Method: rq.Method, Path: rq.Path, Operation: rq.Operation,
 			Status: rq.Status, Applied: rq.Applied, ApplyOrder: rq.ApplyOrder, Fenced: rq.Fenced, Held: rq.Held,
 			Delayed: rq.Delayed, Dropped: rq.Dropped, Forbidden: rq.Forbidden, body: rq.Body}
 		if rq.Call != nil {
@@ -334,10 +394,14 @@ func (p *platform) finish() {
 		}
 		// The harness tags requests with the call whose code made them: trust that over the call that
 		// happened to be in flight when the request arrived (work left behind by an earlier call).
+		if key := p.windowOf(rq.Replica, rq.Seq); key != "" {
+			hr.Background = true
+		}
 		if tag := rq.Header.Get(CallHeader); tag != "" {
 			if key, ok := p.callTags[rq.Replica+"|"+tag]; ok {
 				if key != hr.Call {
 					hr.InFlight = hr.Call
+					hr.Background = true
 				}
 				hr.Call = key
 				hr.Callback = methods[key]
@@ -351,6 +415,8 @@ func (p *platform) finish() {
 	for _, t := range p.dbl.IssuedTokens() {
 		p.hist.Secrets = append(p.hist.Secrets, Secret{Value: t, Origin: "credential issued by the deployment double"})
 	}
+	p.hist.Secrets = append(p.hist.Secrets, p.serviceSecrets(p.dbl.Requests())...)
+	p.hist.Egress = p.egress.sorted()
 	for _, b := range p.boxes {
 		ib := InventoryBox{ID: b.id, Agent: b.agent, SandboxID: b.sandbox.ID, Generation: b.generation, EngineInitialized: b.engineInit, State: b.state}
 		ib.Files = b.sandbox.Paths()
@@ -502,15 +568,6 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// sandboxServer is who answers the replicas' SandboxHandle calls: the cluster when replicas are shared
-// across runs, else this platform.
-func (p *platform) sandboxServer() harness.SandboxServer {
-	if p.o.Cluster != nil {
-		return p.o.Cluster
-	}
-	return p
 }
 
 // CallHeader is the header the harness adds to the provider's requests to the deployment double, naming the

@@ -58,16 +58,18 @@ func NewStyles(color bool) Styles {
 		r.SetColorProfile(termenv.ANSI256)
 	}
 	return Styles{
-		Color:    true,
-		Pass:     r.NewStyle().Foreground(colorPass).Bold(true),
-		Fail:     r.NewStyle().Foreground(colorFail).Bold(true),
-		Warn:     r.NewStyle().Foreground(colorWarn).Bold(true),
-		Skip:     r.NewStyle().Foreground(colorSkip),
-		Flaky:    r.NewStyle().Foreground(colorFlaky).Bold(true),
-		Heading:  r.NewStyle().Foreground(colorHeading).Bold(true),
-		Dim:      r.NewStyle().Foreground(colorDim),
-		Code:     r.NewStyle().Foreground(colorCode),
-		ID:       r.NewStyle().Foreground(colorID).Bold(true),
-		Location: r.NewStyle().Foreground(colorLocation).Underline(true),
+		Color:   true,
+		Pass:    r.NewStyle().Foreground(colorPass).Bold(true),
+		Fail:    r.NewStyle().Foreground(colorFail).Bold(true),
+		Warn:    r.NewStyle().Foreground(colorWarn).Bold(true),
+		Skip:    r.NewStyle().Foreground(colorSkip),
+		Flaky:   r.NewStyle().Foreground(colorFlaky).Bold(true),
+		Heading: r.NewStyle().Foreground(colorHeading).Bold(true),
+		Dim:     r.NewStyle().Foreground(colorDim),
+		Code:    r.NewStyle().Foreground(colorCode),
+		ID:      r.NewStyle().Foreground(colorID).Bold(true),
+		// No underline: lipgloss underlines rune by rune (one escape sequence per character), which breaks a
+		// grep for the path in a coloured log and more than doubles its size.
+		Location: r.NewStyle().Foreground(colorLocation),
 	}
 }

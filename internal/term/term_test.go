@@ -3,6 +3,7 @@ package term
 import (
 	"os"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -101,5 +102,18 @@ func TestTestBundle(t *testing.T) {
 	}
 	if ios.OutStyles().Color {
 		t.Error("test bundle styles are coloured")
+	}
+}
+
+// TestColouredLocationKeepsThePathWhole: a coloured path is one run of text between escape sequences, so a
+// grep for it finds it in a coloured CI log.
+func TestColouredLocationKeepsThePathWhole(t *testing.T) {
+	const p = "src/acme_provider/provider.py:42"
+	out := NewStyles(true).Location.Render(p)
+	if !strings.Contains(out, p) {
+		t.Errorf("coloured location %q does not hold the path as one string", out)
+	}
+	if n := strings.Count(out, "\x1b["); n > 2 {
+		t.Errorf("coloured location uses %d escape sequences for one path: %q", n, out)
 	}
 }

@@ -1,12 +1,51 @@
 # Lists the entry points of one group from the installed distributions, as JSON on one marked line.
 # Standard library only; runs on CPython 3.9 to 3.13. argv[1] is the group, argv[2] the project directory
-# (kept off sys.path).
+# (kept off sys.path unless the project is installed in develop mode).
 import sys
 
-# The working directory must not count as installed: drop '' and '.' before anything else imports.
+import os
+
+
+def _developed():
+    # A "setup.py develop" install (what pip install -e does with setuptools older than 64) links the
+    # project from site-packages with an .egg-link file and puts it on sys.path through easy-install.pth;
+    # its metadata is then the project's own .egg-info, which does count as installed.
+    import site
+    dirs = []
+    try:
+        dirs += site.getsitepackages()
+    except Exception:
+        pass
+    try:
+        dirs.append(site.getusersitepackages())
+    except Exception:
+        pass
+    found = set()
+    for d in dirs:
+        try:
+            names = os.listdir(d)
+        except OSError:
+            continue
+        for n in names:
+            if not n.endswith(".egg-link"):
+                continue
+            try:
+                with open(os.path.join(d, n)) as f:
+                    target = f.readline().strip()
+            except (OSError, UnicodeDecodeError):
+                continue
+            if target:
+                found.add(os.path.abspath(os.path.join(d, target)).rstrip("/"))
+    return found
+
+
+# The working directory must not count as installed: drop '' and '.' before anything else imports, and the
+# project directory unless the project is installed in develop mode (build leftovers are not installs).
 _drop = {"", "."}
-if len(sys.argv) > 2 and sys.argv[2]:
-    _drop.add(sys.argv[2].rstrip("/"))
+PROJECT = sys.argv[2].rstrip("/") if len(sys.argv) > 2 and sys.argv[2] else ""
+DEVELOPED = _developed()
+if PROJECT and PROJECT not in DEVELOPED:
+    _drop.add(PROJECT)
 sys.path[:] = [p for p in sys.path if p.rstrip("/") not in _drop or p == "/"]
 
 import json
@@ -73,6 +112,10 @@ def main():
             continue
         url, editable = direct_url(dist)
         path = getattr(dist, "_path", None)
+        home = os.path.dirname(str(path)).rstrip("/") if path is not None else ""
+        if not url and home in DEVELOPED:
+            inside = PROJECT and (home == PROJECT or home.startswith(PROJECT + "/"))
+            url, editable = "file://" + (PROJECT if inside else home), True
         for ep in eps:
             out.append({
                 "name": ep.name,

@@ -19,6 +19,7 @@ import sysconfig
 import threading
 import traceback
 import warnings
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
@@ -35,6 +36,9 @@ AUDIT_EVENTS = frozenset(
         "open",
         "socket.connect",
         "socket.getaddrinfo",
+        "socket.gethostbyname",
+        "socket.gethostbyaddr",
+        "socket.getnameinfo",
         "socket.sendto",
         "socket.sendmsg",
         "socket.bind",
@@ -50,10 +54,16 @@ AUDIT_EVENTS = frozenset(
         "os.remove",
         "os.rename",
         "os.mkdir",
+        "os.listdir",
+        "os.scandir",
         "sqlite3.connect",
         "time.sleep",
     }
 )
+
+# Events the import system and source lookups fire themselves (reading modules, listing directories on
+# sys.path): not provider I/O when a quiet opener below makes them.
+_QUIET_EVENTS = frozenset({"open", "os.listdir", "os.scandir"})
 
 # Modules whose file opens are imports or source lookups, not provider I/O.
 _QUIET_OPENERS = frozenset(
@@ -123,6 +133,15 @@ def summarise(event: str, args: Tuple[Any, ...]) -> Optional[str]:
         host = args[0] if args else None
         port = args[1] if len(args) > 1 else None
         return "%s:%s" % (_text(host), port if isinstance(port, int) else _text(port))
+    if event in ("socket.gethostbyname", "socket.gethostbyaddr"):
+        return _text(args[0]) if args else ""
+    if event == "socket.getnameinfo":
+        addr = args[0] if args else None
+        if isinstance(addr, tuple) and len(addr) >= 2:
+            return "%s:%s" % (_text(addr[0]), addr[1] if isinstance(addr[1], int) else _text(addr[1]))
+        return _text(addr)
+    if event in ("os.listdir", "os.scandir"):
+        return _text(args[0]) if args and args[0] is not None else "."
     if event == "urllib.Request":
         url, data = args[0], args[1] if len(args) > 1 else None
         method = args[3] if len(args) > 3 and args[3] else ("POST" if data is not None else "GET")
@@ -271,6 +290,9 @@ class Observer:
         self.own_threads: Set[Any] = set()
         self.own_timers: Set[Any] = set()
         self._jobs: List[Tuple[Optional[int], Any, Any]] = []
+        # The call that created each task on the harness's loop, and the child processes each call left.
+        self.task_origins: "weakref.WeakKeyDictionary[Any, Optional[int]]" = weakref.WeakKeyDictionary()
+        self.children_of: Dict[int, List[int]] = {}
         # Scanning /proc for children costs a file open per process on the machine: only do it once the
         # provider has started a process (an audited spawn) at least once.
         self.spawned = False
@@ -526,6 +548,8 @@ class Observer:
                 ctx = contextvars.copy_context()
                 # partial and Context.run are C callables: no harness frame appears in the thread's stack.
                 thread.run = functools.partial(ctx.run, thread.run)  # type: ignore[method-assign]
+                # The call whose code started the thread (threading.Timer included): settling waits for it.
+                thread._astrabox_origin = ctx.get(CURRENT_CALL)  # type: ignore[attr-defined]
             except BaseException:  # noqa: B036
                 pass
             return original_start(thread)
@@ -544,6 +568,69 @@ class Observer:
 
         submit.__wrapped__ = original_submit  # type: ignore[attr-defined]
         ThreadPoolExecutor.submit = submit  # type: ignore[method-assign]
+
+    def track_tasks(self, loop: Any) -> None:
+        """Remember which call created each task on the harness's loop (``asyncio.create_task`` and
+        ``ensure_future`` go through ``loop.create_task``), so that settling can wait for a call's tasks."""
+        original = loop.create_task
+        origins = self.task_origins
+
+        def create_task(coro: Any, *args: Any, **kwargs: Any) -> Any:
+            task = original(coro, *args, **kwargs)
+            try:
+                ctx = kwargs.get("context")
+                origins[task] = ctx.get(CURRENT_CALL) if ctx is not None else CURRENT_CALL.get()
+            except BaseException:  # noqa: B036 - never break the provider's task
+                pass
+            return task
+
+        create_task.__wrapped__ = original  # type: ignore[attr-defined]
+        loop.create_task = create_task
+
+    def work_of(self, loop: Any, calls: Set[int]) -> Dict[str, List[Dict[str, Any]]]:
+        """The work still running that code of one of ``calls`` started: threads (timers included), tasks,
+        loop timers and executor jobs, wherever they were started from (a thread a thread started inherits
+        the call), plus the child processes those calls left."""
+        out = empty_leftovers()
+        with self.quiet():
+            for t in threading.enumerate():
+                if t in self.own_threads or getattr(t, "_astrabox_origin", None) not in calls or not t.is_alive():
+                    continue
+                target = getattr(t, "function", None) if isinstance(t, threading.Timer) else getattr(t, "_target", None)
+                if callable_name(target) == "concurrent.futures.thread._worker":
+                    continue  # an executor worker: its pending jobs are counted below
+                file, line = _code_location(target)
+                out["threads"].append({"name": t.name, "daemon": t.daemon, "target": callable_name(target) if target else None,
+                                       "file": file, "line": line})
+            with self._lock:
+                jobs = [j for j in self._jobs if j[0] in calls and not j[1].done()]
+            for _, _, fn in jobs:
+                file, line = _code_location(fn)
+                out["threads"].append({"name": "executor job", "daemon": True, "target": callable_name(fn), "file": file, "line": line})
+            for task, origin in list(self.task_origins.items()):
+                if origin in calls and not task.done():
+                    coro = task.get_coro()
+                    code = getattr(coro, "cr_code", None) or getattr(coro, "gi_code", None)
+                    out["tasks"].append({"name": task.get_name(), "coro": getattr(coro, "__qualname__", None) or type_name(type(coro)),
+                                         "file": code.co_filename if code is not None else None,
+                                         "line": code.co_firstlineno if code is not None else None})
+            now = loop.time()
+            for h in self._timers(loop):
+                ctx = getattr(h, "_context", None)
+                try:
+                    origin = ctx.get(CURRENT_CALL) if ctx is not None else None
+                except BaseException:  # noqa: B036
+                    origin = None
+                name = callable_name(getattr(h, "_callback", None))
+                if origin in calls and not name.startswith("asyncio."):
+                    out["timers"].append({"callback": name, "when_s": round(h.when() - now, 6)})
+            if self.spawned:
+                alive = child_processes()
+                for call in sorted(calls):
+                    for pid in self.children_of.get(call, ()):
+                        if pid in alive:
+                            out["children"].append({"pid": pid, "cmdline": alive[pid]})
+        return out
 
     def _track_job(self, call: Optional[int], future: Any, fn: Any) -> None:
         if call is None:
@@ -577,7 +664,7 @@ class Observer:
             k = self.kind(f.f_code.co_filename)
             if in_prefix:
                 if k == "stdlib":
-                    if event == "open" and f.f_globals.get("__name__") in _QUIET_OPENERS:
+                    if event in _QUIET_EVENTS and f.f_globals.get("__name__") in _QUIET_OPENERS:
                         return
                 else:
                     in_prefix = False
@@ -688,6 +775,8 @@ class Observer:
             for pid, cmd in sorted((child_processes() if self.spawned else {}).items()):
                 if pid not in before.children:
                     out["children"].append({"pid": pid, "cmdline": cmd})
+            if out["children"]:
+                self.children_of[call_id] = [c["pid"] for c in out["children"]]
         dropped = 0
         for key in out:
             if len(out[key]) > LIST_LIMIT:

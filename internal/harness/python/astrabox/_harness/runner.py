@@ -18,7 +18,7 @@ import astrabox
 from astrabox._harness import wire
 from astrabox._harness.contexts import ArgumentError, SandboxBridge, callback_kwargs
 from astrabox._harness.loader import METHODS, Loaded, load
-from astrabox._harness.observe import CURRENT_CALL, Observer
+from astrabox._harness.observe import CURRENT_CALL, Observer, empty_leftovers
 from astrabox._harness.values import encode_error, encode_value, harness_error, safe_repr, type_name
 
 PROTOCOL = 1
@@ -113,6 +113,9 @@ class Runner:
         # The call in flight: id, snapshot, context and start time, kept until its reply is sent.
         self._call: Optional[Tuple[int, Any, Any, str]] = None
         self._started = 0
+        # How the process must end once the reply of the call in flight is sent: a callback raised SystemExit
+        # or KeyboardInterrupt, which on the platform's asyncio host end the process.
+        self._exit_after: Optional[Dict[str, Any]] = None
 
     # -- messages, read on the loop ----------------------------------------------------------------------
 
@@ -204,6 +207,7 @@ class Runner:
         if me is not None:
             self.own_tasks.add(me)
         self.observer.notify = self.schedule_background
+        self.observer.track_tasks(self.loop)
         watchdog = threading.Thread(target=wire.watch_hangup, name="astrabox-harness-watchdog", daemon=True)
         self.observer.own_threads.add(watchdog)
         watchdog.start()
@@ -283,9 +287,12 @@ class Runner:
         """Send the reply of the call in flight, with what it left behind."""
         duration = time.perf_counter_ns() - self._started
         assert self._call is not None and self.loop is not None
-        call_id, before, _, _ = self._call
+        call_id, before, _, method = self._call
         self.observer.mark_returned(call_id)
-        leftovers, cut = self.observer.safe_leftovers(self.loop, before, call_id, self.own_tasks)
+        if method == "settle":  # what settling itself saw running is in its value, never its own leftovers
+            leftovers, cut = empty_leftovers(), 0
+        else:
+            leftovers, cut = self.observer.safe_leftovers(self.loop, before, call_id, self.own_tasks)
         self.call_task = None
         marked = self._sync_markers(call_id)
         self.send_background()
@@ -295,6 +302,8 @@ class Runner:
         reply = {"kind": "reply", "id": call_id, "ok": ok, "value": value, "error": error,
                  "duration_ns": duration, "observations": obs, "markers": marked,
                  "cancel_received": self.cancel_requested}
+        if self._exit_after is not None:
+            reply["exit"] = self._exit_after
         try:
             self.writer.send(reply)
         except wire.FrameTooLarge as exc:
@@ -307,6 +316,8 @@ class Runner:
                                          "leftovers": {"threads": [], "tasks": [], "timers": [], "children": []},
                                          "dropped": len(obs["logs"]) + len(obs["warnings"]) + len(obs["audit"])}
                 self.writer.send(reply)
+        if self._exit_after is not None:
+            self._end_process(self._exit_after)
         pending = self.observer.end_call()
         self._call = None
         self.in_flight = None
@@ -328,6 +339,8 @@ class Runner:
                 with self.observer.quiet():
                     return False, None, safe_encode_error(exc, self.observer)
             return True, self.loaded.value, None
+        if method == "settle":
+            return self._start_settle(ctx, args)
         if method not in METHODS:
             return False, None, harness_error("astrabox.harness.UnknownMethod", "unknown method %r" % (method,))
         if self.loaded is None:
@@ -354,6 +367,7 @@ class Runner:
         try:
             result = instance.plan(**kwargs)
         except BaseException as exc:  # noqa: B036
+            self._exit_after = exit_info(exc)
             with self.observer.quiet():
                 return False, None, safe_encode_error(exc, self.observer)
         with self.observer.quiet():
@@ -371,6 +385,61 @@ class Runner:
             return "ok", result, True
         except BaseException as exc:  # noqa: B036 - CancelledError, SystemExit and KeyboardInterrupt included
             return "raised", exc, None
+
+    def _start_settle(self, ctx: contextvars.Context, args: Any) -> Any:
+        """``settle``: wait until the work that the given calls left running has ended, at most ``timeout_s``."""
+        calls = args.get("calls") if isinstance(args, dict) else None
+        timeout = args.get("timeout_s") if isinstance(args, dict) else None
+        if not isinstance(calls, list) or not all(isinstance(c, int) and not isinstance(c, bool) for c in calls):
+            return False, None, harness_error("astrabox.harness.ArgumentError", "settle: args.calls must be a list of call ids")
+        if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not 0 <= timeout <= 3600:
+            return False, None, harness_error("astrabox.harness.ArgumentError", "settle: args.timeout_s must be a number of seconds in [0, 3600]")
+        assert self.loop is not None
+        task = ctx.run(self.loop.create_task, self._settle(set(calls), float(timeout)))
+        self.call_task = task
+        task.add_done_callback(self._async_done)
+        return None
+
+    async def _settle(self, calls: Set[int], timeout: float) -> Any:
+        assert self.loop is not None
+        loop = self.loop
+        end = loop.time() + timeout
+        waited = 0.0
+        start = loop.time()
+        while True:
+            try:
+                left = self.observer.work_of(loop, calls)
+            except BaseException as exc:  # noqa: B036 - a provider object that cannot be inspected
+                left = empty_leftovers()
+                left["threads"].append({"name": "?", "daemon": False, "target": "inspecting work raised %s" % type_name(type(exc)),
+                                        "file": None, "line": None})
+                break
+            if not any(left.values()) or loop.time() >= end:
+                break
+            await asyncio.sleep(min(0.01, max(0.0, end - loop.time())))
+        waited = loop.time() - start
+        return "settled", {"type": "settle", "settled": not any(left.values()), "remaining": left,
+                           "waited_s": round(waited, 3)}, None
+
+    def _end_process(self, how: Dict[str, Any]) -> None:
+        """End the process as the platform's asyncio host does when a callback raises SystemExit (exit with its
+        code) or KeyboardInterrupt (death by SIGINT), once the reply that says so is sent."""
+        dump_profile()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                if stream is not None:
+                    stream.flush()
+            except BaseException:  # noqa: B036
+                pass
+        if how.get("signal") == "SIGINT":
+            try:
+                signal.signal(signal.SIGINT, signal.SIG_DFL)
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(1)
+            except BaseException:  # noqa: B036
+                pass
+            os._exit(130)
+        os._exit(int(how.get("code", 1)) & 0xFF)
 
     def _start_async(self, ctx: contextvars.Context, instance: Any, method: str, kwargs: Dict[str, Any]) -> None:
         assert self.loop is not None
@@ -399,7 +468,10 @@ class Runner:
             outcome, result, was_sync = "raised", asyncio.CancelledError(), None
         else:
             outcome, result, was_sync = task.result()
+        if outcome == "settled":
+            return True, result, None
         if outcome == "raised":
+            self._exit_after = exit_info(result)
             cancelled = isinstance(result, asyncio.CancelledError) and self.cancel_requested
             with self.observer.quiet():
                 return False, None, safe_encode_error(result, self.observer, cancelled=cancelled)
@@ -413,6 +485,36 @@ class Runner:
         if was_sync:
             value["was_sync"] = True
         return True, value, None
+
+
+def become_host() -> None:
+    """Forget what a fork server computed from its own environment, so that this replica sees its own host:
+    ``tempfile`` caches the temporary directory it chose (TMPDIR and HOME come per replica from Go)."""
+    mod = sys.modules.get("tempfile")
+    if mod is not None:
+        mod.tempdir = None  # type: ignore[attr-defined]
+
+
+def exit_info(exc: BaseException) -> Optional[Dict[str, Any]]:
+    """How an exception raised by a callback ends the platform's host process, or None when it does not:
+    ``SystemExit`` exits with its code (None is 0, a non-integer is printed and gives 1, as Python does),
+    ``KeyboardInterrupt`` dies by SIGINT."""
+    if isinstance(exc, KeyboardInterrupt):
+        return {"exception": "KeyboardInterrupt", "signal": "SIGINT"}
+    if not isinstance(exc, SystemExit):
+        return None
+    code = exc.code
+    if code is None:
+        status = 0
+    elif isinstance(code, int) and not isinstance(code, bool):
+        status = code & 0xFF
+    else:
+        try:
+            os.write(2, (safe_repr(code, 1024) if not isinstance(code, str) else code[:1024]).encode("utf-8", "replace") + b"\n")
+        except OSError:
+            pass
+        status = 1
+    return {"exception": "SystemExit", "code": status}
 
 
 _PROFILE: Any = None
@@ -449,6 +551,7 @@ def main() -> None:
         except OSError:
             wire.die("descriptor %d is not open: the harness must be started by astrabox" % fd, 2)
     apply_limits()
+    become_host()
     try:
         faulthandler.register(signal.SIGUSR1, file=2, all_threads=True)
     except (AttributeError, ValueError, RuntimeError, OSError):
@@ -456,6 +559,10 @@ def main() -> None:
     sdk_dir = os.path.dirname(os.path.abspath(astrabox.__file__))
     observer = Observer(sdk_dir)
     observer.install()
+    from astrabox._harness import egress
+    from astrabox._harness.observe import CURRENT_CALL
+
+    egress.install(CURRENT_CALL)  # declared services for clients that ignore HTTP(S)_PROXY (docs/services.md)
     writer = wire.Writer()
     # A forked child (multiprocessing, os.fork) must never write into the protocol stream.
     os.register_at_fork(after_in_child=writer.close)

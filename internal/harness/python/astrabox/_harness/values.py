@@ -166,7 +166,13 @@ def b64(data: Any) -> str:
     return base64.b64encode(bytes(data)).decode("ascii")
 
 
-def _materials(value: seams.RuntimeMaterials, problems: List[str]) -> Dict[str, Any]:
+def _materials(value: seams.RuntimeMaterials, problems: List[str], typed: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """The wire form of RuntimeMaterials. ``typed`` receives one ``{"field", "expected", "got"}`` entry per
+    value of the wrong type, which the Go side judges (a file whose content is not bytes is never delivered
+    as an empty file)."""
+    def wrong(field: str, expected: str, got: Any) -> None:
+        typed.append({"field": field, "expected": expected, "got": type_name(type(got))})
+
     files_out: List[Dict[str, Any]] = []
     files = getattr(value, "files", ())
     if not isinstance(files, (tuple, list)):
@@ -175,17 +181,20 @@ def _materials(value: seams.RuntimeMaterials, problems: List[str]) -> Dict[str, 
     for i, item in enumerate(files):
         if not isinstance(item, seams.RuntimeFile):
             problems.append("files[%d] is a %s, not a RuntimeFile" % (i, type_name(type(item))))
+            wrong("files[%d]" % i, "RuntimeFile", item)
             files_out.append({"name": None, "content_b64": None})
             continue
         name = item.name
         if not isinstance(name, str):
             problems.append("files[%d].name is a %s, not a str" % (i, type_name(type(name))))
+            wrong("files[%d].name" % i, "str", name)
             name = None
         content = item.content
         if isinstance(content, (bytes, bytearray, memoryview)):
             content_b64: Optional[str] = b64(content)
         else:
             problems.append("files[%d].content is a %s, not bytes" % (i, type_name(type(content))))
+            wrong("files[%d].content" % i, "bytes", content)
             content_b64 = None
         files_out.append({"name": name, "content_b64": content_b64})
     env = getattr(value, "environment", None)
@@ -198,6 +207,7 @@ def _materials(value: seams.RuntimeMaterials, problems: List[str]) -> Dict[str, 
                     k = safe_str(k, 200)
                 if not isinstance(v, str):
                     problems.append("environment[%r] is a %s, not a str" % (k, type_name(type(v))))
+                    wrong("environment[%s]" % safe_str(k, 200), "str", v)
                     v = safe_str(v)
                 env_out[k] = v
         except BaseException:  # noqa: B036
@@ -282,7 +292,10 @@ def encode_value(value: Any, *, method: str) -> Dict[str, Any]:
             out["declaration_error"] = "reading the declaration raised %s" % type_name(type(exc))
     elif isinstance(value, seams.RuntimeMaterials):
         out = {"type": "RuntimeMaterials"}
-        out.update(_materials(value, problems))
+        typed: List[Dict[str, Any]] = []
+        out.update(_materials(value, problems, typed))
+        if typed:
+            out["type_errors"] = typed
     elif isinstance(value, seams.SessionUserActionState):
         ready = value.ready
         if not isinstance(ready, bool):

@@ -88,15 +88,143 @@ def stamp_token(token: str) -> bool:
         return False
 
 
-def _child(runner: Any, sock: socket.socket, wake: List[int], fds: List[int], env: Dict[str, str], cwd: str) -> None:
-    """In the forked child: become a harness process like one Go started itself. Never returns."""
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def _prctl(option: int, value: int) -> bool:
+    """prctl(option, value) through ctypes; False where it is not available (not Linux, no ctypes)."""
     try:
-        os.setpgid(0, 0)
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(option, ctypes.c_ulong(value), 0, 0, 0) == 0
+    except (OSError, AttributeError, ImportError):
+        return False
+
+
+def _die_with(parent: int, sig: int) -> None:
+    """Have ``sig`` sent to this process when ``parent`` dies: the parent-death signal, else a watchdog thread
+    that polls the parent pid. If the parent is already gone, act at once."""
+    if not _prctl(PR_SET_PDEATHSIG, sig):
+        import threading
+        import time
+
+        def watch() -> None:
+            while os.getppid() == parent:
+                time.sleep(0.2)
+            os.kill(os.getpid(), sig)
+
+        threading.Thread(target=watch, name="astrabox-pdeath", daemon=True).start()
+    if os.getppid() != parent:
+        os.kill(os.getpid(), sig)
+
+
+def _below(root: int) -> List[int]:
+    """Every live descendant of ``root``, from the parent links in /proc."""
+    children: Dict[int, List[int]] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name, "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields and fields[0] != b"Z":
+            children.setdefault(int(fields[1]), []).append(int(name))
+    out: List[int] = []
+    stack = [root]
+    while stack:
+        for c in children.get(stack.pop(), ()):
+            if c not in out:
+                out.append(c)
+                stack.append(c)
+    return out
+
+
+def _kill_below(root: int) -> None:
+    for pid in _below(root):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _drain() -> None:
+    """Kill everything below this process and reap until it has no child left (it is a subreaper: orphans of
+    killed processes become its children)."""
+    import time
+
+    me = os.getpid()
+    while True:
+        _kill_below(me)
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                break
+        time.sleep(0.002)
+
+
+def _supervise(runner: Any, sock: socket.socket, wake: List[int], fds: List[int], env: Dict[str, str], cwd: str,
+               server: int) -> None:
+    """In the forked child: become the supervisor of one harness. Never returns.
+
+    The supervisor is a child subreaper in a session of its own: every descendant of the harness that loses its
+    parent becomes its child, whatever it did to its group, session or environment. It forks the harness,
+    reports its pid and, once reaped, its wait status; then it kills everything left below it, reaps until it
+    has no child, and exits, which the fork server reports. It dies with the fork server (SIGTERM, handled
+    like the harness's end). The provider's parent is this supervisor: neither the fork server nor the kit.
+    """
+    try:
+        os.setsid()
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        sock.close()
         for fd in wake:
             os.close(fd)
+        _prctl(PR_SET_CHILD_SUBREAPER, 1)
+        signal.signal(signal.SIGTERM, lambda *_: _kill_below(os.getpid()))
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _die_with(server, signal.SIGTERM)
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            _send(sock, {"kind": "error", "message": "fork failed: %s" % exc.strerror, "errno": exc.errno or 0})
+            os._exit(0)
+        if pid == 0:
+            _child(runner, sock, fds, env, cwd, os.getppid())
+        for fd in fds:
+            os.close(fd)
+        _send(sock, {"kind": "spawned", "pid": pid, "supervisor": os.getpid()})
+        while True:
+            try:
+                got, status = os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
+            if got == pid:
+                _send(sock, {"kind": "exit", "pid": pid, "status": status})
+                break
+        _drain()
+    except BaseException:  # noqa: B036 - the supervisor must never return into the server loop
+        pass
+    os._exit(0)
+
+
+def _child(runner: Any, sock: socket.socket, fds: List[int], env: Dict[str, str], cwd: str, parent: int) -> None:
+    """In the supervisor's child: become a harness process like one Go started itself. Never returns."""
+    try:
+        os.setsid()  # its own session and group, with no controlling terminal
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        _die_with(parent, signal.SIGKILL)
+        sock.close()
         # Move the received descriptors above the targets before putting them in place, so that no source
         # is overwritten by an earlier dup2.
         high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for fd in fds]
@@ -156,7 +284,8 @@ def serve(runner: Any) -> None:
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
-    _send(sock, {"kind": "ready", "pid": os.getpid()})
+    me = os.getpid()
+    _send(sock, {"kind": "ready", "pid": me})
     while True:
         try:
             ready, _, _ = select.select([sock, wake_r], [], [])
@@ -195,10 +324,10 @@ def serve(runner: Any) -> None:
         except OSError as exc:
             for fd in fds:
                 os.close(fd)
-            _send(sock, {"kind": "error", "message": "fork failed: %s" % exc.strerror})
+            _send(sock, {"kind": "error", "message": "fork failed: %s" % exc.strerror, "errno": exc.errno or 0})
             continue
         if pid == 0:
-            _child(runner, sock, [wake_r, wake_w], fds, env, cwd)
+            _supervise(runner, sock, [wake_r, wake_w], fds, env, cwd, me)
         for fd in fds:
             os.close(fd)
-        _send(sock, {"kind": "spawned", "pid": pid})
+        # The supervisor answers the request itself ("spawned", with the harness's pid) once it has forked it.

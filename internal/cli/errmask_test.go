@@ -27,7 +27,7 @@ func TestExitTwoErrorIsMaskedAndSanitised(t *testing.T) {
 			t.Errorf("printed error holds %q:\n%s", bad, got)
 		}
 	}
-	for _, want := range []string{"‹secret:raw›", "‹secret:hex›", `\x1b]0;pwned`, "\n: :error file=x.py"} {
+	for _, want := range []string{"‹secret:raw›", "‹secret:hex›", `\x1b]0;pwned`, "\n\\x3a:error file=x.py"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("printed error lacks %q:\n%s", want, got)
 		}

@@ -1,0 +1,232 @@
+package cli
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/astrabox-dev/astrabox/internal/report"
+	"github.com/astrabox-dev/astrabox/internal/term"
+)
+
+// runWidth runs the command line with Out fitted to width columns.
+func runWidth(t *testing.T, width int, args ...string) (int, string, string) {
+	t.Helper()
+	io, out, errb := term.Test()
+	io.Width = width
+	f := &Factory{IO: io, Getenv: func(k string) string { return os.Getenv(k) }, Version: "test"}
+	code := Run(f, args)
+	return code, out.String(), errb.String()
+}
+
+func TestProvidersIsASmokeCheck(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python")
+	}
+	if code, out, stderr := run(t, "providers", "--project", repoPath("examples/providers/reference"), "--python", "python3"); code != 0 {
+		t.Errorf("reference: exit %d\n%s\n%s", code, out, stderr)
+	}
+	code, out, stderr := run(t, "providers", "--project", repoPath("testdata/providers/broken/ep-subclass"), "--python", "python3")
+	if code != ExitUndecided || !strings.Contains(stderr, "is not a RuntimePreparationProvider subclass") || !strings.Contains(out, "subclass of RuntimePreparationProvider: no") {
+		t.Errorf("ep-subclass: exit %d\n%s\n%s", code, out, stderr)
+	}
+	code, _, stderr = run(t, "providers", "--project", repoPath("testdata/providers/broken/ep-subclass"), "--python", "python3", "--format", "json")
+	if code != ExitUndecided {
+		t.Errorf("ep-subclass --format json: exit %d\n%s", code, stderr)
+	}
+}
+
+func TestColorFlag(t *testing.T) {
+	for mode, want := range map[string]bool{"always": true, "never": false, "AUTO": false} {
+		code, out, stderr := run(t, "conformance", "list", "--color", mode)
+		if code != 0 || strings.Contains(out, "\x1b[") != want {
+			t.Errorf("--color %s: exit %d, escapes %v\n%s", mode, code, strings.Contains(out, "\x1b["), stderr)
+		}
+	}
+	if code, _, stderr := run(t, "conformance", "list", "--color", "sometimes"); code != ExitUndecided || !strings.Contains(stderr, `--color "sometimes": use auto, always, never`) {
+		t.Errorf("bad --color: exit %d %s", code, stderr)
+	}
+}
+
+// TestHelpEnvironmentListsEveryVariableRead scans the kit's Go source for environment variables read by name
+// (Getenv, getenv and LookupEnv calls with a literal, and constants whose name ends in Env) and requires
+// each in `astrabox help environment`.
+func TestHelpEnvironmentListsEveryVariableRead(t *testing.T) {
+	code, out, _ := run(t, "help", "environment")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	read := map[string]string{}
+	fset := token.NewFileSet()
+	_ = filepath.WalkDir(repoPath("internal"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") || strings.Contains(p, "/tools/") {
+			return nil
+		}
+		file, err := parser.ParseFile(fset, p, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			if call, ok := n.(*ast.CallExpr); ok && len(call.Args) == 1 {
+				name := ""
+				switch fn := call.Fun.(type) {
+				case *ast.Ident:
+					name = fn.Name
+				case *ast.SelectorExpr:
+					name = fn.Sel.Name
+				}
+				if lit, ok := call.Args[0].(*ast.BasicLit); ok && lit.Kind == token.STRING && (name == "Getenv" || name == "getenv" || name == "LookupEnv") {
+					v, _ := strconv.Unquote(lit.Value)
+					read[v] = fset.Position(lit.Pos()).String()
+				}
+			}
+			if vs, ok := n.(*ast.ValueSpec); ok {
+				for i, id := range vs.Names {
+					if strings.HasSuffix(id.Name, "Env") && i < len(vs.Values) {
+						if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+							v, _ := strconv.Unquote(lit.Value)
+							read[v] = fset.Position(lit.Pos()).String()
+						}
+					}
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	for _, name := range []string{"GITHUB_WORKSPACE", "NO_COLOR", "ASTRABOX_PYTHON", "ASTRABOX_REAL_CLI"} {
+		if _, ok := read[name]; !ok {
+			t.Errorf("the scan did not find %s: it proves nothing", name)
+		}
+	}
+	for name, where := range read {
+		if !strings.Contains(out, "  "+name+" ") {
+			t.Errorf("%s reads %s, which `astrabox help environment` does not list", where, name)
+		}
+	}
+}
+
+func TestListHasAClausesColumnAndFits(t *testing.T) {
+	_, wide, _ := runWidth(t, 140, "conformance", "list")
+	lines := strings.Split(wide, "\n")
+	if !strings.Contains(lines[0], "CLAUSES") {
+		t.Fatalf("no clauses column at 140 columns:\n%s", wide)
+	}
+	found := false
+	for i, ln := range lines {
+		if strings.HasPrefix(ln, "PLAN-STABLE ") {
+			found = strings.Contains(ln, " PLAN-STABLE ") && strings.Contains(lines[i+1], "BOUND-GENERATION")
+		}
+	}
+	if !found {
+		t.Errorf("PLAN-STABLE's two clauses are not in the clauses column:\n%s", wide)
+	}
+	for _, width := range []int{60, 80} {
+		_, out, _ := runWidth(t, width, "conformance", "list")
+		for _, ln := range strings.Split(out, "\n") {
+			if ansi.StringWidth(ln) > width {
+				t.Errorf("width %d: line of %d columns: %q", width, ansi.StringWidth(ln), ln)
+			}
+		}
+		if !strings.Contains(strings.Join(strings.Fields(out), " "), "clauses: PLAN-STABLE, BOUND-GENERATION") {
+			t.Errorf("width %d: clauses missing:\n%s", width, out)
+		}
+	}
+}
+
+func TestExplainAndHelpWrapToTheTerminal(t *testing.T) {
+	_, out, _ := runWidth(t, 60, "conformance", "explain", "LEAK-LOG")
+	for _, ln := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(ln, "    ") && ansi.StringWidth(ln) > 60 {
+			t.Errorf("explain: prose line of %d columns: %q", ansi.StringWidth(ln), ln)
+		}
+	}
+	_, help, _ := runWidth(t, 60, "conformance", "run", "--help")
+	section := ""
+	for _, ln := range strings.Split(help, "\n") {
+		if strings.HasSuffix(ln, ":") && !strings.HasPrefix(ln, " ") {
+			section = ln
+		}
+		if section != "Examples:" && section != "Usage:" && ansi.StringWidth(ln) > 60 {
+			t.Errorf("--help: line of %d columns in %q: %q", ansi.StringWidth(ln), section, ln)
+		}
+	}
+}
+
+func TestParserInternalsStayOutOfErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"conformance", "run", "--seed", "abc"},
+		{"conformance", "explain"},
+		{"conformance", "explain", "A", "B"},
+		{"report", "merge"},
+		{"simulate", "run"},
+		{"conformance", "run", "a", "b"},
+	} {
+		code, _, stderr := run(t, args...)
+		if code != ExitUndecided || strings.Contains(stderr, "strconv") || strings.Contains(stderr, "arg(s)") {
+			t.Errorf("%v: exit %d, %q", args, code, stderr)
+		}
+	}
+}
+
+func TestExitPolicy(t *testing.T) {
+	rep := func(statuses ...report.Status) *report.Report {
+		r := &report.Report{}
+		for _, s := range statuses {
+			r.Results = append(r.Results, report.Result{Check: "X", Status: s})
+		}
+		return r
+	}
+	code := func(err error) int { return reportError(&strings.Builder{}, term.Styles{}, errOr(err)) }
+	cases := []struct {
+		r    *report.Report
+		p    Policy
+		want int
+	}{
+		{rep(report.StatusPassed, report.StatusWarning), Policy{}, 0},
+		{rep(report.StatusPassed, report.StatusWarning), Policy{FailOn: FailOnWarning}, 1},
+		{rep(report.StatusFailed), Policy{}, 1},
+		{rep(report.StatusFlaky), Policy{ExitZero: true}, 0},
+		{rep(report.StatusWarning), Policy{FailOn: FailOnWarning, ExitZero: true}, 0},
+		{rep(report.StatusNotExercised), Policy{ExitZero: true}, 2},
+		{rep(report.StatusNotExercised, report.StatusFailed), Policy{}, 1},
+	}
+	for i, c := range cases {
+		if got := code(verdictError(c.r, c.p)); got != c.want {
+			t.Errorf("case %d: exit %d, want %d", i, got, c.want)
+		}
+	}
+	if _, err := parseFailOn("errors"); err == nil {
+		t.Error("--fail-on errors accepted")
+	}
+}
+
+// errOr maps a nil error to exit 0 for reportError, which only sees errors.
+func errOr(err error) error {
+	if err == nil {
+		return &exitError{code: ExitOK}
+	}
+	return err
+}
+
+func TestExitZeroAndPathArgument(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python")
+	}
+	code, out, stderr := run(t, "conformance", "run", repoPath("testdata/providers/broken/leak-log"), "--python", "python3", "--exit-zero", "--format", "concise")
+	if code != 0 || !strings.Contains(out, " LEAK-LOG ") {
+		t.Errorf("--exit-zero on leak-log: exit %d\n%s\n%s", code, out, stderr)
+	}
+	code, _, stderr = run(t, "conformance", "run", "a", "--project", "b")
+	if code != ExitUndecided || !strings.Contains(stderr, "the project is given twice") {
+		t.Errorf("PROJECT and --project: exit %d %s", code, stderr)
+	}
+}

@@ -1,0 +1,86 @@
+package conformance
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestLateWorkIsJudgedAgainstItsCall proves the late-work fixtures do what they claim and that the kit sees
+// it where it happened: the pool's audit write is in the recorded requests, attributed to the prepare_turn
+// that submitted it as background work; the timer's print carries the workload token, in a background event
+// of the prepare_session that started it.
+func TestLateWorkIsJudgedAgainstItsCall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	collect := func(dir string) *Evidence {
+		abs, _ := filepath.Abs(dir)
+		o := Options{Project: abs, Python: "python3", Getenv: func(k string) string {
+			if k == "PATH" {
+				return os.Getenv("PATH")
+			}
+			return ""
+		}}
+		tg, err := Resolve(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, _, err := Inspect(ctx, tg)
+		if err != nil || info == nil {
+			t.Fatalf("inspect: %v", err)
+		}
+		ev, err := Collect(ctx, tg, info, 1, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	ev := collect("../../testdata/providers/broken/gen-no-dispatch-late-pool")
+	audits := 0
+	for _, h := range ev.Histories {
+		methods := map[string]string{}
+		for _, c := range h.Calls() {
+			methods[c.Key] = c.Method
+		}
+		for _, r := range h.Requests {
+			if !strings.HasPrefix(r.Path, "/v1/records/audit/") {
+				continue
+			}
+			audits++
+			if methods[r.Call] != "prepare_turn" || !r.Background || !r.Applied {
+				t.Errorf("%s: audit write %s attributed to %q (%s), background %v, applied %v", h.Scenario, r.Path, r.Call, methods[r.Call], r.Background, r.Applied)
+			}
+		}
+	}
+	if audits == 0 {
+		t.Fatal("no audit write recorded: the fixture does not do what it claims, or the kit did not wait for it")
+	}
+	ev = collect("../../testdata/providers/broken/leak-log-late-timer")
+	leaked := 0
+	for _, h := range ev.Histories {
+		methods := map[string]string{}
+		for _, c := range h.Calls() {
+			methods[c.Key] = c.Method
+		}
+		for _, e := range h.Events {
+			if e.Origin != "" && strings.Contains(e.Stdout, "debug: session token") {
+				leaked++
+				if methods[e.Origin] != "prepare_session" {
+					t.Errorf("the timer's output is attributed to %s (%s)", e.Origin, methods[e.Origin])
+				}
+				if len(ev.Secrets.FindString(e.Stdout)) == 0 {
+					t.Errorf("the timer's output holds no planted secret: %q", e.Stdout)
+				}
+			}
+		}
+	}
+	if leaked == 0 {
+		t.Fatal("the timer's output was not collected")
+	}
+}

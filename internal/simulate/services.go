@@ -1,0 +1,246 @@
+package simulate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+
+	"github.com/astrabox-dev/astrabox/internal/double"
+	"github.com/astrabox-dev/astrabox/internal/egress"
+	"github.com/astrabox-dev/astrabox/internal/services"
+)
+
+// Services are the provider's declared external systems for a run (`[tool.astrabox.services]`): their
+// stand-ins, started once per run, and the run's certificate authority. Every scenario resets the stand-ins,
+// and each of its replicas reaches them through its own egress proxy and the scenario's double, which records,
+// attributes and faults their requests like its own. Connections to any other non-loopback destination are
+// refused (unless the policy allows them) and recorded as EgressAttempts.
+type Services struct {
+	Specs  []services.Spec
+	Policy egress.Policy
+
+	standIns map[string]services.StandIn
+	ca       *egress.CA
+	dir      string
+	bundle   string
+}
+
+// StartServices starts the stand-in of every declared service and makes the run's CA. Close stops them.
+func StartServices(ctx context.Context, specs []services.Spec, policy egress.Policy) (*Services, error) {
+	s := &Services{Specs: specs, Policy: policy, standIns: map[string]services.StandIn{}}
+	ca, err := egress.NewCA()
+	if err != nil {
+		return nil, err
+	}
+	s.ca = ca
+	if s.dir, err = os.MkdirTemp("", "astrabox-services-"); err != nil {
+		return nil, fmt.Errorf("make the run's CA directory: %w", err)
+	}
+	if s.bundle, err = ca.WriteBundle(s.dir, nil); err != nil {
+		s.Close()
+		return nil, err
+	}
+	for _, spec := range specs {
+		si, err := services.Start(ctx, spec)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		s.standIns[spec.Name] = si
+	}
+	return s, nil
+}
+
+// Close stops every stand-in and removes the CA bundle.
+func (s *Services) Close() error {
+	if s == nil {
+		return nil
+	}
+	var errs []error
+	for _, name := range s.names() {
+		errs = append(errs, s.standIns[name].Close())
+	}
+	if s.dir != "" {
+		errs = append(errs, os.RemoveAll(s.dir))
+	}
+	return errors.Join(errs...)
+}
+
+// Alive reports a stand-in that can no longer answer (a fake that died mid-run), with its output.
+func (s *Services) Alive() error {
+	if s == nil {
+		return nil
+	}
+	for _, name := range s.names() {
+		if err := s.standIns[name].Alive(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Services) names() []string {
+	out := make([]string, 0, len(s.standIns))
+	for n := range s.standIns {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// reset clears every stand-in's state before a scenario.
+func (s *Services) reset(ctx context.Context) error {
+	if s == nil {
+		return nil
+	}
+	for _, name := range s.names() {
+		if err := s.standIns[name].Reset(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// upstreams is the double's view of the stand-ins.
+func (s *Services) upstreams() map[string]double.Upstream {
+	if s == nil {
+		return nil
+	}
+	out := map[string]double.Upstream{}
+	for _, spec := range s.Specs {
+		out[spec.Name] = services.Upstream(spec, s.standIns[spec.Name])
+	}
+	return out
+}
+
+// spec returns a declared service by name.
+func (s *Services) spec(name string) (services.Spec, bool) {
+	if s != nil {
+		for _, sp := range s.Specs {
+			if sp.Name == name {
+				return sp, true
+			}
+		}
+	}
+	return services.Spec{}, false
+}
+
+// proxy starts a replica's egress proxy in front of the scenario's double and returns the environment the
+// replica needs to use it.
+func (s *Services) proxy(replica string, dbl *double.Double, observe func(egress.Record)) (*egress.Proxy, []string, error) {
+	base, err := dbl.URL(replica)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open the double for replica %s: %w", replica, err)
+	}
+	var svcs []egress.Service
+	for _, spec := range s.Specs {
+		svc, err := services.ThroughDouble(spec, base)
+		if err != nil {
+			return nil, nil, err
+		}
+		svcs = append(svcs, svc)
+	}
+	px, err := egress.Start(egress.Options{Replica: replica, Services: svcs, CA: s.ca, Policy: s.Policy, Observe: observe})
+	if err != nil {
+		return nil, nil, err
+	}
+	var env []string
+	vars := px.Env(s.bundle)
+	keys := make([]string, 0, len(vars))
+	for k := range vars {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+vars[k])
+	}
+	return px, env, nil
+}
+
+// EgressAttempt is a connection a replica made to a destination that is not a declared service: refused
+// (the default) or let through (egress = "allow"). Only the destination and the callback are kept.
+type EgressAttempt struct {
+	Replica string `json:"replica"`
+	Step    int    `json:"step"`
+	// Call and Callback are the callback in flight on the replica when the attempt arrived ("" for none).
+	Call     string `json:"call,omitempty"`
+	Callback string `json:"callback,omitempty"`
+	Scheme   string `json:"scheme"`
+	Host     string `json:"host"`
+	Method   string `json:"method"`
+	Path     string `json:"path,omitempty"`
+	Refused  bool   `json:"refused"`
+}
+
+// egressLog collects a scenario's egress attempts from the replicas' proxies.
+type egressLog struct {
+	mu       sync.Mutex
+	attempts []EgressAttempt
+}
+
+func (l *egressLog) add(a EgressAttempt) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.attempts = append(l.attempts, a)
+}
+
+// sorted returns the attempts in an order that does not depend on goroutine scheduling.
+func (l *egressLog) sorted() []EgressAttempt {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := append([]EgressAttempt(nil), l.attempts...)
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Step != b.Step {
+			return a.Step < b.Step
+		}
+		if a.Replica != b.Replica {
+			return a.Replica < b.Replica
+		}
+		if a.Host != b.Host {
+			return a.Host < b.Host
+		}
+		return a.Method+a.Path < b.Method+b.Path
+	})
+	return out
+}
+
+// observeEgress records the attempts of a replica's proxy that did not reach a declared service (the
+// declared ones reach the double, which records them).
+func (p *platform) observeEgress(rec egress.Record) {
+	if rec.Service != "" {
+		return
+	}
+	a := EgressAttempt{Replica: rec.Replica, Scheme: rec.Scheme, Host: rec.Host, Method: rec.Method, Path: rec.Path, Refused: rec.Refused}
+	if call, ok := p.dbl.InFlight(rec.Replica); ok {
+		a.Call, a.Callback = call.CallID, call.Callback
+		fmt.Sscanf(call.Step, "%d:", &a.Step)
+	}
+	p.egress.add(a)
+}
+
+// serviceSecrets are the secrets the stand-ins handed out in answers to the provider (field names or
+// pointers of each service's secret-fields), in request order.
+func (p *platform) serviceSecrets(reqs []double.Request) []Secret {
+	var out []Secret
+	seen := map[string]bool{}
+	for _, rq := range reqs {
+		if rq.Service == "" || len(rq.Answer) == 0 {
+			continue
+		}
+		spec, ok := p.o.Services.spec(rq.Service)
+		if !ok {
+			continue
+		}
+		for _, v := range services.ResponseSecrets(rq.Answer, spec.SecretFields) {
+			if !seen[v] {
+				seen[v] = true
+				out = append(out, Secret{Value: v, Origin: fmt.Sprintf("a value service %s answered to %s %s", rq.Service, rq.Method, rq.Path)})
+			}
+		}
+	}
+	return out
+}
