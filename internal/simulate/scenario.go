@@ -364,6 +364,9 @@ func (st *Step) presentFields(n *yaml.Node) {
 	}
 	keys := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
+		if v := n.Content[i+1]; v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
+			continue // `agent:` with no value is an absent agent, as YAML() would write it
+		}
 		keys[n.Content[i].Value] = true
 	}
 	st.keys = keys
