@@ -77,6 +77,9 @@ const minOpenFiles = 32
 func ParseSettings(raw map[string]any, file, projectDir string) (*Settings, error) {
 	s := &Settings{File: file, ForceDebugLogging: true, Skip: map[string]string{}}
 	bad := func(key, format string, args ...any) error {
+		if key == "" || strings.HasSuffix(key, ".") {
+			key += `""` // an empty TOML key, written "" = ...
+		}
 		return &SettingsError{File: file, Line: settingsLine(file, key), Key: key, Msg: fmt.Sprintf(format, args...)}
 	}
 	keys := make([]string, 0, len(raw))
