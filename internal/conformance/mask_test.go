@@ -74,6 +74,17 @@ func TestSecretLocationsAreMaskedInEveryFormat(t *testing.T) {
 		if !masked {
 			t.Fatal("LEAK-LOG did not fail at a masked location: the fixture did not put the token in a location")
 		}
+		split := false
+		for _, res := range rep.Results {
+			for _, e := range res.Evidence {
+				if strings.Contains(e.Text, "configuration field secrets.client_secret") && strings.Contains(e.Text, "to stdout") {
+					split = true
+				}
+			}
+		}
+		if !split {
+			t.Error("the client secret printed in two writes was not found in stdout")
+		}
 		out := map[string]string{}
 		for _, f := range report.Formats() {
 			r, err := report.For(f, term.NewStyles(false), 100)
