@@ -217,6 +217,15 @@ func infoOf(e encoder, value string, base uint64) formInfo {
 	return fi
 }
 
+// windowHash is the hash, with base, of t[at:at+n].
+func windowHash[T ~string | ~[]byte](t T, at, n int, base uint64) uint64 {
+	var h uint64
+	for i := at; i < at+n; i++ {
+		h = h*base + uint64(t[i])
+	}
+	return h
+}
+
 // occurrences calls fn with every position at which t holds a form of length fi.n whose hash is fi.full,
 // skipping positions inside an occurrence already reported. One pass over t.
 func occurrences[T ~string | ~[]byte](t T, fi formInfo, base uint64, fn func(pos int)) {
@@ -224,13 +233,7 @@ func occurrences[T ~string | ~[]byte](t T, fi formInfo, base uint64, fn func(pos
 	if n == 0 || n > len(t) {
 		return
 	}
-	window := func(at int) uint64 {
-		var h uint64
-		for i := at; i < at+n; i++ {
-			h = h*base + uint64(t[i])
-		}
-		return h
-	}
+	window := func(at int) uint64 { return windowHash(t, at, n, base) }
 	h := window(0)
 	for pos := 0; ; {
 		if h == fi.full {

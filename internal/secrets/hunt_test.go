@@ -194,3 +194,21 @@ func TestMaskedBlobIsTheSameForEveryCanary(t *testing.T) {
 		}
 	}
 }
+
+// TestManyLongSecretsInOneTextStayLinear puts 20,000 long materials (200 bytes each) into one 4 MB text, as
+// the JSON of a long history holds them: each must be found and masked, in work linear in the text (one pass
+// over the text per long secret would not finish within the test binary's timeout).
+func TestManyLongSecretsInOneTextStayLinear(t *testing.T) {
+	var s Set
+	var b strings.Builder
+	rng := rand.New(rand.NewSource(3))
+	for i := 0; i < 20000; i++ {
+		v := fmt.Sprintf("material %06d ", i) + strings.Repeat(fmt.Sprintf("%016x", rng.Uint64()), 12)[:180]
+		s.Add(v, fmt.Sprintf("file %d", i))
+		b.WriteString(`{"content":"` + v + `"},`)
+	}
+	masked := s.Mask(b.String())
+	if n := strings.Count(masked, Marker("raw")); n != 20000 {
+		t.Fatalf("%d of 20000 materials masked", n)
+	}
+}

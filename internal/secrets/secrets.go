@@ -32,6 +32,9 @@ const (
 	keyLen = 32
 	// prefixBytes of a value are enough to write the first keyLen bytes of every encoded form.
 	prefixBytes = keyLen + 8
+	// maxShort is the longest value whose encoded forms are kept whole (canaries, tokens, credentials and
+	// most environment values); longer values keep only their value and are confirmed by hash.
+	maxShort = 128
 	// minNeedle is the shortest encoded form hunted.
 	minNeedle = MinLength / 2
 )
@@ -96,7 +99,10 @@ func (s *Set) Add(value, origin string) bool {
 	s.seen[value] = struct{}{}
 	id := int32(len(s.secrets))
 	s.secrets = append(s.secrets, Secret{Value: value, Origin: origin})
-	cut := prefixCut(value, prefixBytes)
+	cut := len(value)
+	if cut > maxShort {
+		cut = prefixCut(value, prefixBytes)
+	}
 	long := cut < len(value)
 	forms := make(map[string]bool, len(encoders))
 	for ei, e := range encoders {
@@ -183,11 +189,17 @@ type hit struct {
 }
 
 // hits calls fn for every confirmed occurrence of every encoded form in t, in no particular order. Called
-// with the read lock held. A short form is compared where its key matches. A long form whose key and tail
-// both match somewhere is then looked for by the hash of the whole form, in one more pass over t: however
-// often its first bytes recur, the work stays linear in the length of t.
+// with the read lock held. A short form is compared where its key matches. A long form is confirmed where its
+// key and the hash of its last bytes both match, by the hash of the whole form: at each such position while
+// that costs less than one pass over t, else in one rolling pass over t. However many long secrets t holds
+// and however often their first bytes recur, the work stays linear in the length of t.
 func hits[T ~string | ~[]byte](s *Set, t T, fn func(hit)) {
-	var long map[int32]bool
+	type candidates struct {
+		fi   formInfo
+		pos  []int
+		full bool // too many candidates: one rolling pass instead
+	}
+	var long map[int32]*candidates
 	scan(&s.idx, t, func(pos int, r int32) {
 		rf := s.refs[r]
 		if rf.needle != "" {
@@ -196,17 +208,24 @@ func hits[T ~string | ~[]byte](s *Set, t T, fn func(hit)) {
 			}
 			return
 		}
-		if long[r] || len(t)-pos < len(s.secrets[rf.secret].Value) {
+		if len(t)-pos < len(s.secrets[rf.secret].Value) {
 			return // every form is at least as long as the value
 		}
-		fi := s.info(r)
-		if len(t)-pos < fi.n || hashOf(string(t[pos+fi.n-keyLen:pos+fi.n])) != fi.tail {
+		c := long[r]
+		if c == nil {
+			if long == nil {
+				long = map[int32]*candidates{}
+			}
+			c = &candidates{fi: s.info(r)}
+			long[r] = c
+		}
+		if c.full || len(t)-pos < c.fi.n || hashOf(string(t[pos+c.fi.n-keyLen:pos+c.fi.n])) != c.fi.tail {
 			return
 		}
-		if long == nil {
-			long = map[int32]bool{}
+		c.pos = append(c.pos, pos)
+		if len(c.pos)*c.fi.n > len(t) {
+			c.full, c.pos = true, nil
 		}
-		long[r] = true
 	})
 	refs := make([]int32, 0, len(long))
 	for r := range long {
@@ -214,8 +233,21 @@ func hits[T ~string | ~[]byte](s *Set, t T, fn func(hit)) {
 	}
 	sort.Slice(refs, func(i, j int) bool { return refs[i] < refs[j] })
 	for _, r := range refs {
-		fi := s.info(r)
-		occurrences(t, fi, s.base, func(pos int) { fn(hit{pos: pos, n: fi.n, ref: r}) })
+		c := long[r]
+		if c.full {
+			occurrences(t, c.fi, s.base, func(pos int) { fn(hit{pos: pos, n: c.fi.n, ref: r}) })
+			continue
+		}
+		end := 0
+		for _, pos := range c.pos {
+			if pos < end {
+				continue // inside an occurrence already found
+			}
+			if windowHash(t, pos, c.fi.n, s.base) == c.fi.full {
+				fn(hit{pos: pos, n: c.fi.n, ref: r})
+				end = pos + c.fi.n
+			}
+		}
 	}
 }
 
