@@ -19,6 +19,7 @@ import (
 	"github.com/astrabox-dev/astrabox/internal/conformance"
 	"github.com/astrabox-dev/astrabox/internal/explore"
 	"github.com/astrabox-dev/astrabox/internal/report"
+	"github.com/astrabox-dev/astrabox/internal/suppress"
 	"github.com/astrabox-dev/astrabox/internal/term"
 )
 
@@ -51,6 +52,9 @@ type RunOptions struct {
 	Explore  ExploreOptions
 	// SourceRoot is the directory SARIF and GitHub annotation paths are relative to.
 	SourceRoot string
+	// ConfigFile and Set replace or override the project's settings (--config FILE, --set KEY=VALUE).
+	ConfigFile string
+	Set        []string
 	// Policy decides the exit status from the results (--fail-on, --exit-zero).
 	Policy Policy
 	failOn string
@@ -111,6 +115,8 @@ scenario exercised).`,
 	cmd.Flags().StringVar(&o.GitHub, "github", "", "also write GitHub workflow annotations to this file")
 	cmd.Flags().StringVar(&o.GitLab, "gitlab", "", "also write a GitLab Code Quality report to this file")
 	cmd.Flags().IntVarP(&o.Jobs, "jobs", "j", 0, "scenarios run at once on independent replica sets (default: the number of cores)")
+	cmd.Flags().StringVar(&o.ConfigFile, "config", "", "read the settings from this file instead of the project's [tool.astrabox] or astrabox.toml (a pyproject.toml gives its [tool.astrabox] table)")
+	cmd.Flags().StringArrayVar(&o.Set, "set", nil, "override one setting, KEY=VALUE with VALUE in TOML (--set seed=7 --set 'deadlines={turn=5}'); repeatable")
 	cmd.Flags().StringVar(&o.failOn, "fail-on", string(FailOnFailed), "results that fail the run (exit 1): failed (failed or flaky checks) or warning (also warnings)")
 	cmd.Flags().BoolVar(&o.Policy.ExitZero, "exit-zero", false, "exit 0 even when checks fail (exit 2 still means the kit could not decide)")
 	exploreFlags(cmd, &o.Explore, 0)
@@ -166,7 +172,7 @@ func runConformance(parent context.Context, f *Factory, o *RunOptions) error {
 	defer cancel()
 	opts := conformance.Options{
 		Project: o.Project, Python: o.Python, Provider: o.Provider, Checks: o.Checks, Skip: o.Skip, Jobs: o.Jobs,
-		Getenv: f.Getenv, Verbose: f.Verbose, Version: f.Version,
+		Getenv: f.Getenv, Verbose: f.Verbose, Version: f.Version, ConfigFile: o.ConfigFile, Set: o.Set,
 	}
 	if !f.Quiet {
 		opts.Log = f.IO.Err
@@ -188,6 +194,12 @@ func runConformance(parent context.Context, f *Factory, o *RunOptions) error {
 			return &exitError{code: ExitUndecided, err: errInterrupted}
 		}
 		return undecidedRun(f, o, started, err)
+	}
+	rep = mapInstalledSources(rep)
+	for _, w := range suppress.Apply(rep, func(id string) bool { _, ok := conformance.Lookup(id); return ok }) {
+		if !f.Quiet {
+			fmt.Fprintln(f.IO.Err, "warning: "+safeErrorText(w))
+		}
 	}
 	ro := reportOptions(f, o.SourceRoot, rep, started, time.Since(started))
 	if err := writeReports(f, rep, o, ro); err != nil {
@@ -291,6 +303,9 @@ func newConformanceListCmd(f *Factory) *cobra.Command {
 		Short: "List every check with its severity and the clauses it covers",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := textOrJSON(&format); err != nil {
+				return err
+			}
 			checks := conformance.Checks()
 			switch format {
 			case "json":

@@ -230,3 +230,119 @@ func TestExitZeroAndPathArgument(t *testing.T) {
 		t.Errorf("PROJECT and --project: exit %d %s", code, stderr)
 	}
 }
+
+// TestProgressLineFitsTheTerminal: the exploration's progress line, about 87 columns, is cut to the width
+// of stderr, so an 80-column terminal does not stack a new line per update; the carriage return and
+// erase-line prefix stay.
+func TestProgressLineFitsTheTerminal(t *testing.T) {
+	var b strings.Builder
+	w := fitLine{w: &b, width: 80}
+	line := "\r\x1b[Kexplored 120/2000 scenarios · 3 failing · 41.7 scenarios/s · 5321 callbacks/s · 45s left"
+	if n, err := w.Write([]byte(line)); err != nil || n != len(line) {
+		t.Fatalf("write: %d, %v", n, err)
+	}
+	got := b.String()
+	if !strings.HasPrefix(got, "\r\x1b[Kexplored 120/2000") || ansi.StringWidth(strings.TrimPrefix(got, "\r\x1b[K")) > 79 {
+		t.Errorf("progress line %q (%d columns)", got, ansi.StringWidth(strings.TrimPrefix(got, "\r\x1b[K")))
+	}
+	b.Reset()
+	short := "\r\x1b[Kexplored 1/2 scenarios"
+	_, _ = (fitLine{w: &b, width: 80}).Write([]byte(short))
+	if b.String() != short {
+		t.Errorf("a line that fits was changed: %q", b.String())
+	}
+}
+
+// TestConfigAndSetOverrideTheProjectSettings: --set and --config reach the run (the seed the report
+// carries), and a bad override is exit 2 naming --set.
+func TestConfigAndSetOverrideTheProjectSettings(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python")
+	}
+	project := repoPath("examples/providers/reference")
+	seedOf := func(args ...string) int64 {
+		t.Helper()
+		code, out, stderr := run(t, append([]string{"conformance", "run", project, "--python", "python3", "--check", "EP-*", "--format", "json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d\n%s", args, code, stderr)
+		}
+		rep, err := report.ReadJSON(strings.NewReader(out))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep.Seed
+	}
+	cfg := filepath.Join(t.TempDir(), "ci.toml")
+	if err := os.WriteFile(cfg, []byte("seed = 11\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s := seedOf("--set", "seed=7"); s != 7 {
+		t.Errorf("--set seed=7: report seed %d", s)
+	}
+	if s := seedOf("--config", cfg); s != 11 {
+		t.Errorf("--config: report seed %d", s)
+	}
+	if s := seedOf("--config", cfg, "--set", "seed=12"); s != 12 {
+		t.Errorf("--config then --set: report seed %d", s)
+	}
+	code, _, stderr := run(t, "conformance", "run", project, "--python", "python3", "--set", "replicas=many")
+	if code != ExitUndecided || !strings.Contains(stderr, "--set: [tool.astrabox] replicas") {
+		t.Errorf("bad --set: exit %d %s", code, stderr)
+	}
+}
+
+// TestInlineSuppression: the leak-log fixture with `# astrabox: ignore[LEAK-LOG] reason` on the line that
+// logs the token passes (exit 0), and every report shows LEAK-LOG as skipped with the reason, never passed.
+func TestInlineSuppression(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python")
+	}
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(repoPath("testdata/providers/broken/leak-log"))); err != nil {
+		t.Fatal(err)
+	}
+	manifest := filepath.Join(dir, "pyproject.toml")
+	data, _ := os.ReadFile(manifest)
+	abs := strings.ReplaceAll(string(data), "../../../../examples/providers/reference/src", filepath.ToSlash(repoPath("examples/providers/reference/src")))
+	if err := os.WriteFile(manifest, []byte(abs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(dir, "broken_leak_log.py")
+	code, out, _ := run(t, "conformance", "run", dir, "--python", "python3", "--format", "json")
+	if code != ExitFailed {
+		t.Fatalf("unsuppressed: exit %d, want 1", code)
+	}
+	body, _ := os.ReadFile(src)
+	marked := strings.Replace(string(body), "context.principal_id)\n", "context.principal_id)  # astrabox: ignore[LEAK-LOG] reviewed: the fixture's token\n", 1)
+	if marked == string(body) {
+		t.Fatal("could not mark the leaking line")
+	}
+	if err := os.WriteFile(src, []byte(marked), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := run(t, "conformance", "run", dir, "--python", "python3", "--format", "json")
+	if code != 0 {
+		t.Fatalf("suppressed: exit %d\n%s", code, stderr)
+	}
+	rep, err := report.ReadJSON(strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Results {
+		if r.Check == "LEAK-LOG" && (r.Status != report.StatusSkipped || !strings.Contains(r.Message, "suppressed at broken_leak_log.py:20: reviewed: the fixture's token")) {
+			t.Errorf("LEAK-LOG: %s %q", r.Status, r.Message)
+		}
+	}
+}
+
+// TestFormatIsCaseInsensitiveEverywhere: every command's --format takes its names in any case.
+func TestFormatIsCaseInsensitiveEverywhere(t *testing.T) {
+	for _, args := range [][]string{{"conformance", "list", "--format", "JSON"}, {"version", "--format", "Json"}} {
+		if code, out, stderr := run(t, args...); code != 0 || !strings.HasPrefix(strings.TrimSpace(out), "{") && !strings.HasPrefix(strings.TrimSpace(out), "[") {
+			t.Errorf("%v: exit %d %q %s", args, code, out, stderr)
+		}
+	}
+	if code, _, stderr := run(t, "version", "--format", "yaml"); code != ExitUndecided || !strings.Contains(stderr, `unknown format "yaml"; use text or json`) {
+		t.Errorf("bad format: exit %d %s", code, stderr)
+	}
+}

@@ -71,7 +71,7 @@ func exploreHook(f *Factory, eo *ExploreOptions, summary bool, jobs int, checks,
 			o.Scenarios = scs
 		}
 		if f.IO.ErrTTY && !f.Quiet {
-			o.Progress = f.IO.Err
+			o.Progress = fitLine{w: f.IO.Err, width: max(f.IO.ErrWidth, 0)}
 		}
 		if o.Jobs <= 0 {
 			o.Jobs = 2
@@ -124,8 +124,8 @@ command that replays it. A failure whose replay does not fail the same way is re
   astrabox simulate explore --explore 2000 --shard 1/4 --jobs 2`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if so.Format != "text" && so.Format != "json" {
-				return usagef("unknown format %q; use text or json", so.Format)
+			if err := textOrJSON(&so.Format); err != nil {
+				return err
 			}
 			var res *explore.Result
 			hook, err := exploreHook(f, eo, false, jobs, checks, skip, &res)
@@ -141,6 +141,9 @@ command that replays it. A failure whose replay does not fail the same way is re
 			_, err = conformance.Run(ctx, conformance.Options{Project: so.Project, Python: so.Python, Provider: so.Provider, Seed: &seed,
 				Checks: checks, Skip: skip, Jobs: jobs, Getenv: f.Getenv, NoSuite: true, After: hook, Version: f.Version})
 			if err != nil {
+				if ctx.Err() != nil && cmd.Context().Err() == nil {
+					return &exitError{code: ExitUndecided, err: errInterrupted}
+				}
 				return asUndecided(err)
 			}
 			if so.Format == "json" {

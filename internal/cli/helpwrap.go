@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -8,6 +9,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/astrabox-dev/astrabox/internal/term"
 )
 
 // widthAnnotation is the root command's annotation that holds the terminal width help is fitted to.
@@ -83,4 +86,32 @@ func wrapWords(text string, width int) string {
 		lines = append(lines, line)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// fitLine is a writer for one-line progress displays ("\r\x1b[K" then the line): each write's text is cut to
+// width-1 columns, so the line never wraps (a wrapped line stacks a new one per update) on a narrow terminal.
+type fitLine struct {
+	w     io.Writer
+	width int
+}
+
+func (f fitLine) Write(p []byte) (int, error) {
+	s := string(p)
+	prefix := ""
+	for _, lead := range []string{"\r", "\x1b[K"} {
+		if strings.HasPrefix(s, lead) {
+			prefix, s = prefix+lead, s[len(lead):]
+		}
+	}
+	width := f.width
+	if width <= 0 {
+		width = term.DefaultWidth
+	}
+	if ansi.StringWidth(s) > width-1 {
+		s = ansi.Truncate(s, width-1, "…")
+	}
+	if _, err := io.WriteString(f.w, prefix+s); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

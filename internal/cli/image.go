@@ -77,8 +77,8 @@ executable or cannot be started, or on bad usage.`,
 }
 
 func runCheckWrapper(cmd *cobra.Command, f *Factory, o *CheckWrapperOptions) error {
-	if o.Format != "text" && o.Format != "json" {
-		return usagef("unknown format %q; use text or json", o.Format)
+	if err := textOrJSON(&o.Format); err != nil {
+		return err
 	}
 	if o.Timeout <= 0 {
 		return usagef("--timeout must be positive, not %s", o.Timeout)

@@ -32,13 +32,19 @@ creating it when missing:
 
   pyproject.toml                   the entry point, in the group
                                    [project.entry-points."astrabox.providers.runtime_preparation"],
-                                   and a commented [tool.astrabox] table of conformance settings
+                                   and a commented-out [tool.astrabox] table of conformance settings
   src/PACKAGE/provider.py          the provider class; every callback stubbed to the platform's default
                                    behaviour, with a comment naming the clauses it must keep
   tests/test_provider.py           unit tests (unittest) that import astrabox.seams
-  .github/workflows/astrabox.yml   CI: go install astrabox, the unit tests, then
-                                   astrabox conformance run --sarif astrabox.sarif
+  .github/workflows/astrabox.yml   CI: the astrabox action (conformance suite, SARIF upload skipped for
+                                   pull requests from forks), then the unit tests; the action is pinned
+                                   to this astrabox's release or commit
+  .gitignore                       ignores .astrabox/ (appended to an existing .gitignore)
   README.md
+
+GitHub reads workflows only at the repository root: when DIR is inside a git repository but not its
+root, the workflow is written to the root's .github/workflows/astrabox-NAME.yml instead, with the
+project's path in it.
 
 The provider name defaults to DIR's name, lower-cased and reduced to [a-z0-9][a-z0-9._-]*; the package
 defaults to the name with "_provider" added. An existing file is never replaced without --force, and
@@ -46,7 +52,7 @@ without it nothing is written when any file exists.
 
 Run the generated unit tests with the kit's seams on PYTHONPATH:
 
-  PYTHONPATH="$(astrabox sdk path)" python -m unittest
+  PYTHONPATH="$(astrabox sdk path)" python3 -m unittest
 
 Exit status: 0 when the project was written, 2 on bad usage or when a file exists (without --force) or
 cannot be written.`,
@@ -72,7 +78,8 @@ cannot be written.`,
 }
 
 func runInit(f *Factory, o *InitOptions) error {
-	res, err := scaffold.Write(scaffold.Options{Dir: o.Dir, Name: o.Name, Package: o.Package, Force: o.Force, KitVersion: f.Version})
+	_, commit, _, _ := buildInfo()
+	res, err := scaffold.Write(scaffold.Options{Dir: o.Dir, Name: o.Name, Package: o.Package, Force: o.Force, KitVersion: f.Version, KitCommit: commit})
 	var inv *scaffold.InvalidError
 	var exists *scaffold.ExistsError
 	switch {
@@ -93,13 +100,19 @@ func runInit(f *Factory, o *InitOptions) error {
 	}
 	for _, p := range res.Files {
 		verb := "created"
-		if overwritten[p] {
+		switch {
+		case overwritten[p]:
 			verb = "replaced"
+		case p == ".gitignore" && res.GitignoreAppended:
+			verb = "appended .astrabox/ to"
 		}
 		fmt.Fprintf(f.IO.Err, "%s %s\n", s.Dim.Render(verb), p)
 	}
+	if res.RepoRoot != "" && res.RepoRoot != res.Dir && res.Workflow != "" {
+		fmt.Fprintf(f.IO.Err, "\nThe workflow is in %s: GitHub reads workflows only at the repository root (%s).\n", res.Workflow, res.RepoRoot)
+	}
 	fmt.Fprintf(f.IO.Err, "\nProvider %q (%s.provider:%s) is ready in %s. Next:\n\n", res.Name, res.Package, res.Class, res.Dir)
-	fmt.Fprintf(f.IO.Err, "  cd %s\n  PYTHONPATH=\"$(astrabox sdk path)\" python -m unittest\n  astrabox conformance run\n", shellQuote(res.Dir))
+	fmt.Fprintf(f.IO.Err, "  cd %s\n  PYTHONPATH=\"$(astrabox sdk path)\" python3 -m unittest\n  astrabox conformance run\n", shellQuote(res.Dir))
 	return nil
 }
 

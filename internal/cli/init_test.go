@@ -18,7 +18,7 @@ func TestInitScaffoldsAProjectWhoseTestsPass(t *testing.T) {
 		t.Errorf("init printed data on stdout: %q", stdout)
 	}
 	for _, want := range []string{"created pyproject.toml", "created src/acme_tools_provider/provider.py",
-		"created .github/workflows/astrabox.yml", `Provider "acme-tools"`, `PYTHONPATH="$(astrabox sdk path)" python -m unittest`} {
+		"created .github/workflows/astrabox.yml", "created .gitignore", `Provider "acme-tools"`, `PYTHONPATH="$(astrabox sdk path)" python3 -m unittest`} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}

@@ -107,3 +107,14 @@ func takeProjectArg(cmd *cobra.Command, args []string, project *string) error {
 	*project = args[0]
 	return nil
 }
+
+// textOrJSON validates the --format of the commands that print text or JSON, in any case, and normalises it
+// to lower case. (conformance run and report merge take every report format: report.ParseFormat.)
+func textOrJSON(format *string) error {
+	f := report.Format(strings.ToLower(strings.TrimSpace(*format)))
+	if f != report.FormatText && f != report.FormatJSON {
+		return usagef("unknown format %q; use text or json", *format)
+	}
+	*format = string(f)
+	return nil
+}

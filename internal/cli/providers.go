@@ -2,11 +2,13 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/astrabox-dev/astrabox/internal/conformance"
+	"github.com/astrabox-dev/astrabox/internal/term"
 )
 
 func newProvidersCmd(f *Factory) *cobra.Command {
@@ -24,8 +26,8 @@ RuntimePreparationProvider subclass with a valid name; 2 otherwise (it does not 
 has an invalid name, or several providers conflict), so the command works as a smoke check.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "text" && format != "json" {
-				return usagef("unknown format %q; use text or json", format)
+			if err := textOrJSON(&format); err != nil {
+				return err
 			}
 			ctx, cancel := signalContext(cmd.Context())
 			defer cancel()
@@ -51,50 +53,7 @@ has an invalid name, or several providers conflict), so the command works as a s
 				}
 				return providersVerdict(descs, provider)
 			}
-			s := f.IO.OutStyles()
-			for i, d := range descs {
-				if i > 0 {
-					fmt.Fprintln(f.IO.Out)
-				}
-				fmt.Fprintf(f.IO.Out, "%s = %s\n  declared in %s\n", s.ID.Render(d.Name), d.Value, d.Source)
-				if !d.Loaded {
-					fmt.Fprintf(f.IO.Out, "  %s %s\n", s.Fail.Render("does not load:"), d.LoadError)
-					continue
-				}
-				sub := s.Pass.Render("yes")
-				if !d.IsSubclass {
-					sub = s.Fail.Render("no")
-				}
-				fmt.Fprintf(f.IO.Out, "  subclass of RuntimePreparationProvider: %s\n", sub)
-				if d.File != "" {
-					fmt.Fprintf(f.IO.Out, "  defined at %s:%d\n", d.File, d.Line)
-				}
-				name := d.Provider
-				if d.NameError != "" {
-					name = s.Fail.Render(d.NameError)
-				}
-				fmt.Fprintf(f.IO.Out, "  name: %s\n", name)
-				var over []string
-				for _, m := range d.Methods {
-					if m.Overridden {
-						kind := "sync"
-						if m.Async {
-							kind = "async"
-						}
-						over = append(over, fmt.Sprintf("%s (%s)", m.Name, kind))
-					}
-				}
-				if len(over) == 0 {
-					over = []string{"none (every callback keeps its default)"}
-				}
-				fmt.Fprintf(f.IO.Out, "  overrides: %s\n", strings.Join(over, ", "))
-				switch {
-				case d.Plan != nil:
-					fmt.Fprintf(f.IO.Out, "  plan (default configuration): session_bound=%v declaration=%s\n", d.Plan.SessionBound, string(d.Plan.Declaration))
-				case d.PlanError != "":
-					fmt.Fprintf(f.IO.Out, "  plan: %s\n", s.Fail.Render(d.PlanError))
-				}
-			}
+			writeDescriptions(f.IO.Out, f.IO.OutStyles(), descs)
 			return providersVerdict(descs, provider)
 		},
 	}
@@ -148,4 +107,52 @@ func providersVerdict(descs []*conformance.Description, chosen string) error {
 		return &exitError{code: ExitUndecided, err: fmt.Errorf("provider %s (details above)", strings.Join(bad, "; "))}
 	}
 	return nil
+}
+
+// writeDescriptions prints each provider declaration: where it is declared, whether it loads, what it
+// overrides and its plan.
+func writeDescriptions(w io.Writer, s term.Styles, descs []*conformance.Description) {
+	for i, d := range descs {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "%s = %s\n  declared in %s\n", s.ID.Render(d.Name), d.Value, d.Source)
+		if !d.Loaded {
+			fmt.Fprintf(w, "  %s %s\n", s.Fail.Render("does not load:"), d.LoadError)
+			continue
+		}
+		sub := s.Pass.Render("yes")
+		if !d.IsSubclass {
+			sub = s.Fail.Render("no")
+		}
+		fmt.Fprintf(w, "  subclass of RuntimePreparationProvider: %s\n", sub)
+		if d.File != "" {
+			fmt.Fprintf(w, "  defined at %s:%d\n", d.File, d.Line)
+		}
+		name := d.Provider
+		if d.NameError != "" {
+			name = s.Fail.Render(d.NameError)
+		}
+		fmt.Fprintf(w, "  name: %s\n", name)
+		var over []string
+		for _, m := range d.Methods {
+			if m.Overridden {
+				kind := "sync"
+				if m.Async {
+					kind = "async"
+				}
+				over = append(over, fmt.Sprintf("%s (%s)", m.Name, kind))
+			}
+		}
+		if len(over) == 0 {
+			over = []string{"none (every callback keeps its default)"}
+		}
+		fmt.Fprintf(w, "  overrides: %s\n", strings.Join(over, ", "))
+		switch {
+		case d.Plan != nil:
+			fmt.Fprintf(w, "  plan (default configuration): session_bound=%v declaration=%s\n", d.Plan.SessionBound, string(d.Plan.Declaration))
+		case d.PlanError != "":
+			fmt.Fprintf(w, "  plan: %s\n", s.Fail.Render(d.PlanError))
+		}
+	}
 }

@@ -182,6 +182,9 @@ func newVersionCmd(f *Factory) *cobra.Command {
 		Short: "Print the kit's version, commit and Go version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := textOrJSON(&format); err != nil {
+				return err
+			}
 			v, c, g, dirty := buildInfo()
 			switch format {
 			case "json":

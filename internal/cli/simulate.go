@@ -147,8 +147,8 @@ func replicaName(i, n int) string {
 }
 
 func runSimulation(c *cobra.Command, f *Factory, o *SimOptions, sc *simulate.Scenario) error {
-	if o.Format != "text" && o.Format != "json" {
-		return usagef("unknown format %q; use text or json", o.Format)
+	if err := textOrJSON(&o.Format); err != nil {
+		return err
 	}
 	ctx, cancel := signalContext(c.Context())
 	defer cancel()

@@ -65,7 +65,8 @@ func (ev *Evidence) evidence(cs callSite, text string, loc *report.Location) rep
 		Scenario: cs.h.Scenario,
 		Steps:    steps(cs.h, cs.e.Step),
 		Replica:  cs.c.Replica,
-		Callback: cs.c.Method + " " + cs.c.Key,
+		Callback: cs.c.Method,
+		CallID:   callID(cs.c.Key),
 		Location: loc,
 	}
 }
@@ -178,4 +179,12 @@ func canonicalJSON(raw []byte) []byte {
 	}
 	b, _ := json.Marshal(v)
 	return b
+}
+
+// callID is the harness call id part of a call key ("r2#5" -> "5"), or the key when it has no replica part.
+func callID(key string) string {
+	if _, id, ok := strings.Cut(key, "#"); ok {
+		return id
+	}
+	return key
 }

@@ -94,6 +94,10 @@ type Options struct {
 	Verbose bool
 	// Version is the kit's version for the report.
 	Version string
+	// ConfigFile replaces the project's settings with this file's (--config); Set overrides single keys
+	// (--set KEY=VALUE, VALUE in TOML).
+	ConfigFile string
+	Set        []string
 	// NoSuite skips the default suite (exploration only).
 	NoSuite bool
 	// After, when set, runs with the warm workers before they close (exploration), and may add results to
@@ -165,7 +169,11 @@ func Resolve(ctx context.Context, o Options) (*Target, error) {
 		}
 		return nil, undecided(err)
 	}
-	settings, err := ParseSettings(proj.Settings, proj.SettingsFile, proj.Dir)
+	raw, file, dir, err := settingsSource(proj.Settings, proj.SettingsFile, proj.Dir, o.ConfigFile, o.Set)
+	if err != nil {
+		return nil, undecided(err)
+	}
+	settings, err := ParseSettings(raw, file, dir)
 	if err != nil {
 		return nil, undecided(err)
 	}
@@ -292,7 +300,10 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	if info == nil {
 		return nil, LoadError(t, reply)
 	}
-	if len(t.Settings.Services) > 0 && info.IsSubclass && info.Instantiated {
+	// Egress is controlled in every run, with or without declared services: a connection to an undeclared
+	// non-loopback destination is refused and recorded (docs/services.md), so a run never reaches a real
+	// system by accident.
+	if info.IsSubclass && info.Instantiated {
 		svcs, err := simulate.StartServices(ctx, t.Settings.Services, t.Settings.Egress)
 		if err != nil {
 			return nil, undecided(fmt.Errorf("start the declared services: %w", err))
@@ -717,7 +728,7 @@ func sortedKeys(m map[string]string) []string {
 func Decide(ev *Evidence, t *Target, seed int64, o Options) *report.Report {
 	rep := &report.Report{Schema: report.Schema, Seed: seed}
 	rep.Provider = report.Provider{
-		EntryPoint: t.Resolution.Chosen.Name, Target: t.Resolution.Chosen.Value, Source: t.Resolution.Chosen.Where(),
+		EntryPoint: t.Resolution.Chosen.Name + " = " + t.Resolution.Chosen.Value, Target: t.Resolution.Chosen.Value, Source: t.Resolution.Chosen.Where(),
 		Project: t.Project.Dir, Python: t.Python.VersionString(), PythonPath: t.Python.Path,
 	}
 	if ev.Load != nil && ev.Load.Name != nil {

@@ -1,7 +1,6 @@
 package discovery
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -184,7 +183,7 @@ func (s *search) onPath() (*Interpreter, error) {
 		}
 		return s.probe(p, "python3 on PATH")
 	}
-	pinned := fmt.Sprintf("Python %s pinned by %s", pin.Request, pin.Source)
+	pinned := fmt.Sprintf("%s pinned by %s", pin.Label(), pin.Source)
 	if lookErr == nil {
 		in, err := s.probe(p, "python3 on PATH")
 		switch {
@@ -215,8 +214,7 @@ func (s *search) onPath() (*Interpreter, error) {
 	}
 	return nil, &Error{File: pin.File,
 		Message: fmt.Sprintf("%s, and no interpreter of that version was found; tried: %s", pinned, strings.Join(tried, ", ")),
-		Err:     errors.New("no matching interpreter"), hideCause: true,
-		Hint: fmt.Sprintf("install it (pyenv install %s, or uv python install %s), pass --python, or change the pin", pin.Request, pin.Request)}
+		Hint:    fmt.Sprintf("install it (pyenv install %s, or uv python install %s), pass --python, or change the pin", pin.Request, pin.Request)}
 }
 
 // samePath compares two directories after resolving links.

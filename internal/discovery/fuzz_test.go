@@ -5,16 +5,44 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
 // The fuzz targets of the discovery decoders. Their seed corpora live in testdata/fuzz/FuzzX/ and are
 // replayed by a plain `go test`; `go test -fuzz=FuzzX ./internal/discovery` explores further.
 
+// scratch is one directory per fuzzing process, reused by every input (a fresh temporary directory per
+// input made fuzzing disk-bound). TestMain removes it.
+var scratch struct {
+	sync.Mutex
+	dir string
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if scratch.dir != "" {
+		os.RemoveAll(scratch.dir)
+	}
+	os.Exit(code)
+}
+
 // loadSources writes the given project files into a fresh directory and loads it. Every failure must be a
 // discovery *Error naming a file, never a panic.
 func loadSources(t *testing.T, files map[string]string) (*Project, error) {
-	dir := t.TempDir()
+	scratch.Lock()
+	defer scratch.Unlock()
+	if scratch.dir == "" {
+		d, err := os.MkdirTemp("", "astrabox-fuzz-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		scratch.dir = d
+	}
+	dir := scratch.dir
+	for _, name := range []string{"pyproject.toml", "setup.cfg", "setup.py", "astrabox.toml"} {
+		os.Remove(filepath.Join(dir, name))
+	}
 	for name, body := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)

@@ -27,6 +27,9 @@ const (
 	// MaxTOMLEntries bounds the table headers plus key/value pairs of a TOML file (a large real
 	// pyproject.toml has a few hundred): 1 MiB of one-line tables would otherwise take the decoder seconds.
 	MaxTOMLEntries = 20000
+	// MaxTOMLPathParts bounds the sum, over every table header and key, of the parts of its full path (a
+	// large real file has a few thousand): the decoder and the line scanner copy each key's full path.
+	MaxTOMLPathParts = 100000
 )
 
 // readBounded reads a project file that must be a regular file of at most limit bytes. It returns

@@ -112,6 +112,8 @@ func TestTOMLShapeLimits(t *testing.T) {
 		{"long path through inline tables", "[a.b.c.d]\nk = " + strings.Repeat("{e.f = ", 31) + "1" + strings.Repeat("}", 31) + "\n",
 			2, "key path of"},
 		{"30,000 tables, cut at the bound", "[project]\nname = \"x\"\n" + strings.Repeat("[t]\n", 30000), 19999 + 2, "more than 20000 tables and keys"},
+		{"long paths add up", "[project]\nname = \"x\"\n[" + strings.Repeat("a.", 62) + "a]\n" + strings.Repeat("k = 1\n", 2000),
+			3 + (MaxTOMLPathParts-66)/64 + 1, "paths have more than 100000 parts in all"},
 		{"multi-line string before", "s = \"\"\"\n\n\n\"\"\"\nv = " + strings.Repeat("[", 33) + strings.Repeat("]", 33) + "\n", 5, "nest more than"},
 	}
 	for _, c := range cases {

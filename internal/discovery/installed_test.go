@@ -49,6 +49,9 @@ func writeDist(t *testing.T, site, name, version, entryPoints, directURL string)
 }
 
 func TestInstalledEntryPoints(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python")
+	}
 	found := pythons(t)
 	if len(found) == 0 {
 		t.Skip("no CPython 3.9-3.13 under /root/.pyenv/versions")
@@ -109,6 +112,9 @@ func TestInstalledEntryPoints(t *testing.T) {
 }
 
 func TestInstalledEntryPointsResolveWithProject(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python")
+	}
 	found := pythons(t)
 	py := found["3.11"]
 	if py == "" {

@@ -41,8 +41,11 @@ type Interpreter struct {
 	Version [3]int
 	// Implementation is platform.python_implementation(), e.g. "CPython".
 	Implementation string
-	// Reason says which rule chose it and why, e.g. "--python flag" or "VIRTUAL_ENV=/x", followed by the
-	// candidates passed over ("; passed over: ...") so that --verbose shows the whole decision.
+	// Rule says which rule chose it, e.g. "--python flag", "VIRTUAL_ENV=/x" or "python3 on PATH, Python
+	// 3.9 pinned by /p/.python-version".
+	Rule string
+	// Reason is Rule followed by the candidates passed over ("; passed over: ...") so that --verbose shows
+	// the whole decision.
 	Reason string
 	// Via is the launcher script (a pyenv or asdf shim) that was found, when Path is the interpreter behind it.
 	Via string
@@ -101,11 +104,11 @@ func FindInterpreter(o InterpreterOptions) (*Interpreter, error) {
 	if err != nil {
 		return nil, err
 	}
-	in.Rejected, in.Warnings, in.Pin = s.rejected, append(in.Warnings, s.warnings...), s.pin
+	in.Rule, in.Rejected, in.Warnings, in.Pin = in.Reason, s.rejected, append(in.Warnings, s.warnings...), s.pin
 	explicit := s.opts.Flag != "" || s.getenv("ASTRABOX_PYTHON") != ""
 	if pin := in.Pin; pin != nil && !explicit && !pin.Matches(in.Version) {
-		in.Warnings = append(in.Warnings, fmt.Sprintf("%s pins Python %s, but the interpreter chosen by %s is Python %s; "+
-			"recreate the environment with that version, or change the pin", pin.Source, pin.Request, in.Reason, in.VersionString()))
+		in.Warnings = append(in.Warnings, fmt.Sprintf("%s pins %s, but the interpreter chosen by %s is Python %s; "+
+			"recreate the environment with that version, or change the pin", pin.Source, pin.Label(), in.Rule, in.VersionString()))
 	}
 	if len(s.rejected) > 0 {
 		parts := make([]string, len(s.rejected))
@@ -138,7 +141,7 @@ func checkRequiresPython(dir string, in *Interpreter) error {
 	}
 	return &Error{File: req.File, Line: req.Line,
 		Message: fmt.Sprintf("the project requires Python %s, but the interpreter %s (chosen by %s) is Python %s",
-			req.Spec, in.Path, in.Reason, in.VersionString()),
+			req.Spec, in.Path, in.Rule, in.VersionString()),
 		Hint: "pass an interpreter the project supports with --python (or create .venv with one), or change requires-python"}
 }
 

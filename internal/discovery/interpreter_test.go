@@ -53,6 +53,9 @@ func fakeEnv(t *testing.T, dir, py string, venv bool) string {
 }
 
 func TestFindInterpreterRules(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python")
+	}
 	py, version := realPython(t)
 	root := t.TempDir()
 	flagPy := fakeEnv(t, filepath.Join(root, "flag-env"), py, true)
@@ -147,6 +150,9 @@ func TestFindInterpreterRules(t *testing.T) {
 }
 
 func TestFindInterpreterErrors(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python")
+	}
 	noPath := func(string) (string, error) { return "", exec.ErrNotFound }
 	empty := func(string) string { return "" }
 	dir := t.TempDir()

@@ -38,6 +38,15 @@ func (p *VersionPin) Matches(v [3]int) bool {
 	return true
 }
 
+// Label names the pinned version for messages: "Python 3.9", or the request quoted when it is not a
+// version number ("pypy3.10", an environment name).
+func (p *VersionPin) Label() string {
+	if p.Parts > 0 {
+		return "Python " + p.Request
+	}
+	return fmt.Sprintf("%q", p.Request)
+}
+
 var pinVersion = regexp.MustCompile(`^(?:c?python-?)?(\d+)(?:\.(\d+))?(?:\.(\d+))?$`)
 
 // newPin parses a requested version.

@@ -156,8 +156,6 @@ func TestLoadProjectErrors(t *testing.T) {
 			contains: []string{"names a module, not the provider class"}, hintSubstr: `"modonly.provider:YourProvider"`},
 		{dir: "malformed_cfg", file: "setup.cfg", line: 6,
 			contains: []string{"setup.cfg:6: entry point line \"just-a-reference:Provider\" has no '='"}, hintSubstr: "name = package.module:ClassName"},
-		{dir: "settings_both", file: "astrabox.toml",
-			contains: []string{"settings are defined twice", "(line 4)"}, hintSubstr: "keep one"},
 	}
 	for _, c := range cases {
 		t.Run(c.dir, func(t *testing.T) {
@@ -247,5 +245,29 @@ func TestNonStringEntryPoint(t *testing.T) {
 	var e *Error
 	if !errors.As(err, &e) || e.Line != 5 || !strings.Contains(e.Message, "must be a string") {
 		t.Fatalf("error = %v", err)
+	}
+}
+
+// TestSettingsFileTakesPrecedence: with both astrabox.toml and a [tool.astrabox] table, astrabox.toml wins
+// (ruff's rule for ruff.toml and [tool.ruff]) and the ignored table is warned about at its line.
+func TestSettingsFileTakesPrecedence(t *testing.T) {
+	p, err := LoadProject(filepath.Join("testdata", "projects", "settings_both"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(p.SettingsFile) != "astrabox.toml" || p.Settings["suite"] != "strict" {
+		t.Errorf("settings from %s: %v", p.SettingsFile, p.Settings)
+	}
+	if len(p.Warnings) != 1 || !strings.Contains(p.Warnings[0], "pyproject.toml:4: [tool.astrabox] is ignored: astrabox.toml") {
+		t.Errorf("warnings %q", p.Warnings)
+	}
+	dir := t.TempDir()
+	for name, body := range map[string]string{"pyproject.toml": "[project]\nname = \"x\"\n\n[tool.astrabox]\n", "astrabox.toml": "seed = 3\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p, err := LoadProject(dir); err != nil || len(p.Warnings) != 0 || filepath.Base(p.SettingsFile) != "astrabox.toml" {
+		t.Errorf("empty [tool.astrabox] beside astrabox.toml: %v, %+v", err, p)
 	}
 }

@@ -34,15 +34,19 @@ type shapeScanner struct {
 	header int
 	key    int
 	atKey  bool
-	// entries counts table headers and key/value pairs.
-	entries int
+	// entries counts table headers and key/value pairs, and pathParts the parts of their full paths.
+	entries, pathParts int
 }
 
-// entry counts one table header or key/value pair.
-func (s *shapeScanner) entry() error {
+// entry counts one table header or key/value pair whose full path has n parts.
+func (s *shapeScanner) entry(n int) error {
 	s.entries++
+	s.pathParts += n
 	if s.entries > MaxTOMLEntries {
 		return fmt.Errorf("more than %d tables and keys, more than astrabox accepts", MaxTOMLEntries)
+	}
+	if s.pathParts > MaxTOMLPathParts {
+		return fmt.Errorf("tables and keys whose paths have more than %d parts in all, more than astrabox accepts", MaxTOMLPathParts)
 	}
 	return nil
 }
@@ -94,11 +98,11 @@ func (s *shapeScanner) step() error {
 	case '=':
 		if s.atKey {
 			s.atKey = false
-			if err := s.entry(); err != nil {
-				return err
-			}
 			if s.base()+s.key > MaxTOMLKeyParts {
 				return fmt.Errorf("a key path of %d parts is longer than the %d astrabox accepts", s.base()+s.key, MaxTOMLKeyParts)
+			}
+			if err := s.entry(s.base() + s.key); err != nil {
+				return err
 			}
 		}
 	case '.':
@@ -134,9 +138,6 @@ func (s *shapeScanner) open(kind byte) error {
 
 // tableHeader reads "[a.b]" or "[[a.b]]" and records its part count.
 func (s *shapeScanner) tableHeader() error {
-	if err := s.entry(); err != nil {
-		return err
-	}
 	s.pos++
 	if s.pos < len(s.src) && s.src[s.pos] == '[' {
 		s.pos++
@@ -155,7 +156,7 @@ func (s *shapeScanner) tableHeader() error {
 			}
 		case c == ']' || c == '\n':
 			s.header, s.atKey = n, false
-			return nil
+			return s.entry(n)
 		}
 		s.pos++
 	}

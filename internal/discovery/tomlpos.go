@@ -42,12 +42,16 @@ type tomlScanner struct {
 	out    map[string]int
 }
 
+// record notes the line of path and of every prefix of it not seen before. Every recorded path has its
+// prefixes recorded too, so the walk goes from the longest prefix down and stops at the first one known:
+// keys under one long table header cost one join each, not one per prefix.
 func (s *tomlScanner) record(path []string, line int) {
-	for i := 1; i <= len(path); i++ {
+	for i := len(path); i >= 1; i-- {
 		k := pathKey(path[:i]...)
-		if _, ok := s.out[k]; !ok {
-			s.out[k] = line
+		if _, ok := s.out[k]; ok {
+			return
 		}
+		s.out[k] = line
 	}
 }
 

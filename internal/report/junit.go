@@ -222,6 +222,9 @@ func junitDetails(root, project string, res *Result) string {
 		if e.Callback != "" {
 			ctx = append(ctx, "callback "+e.Callback)
 		}
+		if e.CallID != "" {
+			ctx = append(ctx, "call "+e.CallID)
+		}
 		if e.Scenario != "" {
 			ctx = append(ctx, "scenario "+e.Scenario)
 		}

@@ -99,11 +99,15 @@ type Result struct {
 // Evidence is one observed fact that supports a result. Text never holds a secret in clear: the conformance
 // package masks every planted canary and every returned material before a result leaves it.
 type Evidence struct {
-	Text     string    `json:"text"`
-	Scenario string    `json:"scenario,omitempty"`
-	Steps    []string  `json:"steps,omitempty"`
-	Replica  string    `json:"replica,omitempty"`
-	Callback string    `json:"callback,omitempty"`
+	Text     string   `json:"text"`
+	Scenario string   `json:"scenario,omitempty"`
+	Steps    []string `json:"steps,omitempty"`
+	Replica  string   `json:"replica,omitempty"`
+	Callback string   `json:"callback,omitempty"`
+	// CallID is the harness's id of the call on its replica ("5" for the fifth callback on r2, "start" for the
+	// provider's construction); with Replica it names the call the deployment double's recorded requests
+	// carry as call ("r2#5").
+	CallID   string    `json:"call_id,omitempty"`
 	Location *Location `json:"location,omitempty"`
 }
 

@@ -152,6 +152,9 @@ func evidenceContext(e *Evidence) string {
 	if e.Callback != "" {
 		parts = append(parts, "callback "+e.Callback)
 	}
+	if e.CallID != "" {
+		parts = append(parts, "call "+e.CallID)
+	}
 	return strings.Join(parts, ", ")
 }
 

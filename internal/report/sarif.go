@@ -164,83 +164,9 @@ func (s SARIF) Render(w io.Writer, r *Report) error {
 		run.Tool.Driver.Rules = append(run.Tool.Driver.Rules, sarifRuleOf(res))
 	}
 	for i := range r.Results {
-		res := &r.Results[i]
-		var level, kind string
-		switch res.Status {
-		case StatusFailed, StatusFlaky:
-			level = sarifLevel(res.Severity)
-		case StatusWarning:
-			level = "warning"
-		case StatusNotExercised:
-			level, kind = "none", "open"
-		case StatusNotApplicable:
-			level, kind = "none", "notApplicable"
-		default:
-			continue
+		if out, ok := s.resultOf(&r.Results[i], ruleIndex[r.Results[i].Check], root, r.Provider); ok {
+			run.Results = append(run.Results, out)
 		}
-		msg := res.Title
-		if res.Message != "" {
-			msg = res.Message
-		}
-		if res.Status == StatusFlaky {
-			msg = "(flaky) " + msg
-		}
-		if res.Hint != "" {
-			msg += "\nHint: " + res.Hint
-		}
-		if res.Status == StatusNotExercised && res.DecidedOver != "" {
-			msg += notExercisedNote(res.DecidedOver)
-		}
-		out := sarifResult{
-			RuleID:    res.Check,
-			RuleIndex: ruleIndex[res.Check],
-			Kind:      kind,
-			Level:     level,
-			Message:   sarifText{msg},
-			Properties: map[string]any{
-				"status":  string(res.Status),
-				"clauses": nonNil(res.Clauses),
-			},
-		}
-		var path string
-		primary := primaryLocation(res)
-		if p, ok := relIfLoc(root, r.Provider.Project, primary); ok {
-			path = p
-			out.Locations = []sarifLocation{physical(p, primary.Line)}
-		} else {
-			var line int
-			path, line = s.declarationPath(root, r.Provider)
-			out.Locations = []sarifLocation{physical(path, line)}
-		}
-		seen := map[string]bool{}
-		for j := range res.Evidence {
-			e := &res.Evidence[j]
-			if e.Location == nil || e.Location.Path == "" {
-				continue
-			}
-			loc, ok := relatedPhysical(root, r.Provider.Project, e.Location)
-			key := locationString(e.Location)
-			if !ok || seen[key] {
-				continue
-			}
-			seen[key] = true
-			id := len(out.RelatedLocations) + 1
-			loc.ID = &id
-			loc.Message = &sarifText{e.Text}
-			out.RelatedLocations = append(out.RelatedLocations, loc)
-		}
-		if primary != nil && !seen[locationString(primary)] {
-			if _, ok := relIfLoc(root, r.Provider.Project, primary); !ok {
-				if loc, ok := relatedPhysical(root, r.Provider.Project, primary); ok {
-					id := len(out.RelatedLocations) + 1
-					loc.ID = &id
-					loc.Message = &sarifText{"source location outside the project"}
-					out.RelatedLocations = append(out.RelatedLocations, loc)
-				}
-			}
-		}
-		out.PartialFingerprints = map[string]string{FingerprintKey: Fingerprint(res.Check, path, res.Message)}
-		run.Results = append(run.Results, out)
 	}
 	doc := sarifLog{Schema: SARIFSchema, Version: SARIFVersion, Runs: []sarifRun{run}}
 	enc := json.NewEncoder(w)
@@ -250,6 +176,88 @@ func (s SARIF) Render(w io.Writer, r *Report) error {
 		return fmt.Errorf("render sarif: %w", err)
 	}
 	return nil
+}
+
+// resultOf is the SARIF result of one check, and whether the check is one (passed and skipped checks are
+// not).
+func (s SARIF) resultOf(res *Result, ruleIndex int, root string, p Provider) (sarifResult, bool) {
+	var level, kind string
+	switch res.Status {
+	case StatusFailed, StatusFlaky:
+		level = sarifLevel(res.Severity)
+	case StatusWarning:
+		level = "warning"
+	case StatusNotExercised:
+		level, kind = "none", "open"
+	case StatusNotApplicable:
+		level, kind = "none", "notApplicable"
+	default:
+		return sarifResult{}, false
+	}
+	msg := res.Title
+	if res.Message != "" {
+		msg = res.Message
+	}
+	if res.Status == StatusFlaky {
+		msg = "(flaky) " + msg
+	}
+	if res.Hint != "" {
+		msg += "\nHint: " + res.Hint
+	}
+	if res.Status == StatusNotExercised && res.DecidedOver != "" {
+		msg += notExercisedNote(res.DecidedOver)
+	}
+	out := sarifResult{
+		RuleID: res.Check, RuleIndex: ruleIndex, Kind: kind, Level: level, Message: sarifText{msg},
+		Properties: map[string]any{"status": string(res.Status), "clauses": nonNil(res.Clauses)},
+	}
+	var path string
+	primary := primaryLocation(res)
+	if rel, ok := relIfLoc(root, p.Project, primary); ok {
+		path = rel
+		out.Locations = []sarifLocation{physical(rel, primary.Line)}
+	} else {
+		var line int
+		path, line = s.declarationPath(root, p)
+		out.Locations = []sarifLocation{physical(path, line)}
+	}
+	out.RelatedLocations = relatedLocations(res, primary, root, p.Project)
+	out.PartialFingerprints = map[string]string{FingerprintKey: Fingerprint(res.Check, path, res.Message)}
+	return out, true
+}
+
+// relatedLocations are a result's evidence locations, each once, then its own location when it lies outside
+// the source root.
+func relatedLocations(res *Result, primary *Location, root, project string) []sarifLocation {
+	var out []sarifLocation
+	add := func(loc sarifLocation, text string) {
+		id := len(out) + 1
+		loc.ID = &id
+		loc.Message = &sarifText{text}
+		out = append(out, loc)
+	}
+	seen := map[string]bool{}
+	for j := range res.Evidence {
+		e := &res.Evidence[j]
+		if e.Location == nil || e.Location.Path == "" {
+			continue
+		}
+		loc, ok := relatedPhysical(root, project, e.Location)
+		key := locationString(e.Location)
+		if !ok || seen[key] {
+			continue
+		}
+		seen[key] = true
+		add(loc, e.Text)
+	}
+	if primary != nil && !seen[locationString(primary)] {
+		if _, inside := relIfLoc(root, project, primary); !inside {
+			if loc, ok := relatedPhysical(root, project, primary); ok {
+				add(loc, "source location outside the project")
+			}
+		}
+	}
+	return out
 }
 
 // sarifRuleOf describes the check of res as a SARIF rule.

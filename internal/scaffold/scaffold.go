@@ -30,9 +30,11 @@ type Options struct {
 	Name string
 	// Package is the Python package under src/; "" derives it from the name with PackageFor.
 	Package string
-	// KitVersion is the astrabox version the CI workflow installs; "" or a development version means
-	// "latest".
+	// KitVersion is the astrabox version that writes the project; a release tag pins the workflow's action.
 	KitVersion string
+	// KitCommit is the commit the astrabox binary was built from; it pins the workflow's action when the
+	// version is not a release. Without either, the workflow uses main.
+	KitCommit string
 	// Force overwrites files that already exist.
 	Force bool
 }
@@ -47,6 +49,13 @@ type Result struct {
 	Files []string
 	// Overwritten are the entries of Files that existed before (only with Force).
 	Overwritten []string
+	// Workflow is the absolute path of the GitHub workflow written: in the repository root's
+	// .github/workflows, where GitHub reads it, even when Dir is a subdirectory of a git repository.
+	Workflow string
+	// RepoRoot is the git repository holding Dir ("" when there is none).
+	RepoRoot string
+	// GitignoreAppended says .gitignore existed and got the .astrabox/ line appended.
+	GitignoreAppended bool
 }
 
 // ExistsError is returned when a file the scaffold would write already exists and Force is off. Nothing
@@ -172,12 +181,20 @@ var files = []file{
 	{"provider.py.tmpl", "src/{{.Package}}/provider.py"},
 	{"tests_init.py.tmpl", "tests/__init__.py"},
 	{"test_provider.py.tmpl", "tests/test_provider.py"},
-	{"astrabox.yml.tmpl", ".github/workflows/astrabox.yml"},
+	{"astrabox.yml.tmpl", "{{.WorkflowPath}}"},
+	{"gitignore.tmpl", gitignore},
 }
+
+// gitignore is the one file the scaffold merges into instead of refusing: the .astrabox/ line is appended
+// to an existing .gitignore that lacks it.
+const gitignore = ".gitignore"
 
 // data is what the templates see.
 type data struct {
-	Name, Package, Class, EntryKey, KitVersion string
+	Name, Package, Class, EntryKey, KitRef string
+	// ProjectRel is the project directory relative to the repository root ("." when it is the root);
+	// WorkflowPath is where the workflow goes, relative to the project directory.
+	ProjectRel, WorkflowPath string
 }
 
 // Resolve fills in the derived fields of o (name, package) and validates them, without touching the disk.
@@ -209,7 +226,8 @@ func Resolve(o Options) (Options, error) {
 // Render returns the project's files, relative slash path to content, in writing order, without touching
 // the disk. o must come from Resolve.
 func Render(o Options) ([]string, map[string][]byte, error) {
-	d := data{Name: o.Name, Package: o.Package, Class: ClassFor(o.Name), EntryKey: o.Name, KitVersion: kitVersion(o.KitVersion)}
+	d := data{Name: o.Name, Package: o.Package, Class: ClassFor(o.Name), EntryKey: o.Name, KitRef: kitRef(o.KitVersion, o.KitCommit)}
+	d.ProjectRel, d.WorkflowPath = workflowPlace(o.Dir, o.Name)
 	if !bareKeyRE.MatchString(d.EntryKey) {
 		d.EntryKey = `"` + d.EntryKey + `"`
 	}
@@ -246,12 +264,47 @@ func execute(name, text string, d data) (string, error) {
 	return buf.String(), nil
 }
 
-// kitVersion is the version the workflow installs: a release tag, or "latest" for development builds.
-func kitVersion(v string) string {
-	if strings.HasPrefix(v, "v") && !strings.Contains(v, "devel") && !strings.Contains(v, "+dirty") {
-		return v
+// kitRef is the ref the workflow pins the action to: the release tag of this astrabox, else the commit it
+// was built from, else main.
+func kitRef(version, commit string) string {
+	if strings.HasPrefix(version, "v") && !strings.Contains(version, "devel") && !strings.Contains(version, "+dirty") {
+		return version
 	}
-	return "latest"
+	if commitRE.MatchString(commit) {
+		return commit
+	}
+	return "main"
+}
+
+var commitRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
+
+// RepoRoot returns the git repository holding dir (the nearest ancestor, dir included, with a .git entry),
+// or "" when there is none. dir need not exist yet.
+func RepoRoot(dir string) string {
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return ""
+		}
+	}
+}
+
+// workflowPlace says where the workflow goes: GitHub reads workflows only from the repository root's
+// .github/workflows, so in a subdirectory of a git repository it goes there, named after the provider, with
+// the project's path relative to the root; otherwise in the project.
+func workflowPlace(dir, name string) (projectRel, workflowPath string) {
+	root := RepoRoot(dir)
+	if root == "" || root == dir {
+		return ".", ".github/workflows/astrabox.yml"
+	}
+	rel, err := filepath.Rel(root, dir)
+	if err != nil {
+		return ".", ".github/workflows/astrabox.yml"
+	}
+	back, _ := filepath.Rel(dir, filepath.Join(root, ".github", "workflows", "astrabox-"+name+".yml"))
+	return filepath.ToSlash(rel), filepath.ToSlash(back)
 }
 
 // Write scaffolds the project described by o. Without Force it first checks every file and writes
@@ -265,13 +318,16 @@ func Write(o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Dir: o.Dir, Name: o.Name, Package: o.Package, Class: ClassFor(o.Name)}
+	res := &Result{Dir: o.Dir, Name: o.Name, Package: o.Package, Class: ClassFor(o.Name), RepoRoot: RepoRoot(o.Dir)}
 	if st, err := os.Stat(o.Dir); err == nil && !st.IsDir() {
 		return nil, fmt.Errorf("%s is a file, not a directory; give a directory to scaffold into", o.Dir)
 	}
 	var existing []string
 	for _, rel := range order {
 		p := filepath.Join(o.Dir, filepath.FromSlash(rel))
+		if rel == gitignore {
+			continue
+		}
 		st, err := os.Lstat(p)
 		switch {
 		case err == nil && st.IsDir():
@@ -291,12 +347,48 @@ func Write(o Options) (*Result, error) {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return res, fmt.Errorf("create %s: %w", filepath.Dir(p), err)
 		}
-		if err := writeFile(p, contents[rel]); err != nil {
+		content := contents[rel]
+		if rel == gitignore {
+			merged, appended, keep, err := mergeGitignore(p, content)
+			if err != nil {
+				return res, err
+			}
+			if keep {
+				continue
+			}
+			content, res.GitignoreAppended = merged, appended
+		}
+		if err := writeFile(p, content); err != nil {
 			return res, err
+		}
+		if strings.HasSuffix(rel, ".yml") && strings.Contains(rel, ".github/workflows/") {
+			res.Workflow = filepath.Clean(p)
 		}
 		res.Files = append(res.Files, rel)
 	}
 	return res, nil
+}
+
+// mergeGitignore returns the .gitignore to write: ours when there is none, the existing one with our lines
+// appended when it lacks .astrabox/, or keep=true when it already ignores it.
+func mergeGitignore(p string, ours []byte) (content []byte, appended, keep bool, err error) {
+	old, err := os.ReadFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return ours, false, false, nil
+	}
+	if err != nil {
+		return nil, false, false, fmt.Errorf("read %s: %w", p, err)
+	}
+	for _, line := range strings.Split(string(old), "\n") {
+		if t := strings.TrimSpace(line); t == ".astrabox/" || t == ".astrabox" || t == "/.astrabox/" || t == "/.astrabox" {
+			return nil, false, true, nil
+		}
+	}
+	merged := string(old)
+	if merged != "" && !strings.HasSuffix(merged, "\n") {
+		merged += "\n"
+	}
+	return []byte(merged + "\n" + string(ours)), true, false, nil
 }
 
 // writeFile replaces p with content through a temporary file in the same directory, so an interrupted

@@ -116,7 +116,7 @@ func TestScaffoldNamesFromDirectory(t *testing.T) {
 	}
 	want := []string{"pyproject.toml", "README.md", "src/acme_tools_provider/__init__.py",
 		"src/acme_tools_provider/provider.py", "tests/__init__.py", "tests/test_provider.py",
-		".github/workflows/astrabox.yml"}
+		".github/workflows/astrabox.yml", ".gitignore"}
 	if strings.Join(res.Files, ",") != strings.Join(want, ",") {
 		t.Fatalf("files %v, want %v", res.Files, want)
 	}
@@ -146,8 +146,8 @@ func TestDiscoveryFindsTheEntryPoint(t *testing.T) {
 		if file, _, ok := p.FindModule(PackageFor(name) + ".provider"); !ok || !strings.HasSuffix(file, "provider.py") {
 			t.Errorf("%s: provider module not found in code roots %v", name, p.CodeRoots)
 		}
-		if p.Settings == nil {
-			t.Errorf("%s: no [tool.astrabox] table", name)
+		if p.Settings != nil {
+			t.Errorf("%s: a live [tool.astrabox] table: %v", name, p.Settings)
 		}
 		if _, err := conformance.ParseSettings(p.Settings, p.SettingsFile, dir); err != nil {
 			t.Errorf("%s: settings: %v", name, err)
@@ -249,38 +249,114 @@ func TestRefusesAFileAsDirectory(t *testing.T) {
 	}
 }
 
-func TestWorkflowInstallsAndRunsTheKit(t *testing.T) {
-	for version, want := range map[string]string{"": "@latest", "(devel)": "@latest", "v1.4.0": "@v1.4.0"} {
-		_, files, err := Render(mustResolve(t, Options{Dir: t.TempDir(), Name: "tools", KitVersion: version}))
+func TestWorkflowPinsTheActionAndGuardsForks(t *testing.T) {
+	commit := strings.Repeat("ab", 20)
+	for _, c := range []struct{ version, commit, want string }{
+		{"", "", "@main"}, {"(devel)", commit, "@" + commit}, {"v1.4.0", commit, "@v1.4.0"}, {"v1.4.0+dirty", "", "@main"},
+	} {
+		_, files, err := Render(mustResolve(t, Options{Dir: t.TempDir(), Name: "tools", KitVersion: c.version, KitCommit: c.commit}))
 		if err != nil {
 			t.Fatal(err)
 		}
 		var wf struct {
 			Jobs map[string]struct {
 				Steps []struct {
-					Run  string `yaml:"run"`
-					Uses string `yaml:"uses"`
+					Run  string            `yaml:"run"`
+					Uses string            `yaml:"uses"`
+					With map[string]string `yaml:"with"`
 				} `yaml:"steps"`
 			} `yaml:"jobs"`
 		}
-		if err := yaml.Unmarshal(files[".github/workflows/astrabox.yml"], &wf); err != nil {
+		text := string(files[".github/workflows/astrabox.yml"])
+		if err := yaml.Unmarshal([]byte(text), &wf); err != nil {
 			t.Fatalf("workflow is not YAML: %v", err)
 		}
+		var action map[string]string
 		var runs []string
 		for _, job := range wf.Jobs {
 			for _, s := range job.Steps {
 				runs = append(runs, s.Run)
+				if strings.HasPrefix(s.Uses, "astrabox-dev/astrabox@") {
+					if s.Uses != "astrabox-dev/astrabox"+c.want {
+						t.Errorf("version %q commit %q: uses %s, want %s", c.version, c.commit, s.Uses, c.want)
+					}
+					action = s.With
+				}
 			}
 		}
-		all := strings.Join(runs, "\n")
-		for _, cmd := range []string{
-			"go install github.com/astrabox-dev/astrabox/cmd/astrabox" + want,
-			"astrabox conformance run --sarif astrabox.sarif",
-			`PYTHONPATH="$(astrabox sdk path)" python -m unittest`,
-		} {
-			if !strings.Contains(all, cmd) {
-				t.Errorf("version %q: workflow does not run %q:\n%s", version, cmd, all)
-			}
+		if action == nil || action["project"] != "." || !strings.Contains(action["upload-sarif"], "head.repo.full_name == github.repository") {
+			t.Errorf("the action step does not run the project or guard forks: %v", action)
+		}
+		if strings.Contains(text, "@latest") {
+			t.Errorf("the workflow installs @latest:\n%s", text)
+		}
+		if all := strings.Join(runs, "\n"); !strings.Contains(all, `sdk path)" python3 -m unittest`) {
+			t.Errorf("workflow does not run the unit tests with python3:\n%s", all)
+		}
+	}
+}
+
+// TestMonorepoWorkflowGoesToTheRepositoryRoot: in a subdirectory of a git repository the workflow is
+// written to the root's .github/workflows, where GitHub reads it, with the project's path.
+func TestMonorepoWorkflowGoesToTheRepositoryRoot(t *testing.T) {
+	root := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "providers", "tools")
+	res := scaffold(t, Options{Dir: dir, Name: "tools"})
+	want := filepath.Join(root, ".github", "workflows", "astrabox-tools.yml")
+	if res.Workflow != want || res.RepoRoot != root {
+		t.Fatalf("workflow %s (root %s), want %s", res.Workflow, res.RepoRoot, want)
+	}
+	wf, err := os.ReadFile(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(wf), "project: providers/tools") || !strings.Contains(string(wf), "working-directory: providers/tools") {
+		t.Errorf("workflow does not name the project's path:\n%s", wf)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".github")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a .github directory was written in the subdirectory, where GitHub never reads it")
+	}
+}
+
+func TestGitignoreIsCreatedOrAppended(t *testing.T) {
+	dir := t.TempDir()
+	scaffold(t, Options{Dir: dir, Name: "tools"})
+	if got, _ := os.ReadFile(filepath.Join(dir, ".gitignore")); !strings.Contains(string(got), "\n.astrabox/\n") {
+		t.Errorf(".gitignore = %q", got)
+	}
+	dir = t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, ".gitignore"), []byte("*.pyc"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := scaffold(t, Options{Dir: dir, Name: "tools"})
+	got, _ := os.ReadFile(filepath.Join(dir, ".gitignore"))
+	if !res.GitignoreAppended || !strings.HasPrefix(string(got), "*.pyc\n") || !strings.Contains(string(got), ".astrabox/") {
+		t.Errorf("existing .gitignore not appended to: %q", got)
+	}
+	again, err := Write(Options{Dir: dir, Name: "tools", Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if now, _ := os.ReadFile(filepath.Join(dir, ".gitignore")); string(now) != string(got) || again.GitignoreAppended {
+		t.Errorf("a .gitignore that ignores .astrabox/ was changed: %q", now)
+	}
+}
+
+func TestSettingsTableIsCommentedOut(t *testing.T) {
+	_, files, err := Render(mustResolve(t, Options{Dir: t.TempDir(), Name: "tools"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if _, err := toml.Decode(string(files["pyproject.toml"]), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if tool, ok := doc["tool"].(map[string]any); ok {
+		if _, live := tool["astrabox"]; live {
+			t.Error("pyproject.toml has a live [tool.astrabox] table: an astrabox.toml beside it would be ignored")
 		}
 	}
 }
@@ -396,10 +472,14 @@ func TestSecondRunNamesEveryExistingFile(t *testing.T) {
 	first := scaffold(t, Options{Dir: dir, Name: "tools"})
 	_, err := Write(Options{Dir: dir, Name: "tools"})
 	var ex *ExistsError
-	if !errors.As(err, &ex) || len(ex.Paths) != len(first.Files) {
-		t.Fatalf("got %v, want all %d files named", err, len(first.Files))
+	// .gitignore is merged into, never refused.
+	if !errors.As(err, &ex) || len(ex.Paths) != len(first.Files)-1 {
+		t.Fatalf("got %v, want all %d files but .gitignore named", err, len(first.Files)-1)
 	}
 	for _, rel := range first.Files {
+		if rel == ".gitignore" {
+			continue
+		}
 		if !strings.Contains(err.Error(), filepath.Join(dir, filepath.FromSlash(rel))) {
 			t.Errorf("message does not name %s:\n%v", rel, err)
 		}

@@ -17,6 +17,8 @@ type IO struct {
 	OutTTY, ErrTTY bool
 	// Width is the number of columns to wrap Out to.
 	Width int
+	// ErrWidth is the number of columns of Err (progress lines are fitted to it); 0 means DefaultWidth.
+	ErrWidth int
 }
 
 // System returns the bundle of the process's standard streams, with colour decided by DetectColor from the
@@ -33,6 +35,7 @@ func System() *IO {
 		OutTTY:   outTTY,
 		ErrTTY:   errTTY,
 		Width:    Width(os.Stdout),
+		ErrWidth: Width(os.Stderr),
 	}
 }
 

@@ -1,0 +1,89 @@
+package bench
+
+import (
+	"crypto/tls"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/astrabox-dev/astrabox/internal/double"
+	"github.com/astrabox-dev/astrabox/internal/egress"
+	"github.com/astrabox-dev/astrabox/internal/services"
+)
+
+// BenchmarkEgressProxy measures what a declared service costs a provider per request: the same POST made
+// through the replica's egress proxy (TLS terminated with the run's CA, then the scenario's double, which
+// records it, then the stand-in) against the same request made directly to the stand-in over loopback HTTP,
+// both on kept-alive connections. Reported: medians of each and of the difference (target: at most 0.5 ms
+// added, docs/performance.md).
+func BenchmarkEgressProxy(b *testing.B) {
+	stand := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"ok":true}`))
+	})
+	direct := httptest.NewServer(stand)
+	defer direct.Close()
+	spec := services.Spec{Name: "vault", URLs: []string{"https://vault.corp.example:8200"}, Hosts: []string{"vault.corp.example:8200"}}
+	dbl, err := double.Start(double.Options{Upstreams: map[string]double.Upstream{"vault": {Handler: stand}}, MaxBody: 1 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dbl.Close()
+	base, _ := dbl.URL("r1")
+	svc, err := services.ThroughDouble(spec, base)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ca, _ := egress.NewCA()
+	px, err := egress.Start(egress.Options{Replica: "r1", Services: []egress.Service{svc}, CA: ca})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer px.Close()
+	pu, _ := url.Parse(px.URL())
+	viaProxy := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(pu), TLSClientConfig: &tls.Config{RootCAs: ca.Pool()}}}
+	plain := &http.Client{Transport: &http.Transport{}}
+	post := func(c *http.Client, target string) time.Duration {
+		start := time.Now()
+		resp, err := c.Post(target, "application/json", strings.NewReader(`{"data":{"value":"v"}}`))
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return time.Since(start)
+	}
+	const n = 400
+	var proxied, straight, added []float64
+	for i := 0; i < b.N; i++ {
+		post(viaProxy, "https://vault.corp.example:8200/v1/secret/data/app") // warm the tunnel and TLS session
+		post(plain, direct.URL+"/v1/secret/data/app")
+		for j := 0; j < n; j++ {
+			p := post(viaProxy, "https://vault.corp.example:8200/v1/secret/data/app")
+			d := post(plain, direct.URL+"/v1/secret/data/app")
+			proxied = append(proxied, us(p))
+			straight = append(straight, us(d))
+			added = append(added, us(p)-us(d))
+		}
+	}
+	b.ReportMetric(median(proxied), "µs/proxied")
+	b.ReportMetric(median(straight), "µs/direct")
+	b.ReportMetric(median(added), "µs/added")
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s) == 0 {
+		return 0
+	}
+	return s[len(s)/2]
+}
