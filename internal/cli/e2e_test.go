@@ -40,9 +40,10 @@ func TestReportsNeverPrintASecret(t *testing.T) {
 		t.Run(fixture, func(t *testing.T) {
 			project := repoPath("testdata/providers/broken/" + fixture)
 			out := t.TempDir()
-			files := map[string]string{"json": filepath.Join(out, "r.json"), "junit": filepath.Join(out, "r.xml"), "sarif": filepath.Join(out, "r.sarif"), "github": filepath.Join(out, "r.txt")}
-			code, stdout, stderr := run(t, "conformance", "run", "--project", project, "--seed", "3",
-				"--json", files["json"], "--junit", files["junit"], "--sarif", files["sarif"], "--github", files["github"])
+			files := map[string]string{"json": filepath.Join(out, "r.json"), "junit": filepath.Join(out, "r.xml"), "sarif": filepath.Join(out, "r.sarif"),
+				"github": filepath.Join(out, "r.txt"), "gitlab": filepath.Join(out, "gl.json"), "concise": filepath.Join(out, "concise.txt")}
+			code, stdout, stderr := run(t, "conformance", "run", "--project", project, "--seed", "3", "--format", "concise", "--output", files["concise"],
+				"--json", files["json"], "--junit", files["junit"], "--sarif", files["sarif"], "--github", files["github"], "--gitlab", files["gitlab"])
 			if code != ExitFailed {
 				t.Fatalf("exit %d, want 1\n%s\n%s", code, stdout, stderr)
 			}

@@ -42,6 +42,10 @@ var Environment = []EnvVar{
 	{"ASTRABOX_PROFILE_DIR", "a developer knob: harness processes write a cProfile of themselves there (docs/performance.md)"},
 }
 
+// HarnessVariables are the prefixes of the variables the kit sets for its own harness and replica
+// processes; they are never read from the caller's environment.
+var HarnessVariables = []string{"ASTRABOX_HARNESS_", "ASTRABOX_REPLICA", "ASTRABOX_LIMIT_", "ASTRABOX_PYCACHE", "ASTRABOX_DOUBLE_URL", "ASTRABOX_EGRESS_"}
+
 // environmentText is the body of `astrabox help environment`.
 func environmentText() string {
 	width := 0
@@ -53,6 +57,7 @@ func environmentText() string {
 	for _, v := range Environment {
 		fmt.Fprintf(&b, "  %-*s  %s\n", width, v.Name, v.Purpose)
 	}
+	b.WriteString("\nThe kit sets " + strings.Join(HarnessVariables, "*, ") + "* for its own harness processes;\nthey are not read from your environment.\n")
 	return b.String()
 }
 

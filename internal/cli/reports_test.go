@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"bufio"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -248,5 +250,46 @@ func TestSecretRulesAreSecurityRules(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatalf("no check has area %q: the secrets area was renamed", report.AreaSecrets)
+	}
+}
+
+// TestCtrlCSaysInterrupted starts a long exploration in a real process, sends SIGINT once the default
+// suite has run (the -v line "ran N scenario(s)"), and requires exit 2 with "interrupted", never the
+// internal "context canceled".
+func TestCtrlCSaysInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python")
+	}
+	bin := filepath.Join(t.TempDir(), "astrabox")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/astrabox").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "conformance", "run", repoPath("examples/providers/reference"), "--python", "python3", "-v", "--explore", "100000")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var seen strings.Builder
+	sc := bufio.NewScanner(stderr)
+	signalled := false
+	for sc.Scan() {
+		seen.WriteString(sc.Text() + "\n")
+		if !signalled && strings.Contains(sc.Text(), "ran ") && strings.Contains(sc.Text(), "scenario(s)") {
+			signalled = true
+			if err := cmd.Process.Signal(os.Interrupt); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !signalled || !errors.As(err, &ee) || ee.ExitCode() != ExitUndecided {
+		t.Fatalf("signalled %v, exit %v\n%s", signalled, err, seen.String())
+	}
+	if !strings.Contains(seen.String(), "error: interrupted") || strings.Contains(seen.String(), "context canceled") {
+		t.Errorf("stderr after Ctrl-C:\n%s", seen.String())
 	}
 }

@@ -91,7 +91,7 @@ platform's answers. --format json prints the full history with every secret mask
 	turn := canned("turn", "Cold-start a Session and make one engine write, with retries and refreshes", func(o *SimOptions) []simulate.Step {
 		t := simulate.Step{Op: simulate.OpTurn, Session: "s1", Attempt: "a1", Replica: "r1"}
 		if o.Refresh {
-			t.LiveFor = 900
+			t.LiveFor = simulate.LiveFor{Seconds: 900}
 		}
 		steps := []simulate.Step{session(simulate.OpColdStart), t}
 		for i := 0; i < o.Retries; i++ {

@@ -16,8 +16,9 @@ import (
 // MinPython is the oldest Python version astrabox supports.
 var MinPython = [3]int{3, 9, 0}
 
-// ProbeTimeout bounds the interpreter probe of FindInterpreter.
-const ProbeTimeout = 10 * time.Second
+// ProbeTimeout bounds the interpreter probe of FindInterpreter. A pyenv or asdf shim costs a shell and a
+// few processes before Python starts; 10 s was exceeded on a loaded machine, so the bound is generous.
+const ProbeTimeout = 30 * time.Second
 
 // InterpreterOptions are the inputs of FindInterpreter. Getenv and LookPath default to os.Getenv and
 // exec.LookPath when nil.

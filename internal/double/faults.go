@@ -66,6 +66,11 @@ type Fault struct {
 	Duration time.Duration
 	// Times is how many matching requests the fault affects; 0 means unlimited.
 	Times int
+	// WritesOnly matches only writes (PUT, POST, DELETE), whatever their path.
+	WritesOnly bool
+	// Skip lets the first Skip matching requests through untouched; the fault acts from the next one on
+	// (Skip 1 with Times 1 acts on the second write of a callback only).
+	Skip int
 }
 
 // Validate reports a fault that could never act as meant: an unknown kind, a negative count or a Delay
@@ -77,6 +82,9 @@ func (f Fault) Validate() error {
 	if f.Times < 0 {
 		return fmt.Errorf("fault times %d is negative: use 0 for unlimited", f.Times)
 	}
+	if f.Skip < 0 {
+		return fmt.Errorf("fault skip %d is negative: use 0 to act from the first match", f.Skip)
+	}
 	if f.Kind == Delay && f.Duration <= 0 {
 		return fmt.Errorf("delay fault needs a positive duration, got %v", f.Duration)
 	}
@@ -87,6 +95,7 @@ type faultState struct {
 	id      FaultID
 	f       Fault
 	used    int
+	skipped int
 	removed bool
 }
 
@@ -96,6 +105,7 @@ func (fs *faultState) matches(r *Request) bool {
 		return false
 	}
 	return (f.Method == "" || strings.EqualFold(f.Method, r.Method)) &&
+		(!f.WritesOnly || isWrite(strings.ToUpper(r.Method))) &&
 		strings.HasPrefix(r.Path, f.PathPrefix) &&
 		(f.Replica == "" || f.Replica == r.Replica) &&
 		(f.Operation == "" || f.Operation == r.Operation)
@@ -133,6 +143,10 @@ func (d *Double) matchFaults(req *Request) []*faultState {
 	var out []*faultState
 	for _, fs := range d.faults {
 		if fs.matches(req) {
+			if fs.skipped < fs.f.Skip {
+				fs.skipped++
+				continue
+			}
 			fs.used++
 			out = append(out, fs)
 		}

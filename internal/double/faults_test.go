@@ -383,3 +383,18 @@ func TestConcurrentCompareAndSet(t *testing.T) {
 		}
 	}
 }
+
+func TestWritesOnlyAndSkip(t *testing.T) {
+	d := newDouble(t, Options{})
+	base := baseURL(t, d, "r1")
+	// The second write of whatever kind, and only it, is answered 503; reads never count.
+	d.AddFault(Fault{Kind: Unavailable, WritesOnly: true, Skip: 1, Times: 1})
+	must(t, 404, "GET", base+"/v1/records/a", "")
+	must(t, 200, "PUT", base+"/v1/records/a", `{"value": 1}`)
+	must(t, 404, "GET", base+"/v1/records/b", "")
+	must(t, 503, "POST", base+"/v1/fences", `{"agent_id": "x", "operation_id": "op"}`)
+	must(t, 200, "PUT", base+"/v1/records/b", `{"value": 2}`)
+	if err := (Fault{Kind: Hold, Skip: -1}).Validate(); err == nil {
+		t.Fatal("a negative skip was accepted")
+	}
+}

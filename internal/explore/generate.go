@@ -92,7 +92,7 @@ func (g *gen) step() {
 			g.add(simulate.Step{Op: simulate.OpReadUserActions, Session: g.session(), Replica: g.replica()})
 		}},
 		{4, hasSession, func() {
-			g.add(simulate.Step{Op: simulate.OpPerformUserAction, Session: g.session(), Action: "check-consent", Replica: g.replica()})
+			g.add(simulate.Step{Op: simulate.OpPerformUserAction, Session: g.session(), Action: simulate.FillOffered, Replica: g.replica()})
 		}},
 		{g.lostWeight(6, 16), g.ops > 0, g.recover},
 		{g.lostWeight(5, 10), g.held, func() { g.add(simulate.Step{Op: simulate.OpRelease}); g.held = false }},
@@ -171,7 +171,7 @@ func (g *gen) turn() {
 	g.attempts[s] = append(g.attempts[s], a)
 	st := simulate.Step{Op: simulate.OpTurn, Session: s, Attempt: a, Replica: g.replica()}
 	if g.chance(0.2) {
-		st.LiveFor = 600
+		st.LiveFor = simulate.LiveFor{Seconds: 600}
 	}
 	if g.chance(0.1) {
 		st.Via = "console"

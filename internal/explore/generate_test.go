@@ -79,7 +79,7 @@ func TestShrinkFindsASmallestFailingScenario(t *testing.T) {
 		t.Errorf("shrunk to %d replicas, want 2", shrunk.Replicas)
 	}
 	for _, st := range shrunk.Steps {
-		if st.Fault != nil || len(st.Double) > 0 || st.LiveFor != 0 {
+		if st.Fault != nil || len(st.Double) > 0 || !st.LiveFor.IsZero() {
 			t.Errorf("a fault or value survived shrinking: %+v", st)
 		}
 	}

@@ -79,7 +79,7 @@ func Shrink(ctx context.Context, sc *simulate.Scenario, fails Predicate, budget 
 		for i := range best.Steps {
 			cand := clone(best)
 			st := &cand.Steps[i]
-			st.LiveFor, st.Images, st.Via = 0, 0, ""
+			st.LiveFor, st.Images, st.Via = simulate.LiveFor{}, 0, ""
 			if st.Boxes > 1 {
 				st.Boxes = 1
 			}

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -62,8 +63,8 @@ func TestStartErrorNamesTheProcessLimit(t *testing.T) {
 			t.Errorf("%q does not say %q", err, s)
 		}
 	}
-	err = startError("python3", wardenFailure{wardenMsg{Kind: wardenError, Message: "run python3: fork/exec: resource temporarily unavailable", Errno: int(syscall.EAGAIN)}})
-	if !contains(err.Error(), "ulimit -u") {
+	err = startError("python3", fmt.Errorf("run python3: fork/exec /usr/bin/python3: %w", syscall.EAGAIN))
+	if !contains(err.Error(), "ulimit -u") || strings.Count(err.Error(), "run python3") != 1 {
 		t.Errorf("a warden's EAGAIN is not named: %v", err)
 	}
 	if err := startError("python3", errors.New("exec: not found")); contains(err.Error(), "ulimit") {

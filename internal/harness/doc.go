@@ -4,19 +4,26 @@
 //
 // One [Process] is one harness child: one simulated platform replica. The
 // package embeds the stdlib-only Python side (the astrabox SDK and the runner,
-// see [SDKDir]), starts it in its own process group with the protocol on
-// descriptors 3 and 4, drains the provider's stdout and stderr at all times
-// into bounded per-call captures, enforces deadlines (cancel, grace, stack
-// dump, kill), polls the resident memory of the whole process tree, and cleans
-// up every process it started, including descendants that left the group with
-// setsid.
+// see [SDKDir]), starts it under a supervisor in a session of its own (no
+// controlling terminal) with the protocol on descriptors 3 and 4, drains the
+// provider's stdout and stderr at all times into bounded per-call captures,
+// enforces deadlines (cancel, grace, stack dump, kill), polls the resident
+// memory of the whole process tree, and cleans up every process it started,
+// wherever it went.
+//
+// The work is split by job, after hashicorp/go-plugin: a launcher starts the
+// process and returns its pid, its supervisor and its exit (launch.go: the
+// warden of package warden; zygote.go: the fork server); the protocol client
+// speaks to it (client.go); supervision bounds and ends it (supervise.go);
+// classify turns its end into a [ProcessError] (classify.go); its lifecycle
+// state lives behind one mutex (lifecycle.go).
 //
 // # Fork server
 //
 // A [Zygote] is one interpreter that has imported the harness and forks ready
 // harness processes on request; a Process started with Options.Zygote is forked
-// from it (its own process group, pipes, environment and limits, exactly as a
-// started one) and gets its exit status through it. Replica sets use one to
+// from it (through a supervisor: its own session, pipes, environment and
+// limits, exactly as a started one) and gets its exit status through it. Replica sets use one to
 // avoid an interpreter start per replica; when it cannot serve, the process is
 // started as its own interpreter.
 //
@@ -41,10 +48,20 @@
 //
 // # Cleanup
 //
-// Close and Kill signal the whole process group, then kill every process
-// whose environment carries the replica token (descendants that called
-// setsid), and wait for all of the package's goroutines. A descendant that
-// both leaves the group and clears its environment is not found.
+// Every harness has a supervisor that is a child subreaper (PR_SET_CHILD_SUBREAPER):
+// a warden, or one the fork server forks per replica. Every descendant of the
+// harness that loses its parent is re-parented to it, whatever it did to its
+// group, session or environment; when the harness has exited, the supervisor
+// kills everything below it and ends. Close and Kill signal the harness's
+// group, wait (bounded) for the supervisor to end, sweep once more (the group,
+// everything below the supervisor, every process whose environment carries the
+// replica token), and wait for all of the package's goroutines. No wait is
+// unbounded, and none waits for a pipe that a stray may hold. Harnesses,
+// supervisors and the fork server die with the kit, even killed with SIGKILL.
+//
+// A provider that stops the kit with SIGSTOP is found out: the wardens and the
+// fork server continue a kit stopped by a signal it did not give itself, and
+// every replica alive fails with [KindProtocol] (see docs/protocol.md).
 //
 // # Errors
 //

@@ -27,6 +27,7 @@ func fixtureDir(t *testing.T, parts ...string) string {
 
 // startLoaded starts the harness in project dir and loads target from dir/src.
 func startLoaded(t *testing.T, dir, target string, o Options) (*Process, *LoadInfo) {
+	skipShort(t)
 	t.Helper()
 	o.ProjectDir = dir
 	if o.Limits == (Limits{}) {
@@ -69,6 +70,7 @@ func turnArgs(dir string) map[string]any {
 }
 
 func TestHarnessByHand(t *testing.T) {
+	skipShort(t)
 	sdk, err := SDKDir()
 	if err != nil {
 		t.Fatal(err)
@@ -235,6 +237,7 @@ func (s *syncBuffer) String() string {
 // TestHarnessPythonVersions runs load, plan and a session call on every
 // CPython installed under pyenv (3.9 to 3.13); absent versions are skipped.
 func TestHarnessPythonVersions(t *testing.T) {
+	skipShort(t)
 	dir := fixtureDir(t, "good")
 	for _, v := range []string{"3.9.18", "3.10.13", "3.11.7", "3.12.1", "3.13.0"} {
 		t.Run(v, func(t *testing.T) {
@@ -283,6 +286,7 @@ func TestHarnessPythonVersions(t *testing.T) {
 }
 
 func TestHarnessLoadFailure(t *testing.T) {
+	skipShort(t)
 	dir := fixtureDir(t, "good")
 	ctx := context.Background()
 	p, err := Start(ctx, Options{ProjectDir: dir, Limits: testLimits()})

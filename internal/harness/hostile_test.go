@@ -3,12 +3,15 @@ package harness
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Each hostile provider must end in a clear error (or, for print and flood,
@@ -345,6 +348,80 @@ func TestHostileJoinGroup(t *testing.T) {
 			err = closeWithin(t, p, 20*time.Second)
 			asProcessError(t, err, KindHung, "did not exit within 1s after shutdown", "SIGKILL")
 			assertGone(t, pgid, token)
+		})
+	}
+}
+
+// TestHostileStopKit: a provider that stops the kit with SIGSTOP does not hang it: the supervisor (or the
+// fork server) finds the kit stopped, continues it, and every replica alive fails with a clear error.
+func TestHostileStopKit(t *testing.T) {
+	skipShort(t)
+	for via, opts := range launchers(t) {
+		t.Run(via, func(t *testing.T) {
+			o := opts(t)
+			o.Env = []string{"ASTRABOX_TEST_STOP_PID=" + strconv.Itoa(os.Getpid())}
+			p := startHostile(t, "stopkit", o)
+			pgid, token := p.PID(), p.ReplicaToken()
+			// Should the kit not be continued, this continues it after 20 s, and the test fails below.
+			rescue := exec.Command("sh", "-c", "sleep 20; kill -CONT "+strconv.Itoa(os.Getpid()))
+			if err := rescue.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = rescue.Process.Kill(); _ = rescue.Wait() }()
+			start := time.Now()
+			_, _ = call(t, p, "prepare_session", sessionArgs(t.TempDir()), 10*time.Second)
+			for i := 0; i < 250 && p.Alive(); i++ {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if waited := time.Since(start); waited > 15*time.Second {
+				t.Fatalf("the kit was continued only after %s: by the rescue, not by the watch", waited)
+			}
+			_, err := call(t, p, "plan", map[string]any{"config": map[string]any{}}, time.Second)
+			asProcessError(t, err, KindClosed, "died earlier", "stopped astrabox with a signal (SIGSTOP)")
+			p.Close()
+			assertGone(t, pgid, token)
+		})
+	}
+}
+
+// TestHarnessProcessLimit: a harness may create fewer processes than the kit (RLIMIT_NPROC, soft and hard,
+// below the kit's by a reserve), so that a provider that forks without end cannot take from the kit the
+// processes and threads it needs to end it.
+func TestHarnessProcessLimit(t *testing.T) {
+	skipShort(t)
+	var saved unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NPROC, &saved); err != nil {
+		t.Fatal(err)
+	}
+	lim := saved
+	if lim.Cur == unix.RLIM_INFINITY || lim.Cur > 1<<20 {
+		lim.Cur = 1 << 20
+	}
+	if err := unix.Setrlimit(unix.RLIMIT_NPROC, &lim); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Setrlimit(unix.RLIMIT_NPROC, &saved) })
+	want := procsCap()
+	if want == 0 || want >= lim.Cur {
+		t.Fatalf("cap %d for a limit of %d", want, lim.Cur)
+	}
+	for via, opts := range launchers(t) {
+		t.Run(via, func(t *testing.T) {
+			p := startHostile(t, "print", opts(t))
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(p.PID()) + "/limits")
+			if err != nil {
+				t.Fatal(err)
+			}
+			line := ""
+			for _, l := range strings.Split(string(b), "\n") {
+				if strings.HasPrefix(l, "Max processes") {
+					line = l
+				}
+			}
+			if f := strings.Fields(line); len(f) < 4 || f[2] != strconv.FormatUint(want, 10) || f[3] != f[2] {
+				t.Errorf("harness limits %q, want %d soft and hard", line, want)
+			}
+			p.Close()
 		})
 	}
 }

@@ -208,3 +208,53 @@ func TestNoTerminal(t *testing.T) {
 		t.Errorf("the canary reached the terminal:\n%s", all.String())
 	}
 }
+
+// TestKitJobControlStopIsKept: the user's Ctrl-Z (SIGTSTP) still suspends the kit: the wardens and the fork
+// server, which continue a kit that some process stopped, leave a job-control stop alone, and the kit takes
+// its name back when continued.
+func TestKitJobControlStopIsKept(t *testing.T) {
+	skipShort(t)
+	cmd := kitHelper(t, "linger")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	parseHelper(t, out)
+	pid := cmd.Process.Pid
+	state := func() (byte, string) {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			return 0, ""
+		}
+		s := string(b)
+		return s[strings.LastIndexByte(s, ')')+2], s[strings.IndexByte(s, '(')+1 : strings.LastIndexByte(s, ')')]
+	}
+	_, name := state()
+	if err := syscall.Kill(pid, syscall.SIGTSTP); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 250; i++ {
+		if st, _ := state(); st == 'T' {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond) // five rounds of every watcher
+	if st, comm := state(); st != 'T' || comm != "astrabox-tstp" {
+		t.Fatalf("after Ctrl-Z the kit is in state %c named %q: a watcher continued it", st, comm)
+	}
+	_ = syscall.Kill(pid, syscall.SIGCONT)
+	for i := 0; i < 250; i++ {
+		if st, comm := state(); st != 'T' && comm == name {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	st, comm := state()
+	t.Fatalf("continued, the kit is in state %c named %q (was %q)", st, comm, name)
+}

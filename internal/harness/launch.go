@@ -1,15 +1,16 @@
 package harness
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 	"syscall"
-	"time"
+
+	"github.com/astrabox-dev/astrabox/internal/warden"
+	"golang.org/x/sys/unix"
 )
 
 // launcher starts one harness process: the wardened exec of an interpreter, or a fork from a [Zygote].
@@ -23,6 +24,7 @@ type launchSpec struct {
 	python, script, dir string
 	env                 []string
 	pipes               *procPipes
+	zygoteEnv           []string // added to env by a fork server launch only
 }
 
 // exitState is how a harness ended: its wait status when its supervisor reaped it, or known=false (with why)
@@ -41,6 +43,9 @@ type launched struct {
 	exit            <-chan exitState
 	gone            <-chan struct{}
 	forked          bool // forked by a fork server
+	// stopped is closed when the supervisor (or the fork server) found the kit stopped by a signal it did not
+	// give itself, and continued it.
+	stopped <-chan struct{}
 	// supervisorStart is the supervisor's start time in clock ticks after boot (0 if unknown).
 	supervisorStart uint64
 }
@@ -63,11 +68,10 @@ func startOnSpawner(cmd *exec.Cmd) error {
 }
 
 // The spawner starts with the package (not with the first process), so that it is no goroutine that a
-// process start leaves behind.
+// process start leaves behind; so does the job-control guard, which lets the wardens and the fork server tell
+// the user's Ctrl-Z from a provider's SIGSTOP (see warden.GuardJobControl).
 func init() {
-	if os.Getenv(wardenVar) == "1" {
-		return
-	}
+	warden.GuardJobControl()
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread lives as long as the kit
 		for r := range spawnCh {
@@ -76,113 +80,54 @@ func init() {
 	}()
 }
 
-// wardenLauncher starts the harness under a warden (warden.go): this binary again, through /proc/self/exe.
+// wardenLauncher starts the harness under a warden (package warden): a supervisor that is a subreaper, so
+// that no descendant of the harness can leave its tree.
 type wardenLauncher struct{}
 
-// wardenAnswer bounds the wait for the warden to say it started the harness (a Go start and a fork).
-const wardenAnswer = 30 * time.Second
-
 func (wardenLauncher) launch(s launchSpec) (*launched, error) {
-	statusR, statusW, err := os.Pipe()
+	c, err := warden.Start(warden.Spec{
+		Path: s.python, Args: []string{s.python, "-B", s.script}, Dir: s.dir, Env: s.env,
+		Stdout: s.pipes.outW, Stderr: s.pipes.errW, ExtraFiles: []*os.File{s.pipes.reqR, s.pipes.respW},
+		MaxProcs: procsCap(),
+	})
 	if err != nil {
-		return nil, fmt.Errorf("create pipe: %w", err)
-	}
-	defer statusW.Close()
-	cmd := exec.Command("/proc/self/exe", s.python, "-B", s.script)
-	cmd.Args[0] = "astrabox-warden"
-	cmd.Dir = s.dir
-	cmd.Stdout, cmd.Stderr = s.pipes.outW, s.pipes.errW
-	cmd.ExtraFiles = []*os.File{s.pipes.reqR, s.pipes.respW, statusW}
-	cmd.Env = append(append([]string(nil), s.env...), wardenVar+"=1")
-	// No parent-death signal: the warden watches its status pipe instead, whose only reader is the kit, and
-	// kills the tree when the kit is gone (a signal would kill it before it could).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := startOnSpawner(cmd); err != nil {
-		statusR.Close()
 		return nil, startError(s.python, err)
 	}
-	statusW.Close()
-	l := &launched{supervisor: cmd.Process.Pid}
-	if info, ok := readStat(l.supervisor); ok {
-		l.supervisorStart = info.start
-	}
+	// The exit is passed on before the end of the warden, in the order the warden reports them.
 	exit, gone := make(chan exitState, 1), make(chan struct{})
-	l.exit, l.gone = exit, gone
-	first := make(chan wardenMsg, 1)
-	go readWarden(cmd, statusR, first, exit, gone)
-	t := time.NewTimer(wardenAnswer)
-	defer t.Stop()
-	select {
-	case m := <-first:
-		if m.Kind == wardenStarted && m.PID > 0 {
-			l.pid = m.PID
-			return l, nil
-		}
-		<-gone
-		if m.Kind == wardenError {
-			return nil, startError(s.python, wardenFailure{m})
-		}
-		return nil, fmt.Errorf("run %s: the warden ended before it started the harness", s.python)
-	case <-t.C:
-		_ = cmd.Process.Kill()
-		<-gone
-		return nil, fmt.Errorf("run %s: the warden did not start the harness within %s", s.python, wardenAnswer)
-	}
+	go func() {
+		e := <-c.Exit
+		exit <- exitState{status: e.Status, known: e.Known, why: e.Why}
+		<-c.Gone
+		close(gone)
+	}()
+	return &launched{pid: c.PID, supervisor: c.Warden, supervisorStart: c.WardenStart, exit: exit, gone: gone, stopped: c.Stopped}, nil
 }
 
-// wardenFailure is a start failure the warden reported.
-type wardenFailure struct{ m wardenMsg }
-
-func (w wardenFailure) Error() string { return w.m.Message }
-
-// Unwrap gives the errno behind the failure, so that a reached process limit is recognised.
-func (w wardenFailure) Unwrap() error {
-	if w.m.Errno != 0 {
-		return syscall.Errno(w.m.Errno)
+// procsCap is the RLIMIT_NPROC given to harnesses: the kit's own soft limit less a reserve, so that a
+// provider that forks without end leaves the kit room for the threads and processes it needs to end it (the
+// limit counts every process and thread of the user). 0 means no cap: no limit, or one below 256, too low
+// to spare a reserve (replicas and their threads need most of it: a conformance run needs about 40).
+func procsCap() uint64 {
+	var rl unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NPROC, &rl) != nil || rl.Cur == unix.RLIM_INFINITY || rl.Cur < 256 {
+		return 0
 	}
-	return nil
-}
-
-// readWarden reads the warden's status lines: the first (started or error) goes to first, the harness's exit
-// to exit; gone closes when the warden has exited and been reaped.
-func readWarden(cmd *exec.Cmd, r *os.File, first chan<- wardenMsg, exit chan<- exitState, gone chan<- struct{}) {
-	defer close(gone)
-	sc := bufio.NewScanner(r)
-	sentFirst, sentExit := false, false
-	for sc.Scan() {
-		var m wardenMsg
-		if json.Unmarshal(sc.Bytes(), &m) != nil {
-			continue
-		}
-		switch {
-		case !sentFirst:
-			first <- m
-			sentFirst = true
-		case m.Kind == wardenExit && !sentExit:
-			exit <- exitState{status: syscall.WaitStatus(m.Status), known: true}
-			sentExit = true
-		}
-	}
-	r.Close()
-	// The pipe ends when the warden exits (nothing else holds it): reap it.
-	err := cmd.Wait()
-	if !sentFirst {
-		first <- wardenMsg{Kind: wardenError, Message: fmt.Sprintf("the warden ended before it started the harness: %v", err)}
-	}
-	if !sentExit {
-		exit <- exitState{why: fmt.Errorf("its supervisor ended first (%v): exit status unknown", err)}
-	}
+	return rl.Cur - min(rl.Cur/8, 64)
 }
 
 // startError turns a failure to start a process into a clear message; a reached process limit (EAGAIN from
 // fork) says so and what to do.
 func startError(python string, err error) error {
 	if errors.Is(err, syscall.EAGAIN) {
+		if strings.HasPrefix(err.Error(), "run ") {
+			return fmt.Errorf("cannot create a process: the limit on processes for this user is reached "+
+				"(ulimit -u; a provider that forks without end reaches it too); end other processes or raise the limit: %w", err)
+		}
 		return fmt.Errorf("run %s: cannot create a process: the limit on processes for this user is reached "+
 			"(ulimit -u; a provider that forks without end reaches it too); end other processes or raise the limit: %w", python, err)
 	}
-	var w wardenFailure
-	if errors.As(err, &w) {
+	if strings.HasPrefix(err.Error(), "run ") {
 		return err
 	}
 	return fmt.Errorf("run %s: %w", python, err)

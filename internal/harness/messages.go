@@ -347,6 +347,10 @@ type Result struct {
 	// other
 	PythonType string `json:"python_type"`
 
+	// Problems are type anomalies the harness found while reading the value (a str where bytes belong, an
+	// environment value that is not a str, ...); the value's fields hold wire-safe placeholders for them.
+	Problems []string `json:"problems,omitempty"`
+
 	// TypeErrors lists the values of a wrong type in the returned object (RuntimeMaterials: a file whose
 	// content is a str, an int or None, a non-str environment value), for the checks to judge.
 	TypeErrors []TypeError `json:"type_errors,omitempty"`

@@ -250,6 +250,10 @@ func (p *Process) launch(sdk string) error {
 		dir:    p.o.ProjectDir,
 		env:    append(p.environ(), "ASTRABOX_PYCACHE="+pycacheDir(sdk)),
 	}
+	if n := procsCap(); n > 0 && p.o.Zygote != nil {
+		// The fork server's harness sets it itself (zygote.py); a warden sets it on the harness it starts.
+		spec.zygoteEnv = []string{fmt.Sprintf("ASTRABOX_LIMIT_NPROC=%d", n)}
+	}
 	launchers := []launcher{wardenLauncher{}}
 	if p.o.Zygote != nil {
 		launchers = []launcher{p.o.Zygote, wardenLauncher{}}
@@ -469,13 +473,20 @@ func (p *Process) awaitReply(ctx context.Context, id int64, method string, timeo
 	}
 }
 
-// deadErr returns a KindClosed error when the process cannot take calls.
+// deadErr returns a KindClosed error when the process cannot take calls. A process the kit is ending for a
+// reason of its own (not Close or Kill) is waited for, bounded, so that the error says why it died.
 func (p *Process) deadErr(method string) error {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.st.usable() {
+	usable, dying := p.st.usable(), !p.st.closing && p.st.fatal == nil
+	p.mu.Unlock()
+	if usable {
 		return nil
 	}
+	if dying {
+		p.awaitExited()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	pe := &ProcessError{Kind: KindClosed, Replica: p.o.Replica, Call: method, ExitCode: -1}
 	if f := p.st.fatal; f != nil && f.Kind != KindClosed {
 		prev := *f

@@ -33,6 +33,7 @@ func testLimits() Limits {
 
 // startFake starts the scripted fake harness.
 func startFake(t *testing.T, o Options) *Process {
+	skipShort(t)
 	t.Helper()
 	if o.Python == "" {
 		o.Python = fake(t, "fake-harness")
@@ -93,6 +94,7 @@ func call(t *testing.T, p *Process, method string, args any, timeout time.Durati
 }
 
 func TestStartFailures(t *testing.T) {
+	skipShort(t)
 	short := testLimits()
 	short.StartTimeout = 700 * time.Millisecond
 	tests := []struct {

@@ -97,9 +97,6 @@ func (t procTable) below(roots ...int) []int {
 	return out
 }
 
-// descendants returns the live descendants of root.
-func descendants(root int) []int { return readProcTable().below(root) }
-
 // treeRSS returns the resident bytes (proportional set sizes where the kernel gives them: see residentBytes)
 // of the harness pid, the members of its process group, all their
 // descendants and, when supervisor is not 0, everything below the supervisor (every descendant of the

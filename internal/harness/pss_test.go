@@ -39,7 +39,7 @@ func TestTreeMemoryCountsSharedPagesOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() {
-		for _, p := range descendants(cmd.Process.Pid) {
+		for _, p := range readProcTable().below(cmd.Process.Pid) {
 			_ = syscall.Kill(p, syscall.SIGKILL)
 		}
 		_ = cmd.Process.Kill()
@@ -52,7 +52,7 @@ func TestTreeMemoryCountsSharedPagesOnce(t *testing.T) {
 	if _, ok := readPss(cmd.Process.Pid); !ok {
 		t.Skip("this kernel has no /proc/PID/smaps_rollup: the resident size is all there is")
 	}
-	if n := len(descendants(cmd.Process.Pid)); n != 4 {
+	if n := len(readProcTable().below(cmd.Process.Pid)); n != 4 {
 		t.Fatalf("%d children, want 4", n)
 	}
 	got := treeRSS(cmd.Process.Pid, 0) >> 20

@@ -88,6 +88,7 @@ func TestExtractConcurrentAndRepair(t *testing.T) {
 // TestHarnessBytecodeCache: the harness caches its own bytecode under the kit's pycache directory (mirroring
 // the SDK's path) and writes none beside the provider's sources.
 func TestHarnessBytecodeCache(t *testing.T) {
+	skipShort(t)
 	project := t.TempDir()
 	if err := os.CopyFS(project, os.DirFS(fixtureDir(t, "good"))); err != nil {
 		t.Fatal(err)
@@ -117,6 +118,7 @@ func TestHarnessBytecodeCache(t *testing.T) {
 // TestProviderBytecodeCache: the provider's modules are compiled once into the kit's cache (hash-checked), and
 // an edit made at once, keeping the file's size, is seen by the next process: the cache can never be stale.
 func TestProviderBytecodeCache(t *testing.T) {
+	skipShort(t)
 	project := t.TempDir()
 	if err := os.CopyFS(project, os.DirFS(fixtureDir(t, "good"))); err != nil {
 		t.Fatal(err)

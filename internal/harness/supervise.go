@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/astrabox-dev/astrabox/internal/warden"
 )
 
 // Supervision: the waiter, the memory poller, the sweep of strays and the kill discipline. Every wait here
@@ -52,10 +54,17 @@ func (p *Process) waitLoop() {
 	p.logf("exited: %+v", e)
 	// Orphans left in the group die with the harness; the supervisor kills the rest below it and then ends.
 	killGroup(p.pid, syscall.SIGKILL)
-	if !waitAll(treeBound, p.proc.gone) {
+	ended := waitAll(treeBound, p.proc.gone)
+	if !ended {
 		p.logf("the supervisor %d did not end within %s; sweeping", p.proc.supervisor, treeBound)
 	}
 	clean := p.sweep()
+	if !ended { // a supervisor that does not end (a provider stopped it) is ended too
+		if s := p.supervisorAlive(); s > 0 {
+			_ = syscall.Kill(s, syscall.SIGKILL)
+		}
+		waitAll(treeBound, p.proc.gone)
+	}
 	// Let the reader deliver a last reply and the drains reach EOF.
 	waitAll(drainBound, p.readDone, p.errDone)
 	p.mu.Lock()
@@ -97,6 +106,9 @@ func (p *Process) pollMemory() {
 			return
 		case <-p.waitDone:
 			return
+		case <-p.proc.stopped:
+			p.abort(KindProtocol, errStoppedKit)
+			return
 		case <-t.C:
 		}
 		var rss uint64
@@ -111,6 +123,11 @@ func (p *Process) pollMemory() {
 		}
 	}
 }
+
+// errStoppedKit is the error of every replica alive when the kit was found stopped by a signal it did not
+// give itself (a provider's SIGSTOP: the kit is the parent of the fork server and of the wardens).
+var errStoppedKit = errors.New("a process stopped astrabox with a signal (SIGSTOP); astrabox continued itself " +
+	"and ends every replica alive at the time: a provider must not signal the processes of the platform")
 
 // supervisorAlive returns the supervisor's pid while it is the process started with the harness, else 0.
 func (p *Process) supervisorAlive() int {
@@ -132,7 +149,7 @@ func (p *Process) sweep() bool {
 	for end := time.Now().Add(goneBound); ; {
 		pids := strays(p.pid, p.token, p.startTicks)
 		if s := p.supervisorAlive(); s > 0 {
-			pids = append(pids, descendants(s)...)
+			pids = append(pids, warden.Below(s)...)
 		}
 		if len(pids) == 0 {
 			return true

@@ -34,7 +34,8 @@ type Zygote struct {
 	dead    bool
 	stderr  bytes.Buffer
 
-	done chan struct{} // the reader stopped: the zygote is gone
+	done  chan struct{} // the reader stopped: the zygote is gone
+	stops stopBroadcast // the fork server found the kit stopped by a signal and continued it
 }
 
 type zygoteMsg struct {
@@ -156,6 +157,10 @@ func (z *Zygote) read() {
 			z.deliver(m.PID, exitState{status: syscall.WaitStatus(m.Status), known: true})
 			continue
 		}
+		if m.Kind == "kit-stopped" {
+			z.stops.notify()
+			continue
+		}
 		if m.Kind == "spawned" && m.PID > 0 && m.Supervisor > 0 {
 			m.exit, m.gone = make(chan exitState, 1), make(chan exitState, 1)
 			z.mu.Lock()
@@ -212,7 +217,7 @@ func alive(pid int) bool {
 // s.pipes.
 func (z *Zygote) launch(s launchSpec) (*launched, error) {
 	envMap := map[string]string{}
-	for _, kv := range s.env {
+	for _, kv := range append(append([]string(nil), s.env...), s.zygoteEnv...) {
 		if i := strings.IndexByte(kv, '='); i > 0 {
 			envMap[kv[:i]] = kv[i+1:]
 		}
@@ -252,7 +257,7 @@ func (z *Zygote) launch(s launchSpec) (*launched, error) {
 	}
 	gone := make(chan struct{})
 	go func() { <-m.gone; close(gone) }()
-	l := &launched{pid: m.PID, supervisor: m.Supervisor, exit: m.exit, gone: gone, forked: true}
+	l := &launched{pid: m.PID, supervisor: m.Supervisor, exit: m.exit, gone: gone, forked: true, stopped: z.stops.subscribe()}
 	if info, ok := readStat(m.Supervisor); ok {
 		l.supervisorStart = info.start
 	}
@@ -292,4 +297,28 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 		}
 	}
 	return len(p), nil
+}
+
+// stopBroadcast tells every subscriber, once, that the kit was found stopped.
+type stopBroadcast struct {
+	mu   sync.Mutex
+	subs []chan struct{}
+}
+
+func (b *stopBroadcast) subscribe() <-chan struct{} {
+	ch := make(chan struct{})
+	b.mu.Lock()
+	b.subs = append(b.subs, ch)
+	b.mu.Unlock()
+	return ch
+}
+
+func (b *stopBroadcast) notify() {
+	b.mu.Lock()
+	subs := b.subs
+	b.subs = nil
+	b.mu.Unlock()
+	for _, ch := range subs {
+		close(ch)
+	}
 }

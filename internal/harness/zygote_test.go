@@ -9,6 +9,7 @@ import (
 )
 
 func startZygote(t *testing.T) *Zygote {
+	skipShort(t)
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -133,4 +134,35 @@ func TestZygoteSilentServerIsStopped(t *testing.T) {
 		t.Fatalf("plan: %v %+v", err, r)
 	}
 	p.Close()
+}
+
+// TestZygoteSupervisorKilled: when provider code kills its replica's supervisor, the harness dies with it
+// (parent-death signal) and what it left is re-parented to the fork server, itself a subreaper, which kills
+// it: even a descendant that escaped with setsid and an empty environment.
+func TestZygoteSupervisorKilled(t *testing.T) {
+	skipShort(t)
+	marker := newMarker()
+	p := startHostile(t, "escape", Options{Zygote: startZygote(t), Env: []string{"ASTRABOX_TEST_MARKER=" + marker}})
+	pgid, token := p.PID(), p.ReplicaToken()
+	if r, err := call(t, p, "prepare_session", sessionArgs(t.TempDir()), 10*time.Second); err != nil || !r.OK {
+		t.Fatalf("session: %v %+v", err, r)
+	}
+	escaped := waitForComm(t, marker)
+	if err := syscall.Kill(p.proc.supervisor, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 250 && p.Alive(); i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if p.Alive() {
+		t.Fatal("the harness outlived its supervisor")
+	}
+	for i := 0; i < 250 && len(pidsWithComm(marker)) > 0; i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if left := pidsWithComm(marker); len(left) > 0 {
+		t.Fatalf("escaped processes %v (of %v) outlived the killed supervisor", left, escaped)
+	}
+	p.Close()
+	assertGone(t, pgid, token)
 }

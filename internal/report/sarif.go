@@ -430,10 +430,8 @@ func (s SARIF) declarationPath(root string, p Provider) (string, int) {
 			name = "pyproject.toml"
 		}
 	}
-	if p.Project != "" {
-		if rel, ok := relPath(root, filepath.Join(p.Project, filepath.FromSlash(name))); ok {
-			return rel, line
-		}
+	if rel, ok := rootRel(root, p.Project, name); ok {
+		return rel, line
 	}
 	if rel, ok := relPath(root, name); ok {
 		return rel, line

@@ -100,10 +100,11 @@ func TestSARIFNewStatusKinds(t *testing.T) {
 
 func TestSARIFFallbackNamesTheDeclaringFile(t *testing.T) {
 	for source, want := range map[string]string{
-		"setup.cfg:12 [options.entry_points]":        "setup.cfg:12",
-		"pyproject.toml:7 [project.entry-points]":    "pyproject.toml:7",
-		"setup.cfg [options.entry_points]":           "setup.cfg:1",
-		"installed distribution acme 1.0 at /x/site": "setup.py:1", // Manifest set below
+		"setup.cfg:12 [options.entry_points]":                                                 "setup.cfg:12",
+		"pyproject.toml:7 [project.entry-points]":                                             "pyproject.toml:7",
+		"setup.cfg [options.entry_points]":                                                    "setup.cfg:1",
+		"/home/dev/acme/setup.cfg:9 [options.entry_points]; also installed distribution acme": "setup.cfg:9",
+		"installed distribution acme 1.0 at /x/site":                                          "setup.py:1", // Manifest set below
 	} {
 		r := sample()
 		r.Provider.Source = source

@@ -59,7 +59,7 @@ func (st *Step) checkDurations() error {
 	if err := checkSet("seconds", st.Seconds); err != nil {
 		return err
 	}
-	if err := checkSet("live_for", st.LiveFor); err != nil {
+	if err := checkSet("live_for", st.LiveFor.Seconds); err != nil {
 		return err
 	}
 	if st.Fault != nil {

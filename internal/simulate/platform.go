@@ -145,6 +145,8 @@ type platform struct {
 	nextSB  int
 	current map[string]*CallRecord // replica -> call in flight
 	callSeq map[string]int         // replica -> calls made in this run
+	// fills is what the provider answered that the scenario's fills draw on.
+	fills fillState
 	// callTags maps "replica|pid:harness call id" (the X-Astrabox-Call header the harness adds to the
 	// provider's requests to the double) to the call's key.
 	callTags map[string]string
@@ -167,6 +169,7 @@ func Run(ctx context.Context, sc *Scenario, o Options) (*History, error) {
 	if o.Epoch.IsZero() {
 		o.Epoch = DefaultEpoch
 	}
+	sc = sc.Clone() // filled in while it plays; the history records the filled copy
 	p := &platform{
 		ctx: ctx, sc: sc, o: o,
 		clock:     NewClock(o.Epoch),
@@ -178,7 +181,7 @@ func Run(ctx context.Context, sc *Scenario, o Options) (*History, error) {
 		current:   map[string]*CallRecord{},
 		callSeq:   map[string]int{},
 		callTags:  map[string]string{},
-		hist:      &History{Scenario: sc.Name, Seed: sc.Seed, Replicas: sc.Replicas, Engine: sc.Engine, Secrets: append([]Secret(nil), o.Secrets...)},
+		hist:      &History{Scenario: sc.Name, Seed: sc.Seed, Replicas: sc.Replicas, Engine: sc.Engine, Secrets: append([]Secret(nil), o.Secrets...), Played: sc},
 	}
 	p.hosts = o.Hosts
 	if p.hosts == nil {
@@ -201,6 +204,7 @@ func Run(ctx context.Context, sc *Scenario, o Options) (*History, error) {
 		p.replicas = append(p.replicas, &replica{name: fmt.Sprintf("r%d", i+1)})
 	}
 	defer p.close()
+	p.hist.Principals = startingConsent(sc)
 	for name, pr := range sc.Principals {
 		url := ""
 		if pr.Consent == "pending" {
@@ -222,17 +226,7 @@ func Run(ctx context.Context, sc *Scenario, o Options) (*History, error) {
 	for _, a := range sc.Agents {
 		p.agents[a.ID] = &agentState{spec: a, version: a.Version, prepID: p.newID("prep"), config: p.agentConfig(a.ID, a.Version)}
 	}
-	for i := range sc.Steps {
-		if err := ctx.Err(); err != nil {
-			p.hist.Aborted = "interrupted: " + err.Error()
-			break
-		}
-		p.step = i + 1
-		p.stepOp = sc.Steps[i].Op
-		p.runStep(&sc.Steps[i])
-	}
-	p.step = len(sc.Steps) + 1
-	p.stepOp = "end"
+	p.playSteps()
 	p.finish()
 	return p.hist, nil
 }
@@ -382,7 +376,7 @@ func (p *platform) finish() {
 	p.waitRequestsDone(2 * time.Second)
 	methods := map[string]string{} // call key -> callback method
 	for _, c := range p.hist.Calls() {
-		methods[c.Key] = c.Method
+		methods[c.Key] = string(c.Method)
 	}
 	for _, rq := range p.dbl.Requests() {
 		hr := Request{Seq: rq.Seq, Replica: rq.Replica, Service: rq.Service, Host: rq.Host, Method: rq.Method, Path: rq.Path, Operation: rq.Operation,

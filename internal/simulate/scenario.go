@@ -86,7 +86,7 @@ type Step struct {
 	Action    string  `yaml:"action,omitempty" json:"action,omitempty"`
 	Boxes     int     `yaml:"boxes,omitempty" json:"boxes,omitempty"`
 	Seconds   float64 `yaml:"seconds,omitempty" json:"seconds,omitempty"`
-	LiveFor   float64 `yaml:"live_for,omitempty" json:"live_for,omitempty"`
+	LiveFor   LiveFor `yaml:"live_for,omitempty" json:"live_for,omitzero"`
 	Images    int     `yaml:"images,omitempty" json:"images,omitempty"`
 	Scope     string  `yaml:"scope,omitempty" json:"scope,omitempty"`
 	// Consent is the new consent state of a set_consent step.
@@ -128,6 +128,10 @@ type DoubleFault struct {
 	Times  int     `yaml:"times,omitempty" json:"times,omitempty"`
 	// Label names a held request so that a later release step can release it.
 	Label string `yaml:"label,omitempty" json:"label,omitempty"`
+	// Write, when set, makes the fault act on the step's Nth write (PUT, POST or DELETE) only, of any path
+	// unless Method and Path narrow it, and on Times writes from there (default 1); FillEach repeats the step
+	// once per write position.
+	Write Position `yaml:"write,omitempty" json:"write,omitzero"`
 }
 
 // The steps a scenario may use.
@@ -522,6 +526,9 @@ func (s *Scenario) Validate() error {
 				return errAt(line, "step %d (%s): fault kind %q; use timeout, cancel, host_loss or supersede", i+1, st.Op, st.Fault.Kind)
 			}
 		}
+		if msg := st.validateFills(); msg != "" {
+			return errAt(line, "step %d (%s): %s", i+1, st.Op, msg)
+		}
 		for _, d := range st.Double {
 			switch d.Kind {
 			case "delay", "hold", "unavailable", "drop":
@@ -609,4 +616,37 @@ func (s *Scenario) YAML() ([]byte, error) {
 		return nil, fmt.Errorf("encode scenario: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// Clone returns a deep copy of the scenario: steps, faults, principals, Agents, deadlines and configuration.
+func (s *Scenario) Clone() *Scenario {
+	c := *s
+	if s.Backend != nil {
+		b := *s.Backend
+		c.Backend = &b
+	}
+	if s.Deadlines != nil {
+		d := *s.Deadlines
+		c.Deadlines = &d
+	}
+	if s.Config != nil {
+		c.Config = deepCopy(s.Config).(map[string]any)
+	}
+	if s.Principals != nil {
+		c.Principals = make(map[string]Principal, len(s.Principals))
+		for k, v := range s.Principals {
+			c.Principals[k] = v
+		}
+	}
+	c.Agents = append([]AgentSpec(nil), s.Agents...)
+	c.Steps = make([]Step, len(s.Steps))
+	for i, st := range s.Steps {
+		if st.Fault != nil {
+			f := *st.Fault
+			st.Fault = &f
+		}
+		st.Double = append([]DoubleFault(nil), st.Double...)
+		c.Steps[i] = st
+	}
+	return &c
 }

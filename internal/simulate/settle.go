@@ -42,7 +42,7 @@ func (p *platform) settleAfter(r *replica, rec *CallRecord, id int64) {
 	if r.proc == nil || !r.proc.Alive() || rec.Observations.Leftovers.Empty() {
 		return
 	}
-	w := pendingWork{id: id, key: rec.Key, method: rec.Method}
+	w := pendingWork{id: id, key: rec.Key, method: string(rec.Method)}
 	if !p.settle(r, []pendingWork{w}, p.o.Settle) {
 		r.unsettled = append(r.unsettled, w)
 	}

@@ -11,7 +11,7 @@ import (
 
 // runStep plays one scenario step.
 func (p *platform) runStep(st *Step) {
-	p.event(&Event{Kind: EventStep, Replica: st.Replica, Message: stepSummary(st)})
+	p.event(&Event{Kind: EventStep, Replica: st.Replica, Message: stepSummary(st), Faults: st.faultKinds()})
 	var faults []double.FaultID
 	for _, df := range st.Double {
 		faults = append(faults, p.dbl.AddFault(toDoubleFault(df, st.Replica)))
@@ -59,7 +59,8 @@ func (p *platform) runStep(st *Step) {
 			url = "https://identity.example/consent/" + st.Principal
 		}
 		p.dbl.SetConsent(st.Principal, st.Consent, url)
-		p.event(&Event{Kind: EventPlatform, Message: "consent of " + st.Principal + " is now " + st.Consent + " at the identity service"})
+		p.event(&Event{Kind: EventPlatform, Message: "consent of " + st.Principal + " is now " + st.Consent + " at the identity service",
+			Consent: &ConsentState{Principal: st.Principal, Consent: st.Consent}})
 	case OpRefreshInputs:
 		p.event(&Event{Kind: EventPlatform, Message: "inputs of session " + st.Session + " refreshed (no provider callback: SYNC-WHEN)"})
 	}
@@ -90,6 +91,12 @@ func stepSummary(st *Step) string {
 
 func toDoubleFault(df DoubleFault, replica string) double.Fault {
 	f := double.Fault{Method: df.Method, PathPrefix: df.Path, Times: df.Times}
+	if df.Write.N > 0 {
+		f.WritesOnly, f.Skip = true, df.Write.N-1
+		if f.Times == 0 {
+			f.Times = 1
+		}
+	}
 	switch df.Kind {
 	case "delay":
 		f.Kind = double.Delay

@@ -69,7 +69,8 @@ func (p *platform) turn(st *Step) {
 		p.event(&Event{Kind: EventEngine, Replica: r.name, Message: fmt.Sprintf("attempt %s resumed after reconnect; the engine already has its input", attempt)})
 	}
 	// Keep the write live for live_for host seconds, refreshing validity before it lapses.
-	live := time.Duration(st.LiveFor * float64(time.Second))
+	p.fillLiveFor(st)
+	live := time.Duration(st.LiveFor.Seconds * float64(time.Second))
 	if validity <= 0 || live <= 0 {
 		p.clock.Advance(live)
 		p.event(&Event{Kind: EventPlatform, Replica: r.name, Message: "write complete; guard released"})
@@ -146,6 +147,7 @@ func (p *platform) turnOutcome(r *replica, rec *CallRecord, s *session, st *Step
 		p.refuse(r.name, CodeTurnPreparationFailed, "turn_validity_seconds %s", err)
 		return 0, false
 	}
+	p.sawValidity(v)
 	if !p.deliver(r, rec, s, res.Files) {
 		return 0, false
 	}
@@ -230,6 +232,7 @@ func (p *platform) stateOutcome(r *replica, rec *CallRecord) (*uaState, bool) {
 }
 
 func (p *platform) applyState(r *replica, s *session, st *uaState, verb string) {
+	p.sawState(s.id, st.Actions)
 	status, _ := st.UserAction["status"].(string)
 	s.blocked = !st.Ready && (status == "pending" || status == "unknown" || status == "")
 	p.event(&Event{Kind: EventOutcome, Replica: r.name, Message: fmt.Sprintf("%s user-action: ready=%v status=%s actions=%v; console sending blocked=%v", verb, st.Ready, status, st.Actions, s.blocked),

@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -75,7 +74,7 @@ type Probe struct {
 	// TimedOut is set when the run was killed at the timeout.
 	TimedOut bool `json:"timed_out,omitempty"`
 	// LeftRunning is set when something the wrapper started was still running after it exited (it was
-	// killed with the process group).
+	// killed, wherever it had gone: the wrapper runs under a warden that no descendant can leave).
 	LeftRunning bool `json:"left_running,omitempty"`
 	// RealCLICalls holds the arguments of each call the stub of the real CLI received, in order.
 	RealCLICalls [][]string `json:"real_cli_calls"`
@@ -227,37 +226,23 @@ func runProbe(ctx context.Context, wrapper string, args []string, expect Expecta
 		return nil, fmt.Errorf("write the stub CLI: %w", err)
 	}
 
-	runCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	cmd := exec.CommandContext(runCtx, wrapper, args...)
-	cmd.Dir = work
-	cmd.Env = []string{
+	env := []string{
 		"PATH=" + bin + string(os.PathListSeparator) + SystemPath,
 		"HOME=" + home,
 		"LANG=C.UTF-8",
 		RealCLIEnv + "=" + stub,
 	}
 	stdout, stderr := &boundedBuffer{limit: outputLimit}, &boundedBuffer{limit: outputLimit}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	setGroup(cmd)
-	cmd.Cancel = func() error {
-		killGroup(cmd.Process.Pid)
-		return nil
+	r, err := run(ctx, wrapper, args, work, env, stdout, stderr, timeout)
+	if err != nil {
+		return nil, err
 	}
-	cmd.WaitDelay = waitDelay
-	if err := cmd.Start(); err != nil {
-		return nil, &UnusableError{Path: wrapper, Reason: "cannot be started: " + err.Error() + " (does it start with a #! line?)", Err: err}
-	}
-	_ = cmd.Wait() // the exit status is read from ProcessState below
-	leftRunning := groupAlive(cmd.Process.Pid)
-	killGroup(cmd.Process.Pid) // whatever it left behind
-
 	p := &Probe{
 		Args:            args,
 		Expect:          expect,
-		ExitCode:        cmd.ProcessState.ExitCode(),
-		TimedOut:        errors.Is(runCtx.Err(), context.DeadlineExceeded),
-		LeftRunning:     leftRunning,
+		ExitCode:        r.exitCode,
+		TimedOut:        r.timedOut,
+		LeftRunning:     r.leftRunning,
 		Stdout:          stdout.String(),
 		Stderr:          stderr.String(),
 		StdoutTruncated: stdout.truncated,
@@ -278,7 +263,7 @@ func runProbe(ctx context.Context, wrapper string, args []string, expect Expecta
 func decide(p *Probe, version string, timeout time.Duration) {
 	var problems []string
 	if p.TimedOut {
-		problems = append(problems, fmt.Sprintf("did not finish within %s (killed with its process group)", timeout))
+		problems = append(problems, fmt.Sprintf("did not finish within %s (killed with everything it started)", timeout))
 	}
 	want := quoteArgs(p.Args)
 	switch p.Expect {

@@ -3,9 +3,11 @@ package wrapper
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -259,4 +261,41 @@ func TestEachCallIsRecorded(t *testing.T) {
 	if p.Passed || !strings.Contains(p.Summary, "the real CLI saw [--version] instead of [-v]") {
 		t.Errorf("-v probe: %+v", p)
 	}
+}
+
+// TestSetsidDescendantsAreKilled: what a wrapper starts is gone after the check, even when it left the
+// wrapper's session with setsid behind a double fork (the old process-group kill missed it).
+func TestSetsidDescendantsAreKilled(t *testing.T) {
+	marker := fmt.Sprintf("astrabox-wrapper-test-%d-%d", os.Getpid(), time.Now().UnixNano())
+	text := "#!/bin/sh\n(setsid sh -c 'sleep 600; : " + marker + "' &) \n[ \"$1\" = -p ] && exit 1\nexec claude \"$@\"\n"
+	res := check(t, script(t, "setsid.sh", text), 0)
+	if !res.Passed {
+		t.Fatalf("want a pass: %+v", res)
+	}
+	for _, p := range res.Probes {
+		if !p.LeftRunning {
+			t.Errorf("%s: the escaped child was not noticed", p.Command())
+		}
+	}
+	if left := withCmdline(marker); len(left) > 0 {
+		t.Fatalf("left running after the check: %v", left)
+	}
+}
+
+// withCmdline lists the live processes whose command line contains s.
+func withCmdline(s string) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		st, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err == nil && strings.Contains(string(b), s) && !strings.Contains(string(st), ") Z ") {
+			out = append(out, pid)
+		}
+	}
+	return out
 }

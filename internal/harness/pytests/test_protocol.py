@@ -358,9 +358,18 @@ class CallTest(unittest.TestCase):
         self.assertIn("truncated", e["message"])
         e = self.plan("recursion")["error"]
         self.assertEqual(e["type"], "RecursionError")
-        e = self.plan("system-exit")["error"]
-        self.assertEqual(e["type"], "SystemExit")
         self.assertTrue(self.plan("default")["ok"])  # still serving
+
+    def test_system_exit_ends_the_process_after_its_reply(self):
+        # On the platform's asyncio host SystemExit from a callback ends the process: the harness replies,
+        # then exits with the exception's code (simulate/hosts_test.go covers KeyboardInterrupt as a SIGINT death).
+        with Harness() as h:
+            h.hello()
+            self.assertTrue(h.load("fixprov.good:Good")["ok"])
+            e = h.call("plan", {"config": {"mode": "system-exit"}})["error"]
+            self.assertEqual(e["type"], "SystemExit")
+            h.proc.wait(timeout=30)
+            self.assertIsNotNone(h.proc.returncode)
 
     def test_cancel_a_sleeping_coroutine(self):
         def cancel_when_sleeping(call_id):

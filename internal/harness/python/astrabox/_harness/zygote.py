@@ -6,16 +6,24 @@ a hundred milliseconds of CPU); a fork of this process costs a few. Go talks to 
 
 - Go sends ``{"kind": "spawn", "env": {...}, "dir": "..."}`` with four descriptors attached (``SCM_RIGHTS``):
   the request pipe's read end, the reply pipe's write end, and the write ends of the stdout and stderr pipes.
-- The server forks. The child becomes its own process group, puts the four descriptors at 3, 4, 1 and 2
-  (``/dev/null`` at 0), closes everything else, takes ``env`` as its whole environment and ``dir`` as its
-  working directory, and runs the harness exactly as a freshly started one would (``runner.main``): the hello,
-  the limits, the observer and the provider load all happen in the child.
-- The server answers ``{"kind": "spawned", "pid": N}`` (or ``{"kind": "error", "message": ...}``) and later
-  ``{"kind": "exit", "pid": N, "status": S}`` with the raw wait status when a child ends: only the parent can
-  reap a child, and Go needs the status to say how a replica died.
+- The server forks a *supervisor* (``_supervise``): a child subreaper in a session of its own, which forks the
+  harness. The harness leads its own session (no controlling terminal), dies with its supervisor, puts the
+  four descriptors at 3, 4, 1 and 2 (``/dev/null`` at 0), closes everything else, takes ``env`` as its whole
+  environment and ``dir`` as its working directory, and runs the harness exactly as a freshly started one
+  would (``runner.main``): the hello, the limits, the observer and the provider load all happen in it.
+- The supervisor answers ``{"kind": "spawned", "pid": H, "supervisor": S}`` (or ``{"kind": "error",
+  "message": ...}``) and later ``{"kind": "exit", "pid": H, "status": W}`` with the raw wait status when the
+  harness ends: only the parent can reap a child, and Go needs the status to say how a replica died. Then it
+  kills everything left below it (every descendant of the harness, wherever it went: they are re-parented to
+  the supervisor) and exits; the server reports ``{"kind": "exit", "pid": S, ...}``, after which nothing of
+  the replica is left.
 
 The server never imports a provider, never starts a thread and installs no hook, so a fork copies nothing but
-the interpreter and the harness's modules. End of input (Go went away) ends the server.
+the interpreter and the harness's modules. End of input (Go went away) ends the server; it also dies with the
+kit (Go gives it a parent-death signal) and takes every supervisor along (theirs is tied to the server).
+
+Ten times a second the server looks at the kit: a kit stopped by a signal it did not give itself (a provider's
+``SIGSTOP``; see ``stopped_by_someone_else``) is continued and Go is told ``{"kind": "kit-stopped"}``.
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ import select
 import signal
 import socket
 import sys
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Set
 
 MAX_MESSAGE = 1 << 20
 
@@ -39,17 +47,59 @@ def _send(sock: socket.socket, msg: Dict[str, Any]) -> None:
         os._exit(0)  # Go is gone: children are Go's to kill, nothing to report to
 
 
+#: The pids of the supervisors the server forked and has not reaped yet: its only legitimate children.
+SUPERVISORS: Set[int] = set()
+
+
 def _reap(sock: socket.socket) -> None:
+    """Reap every child that ended and report it. A supervisor that did not end cleanly (it was killed) left
+    the descendants of its harness to the server, a subreaper: kill them."""
+    strays = False
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return
+            break
         except InterruptedError:
             continue
         if pid == 0:
-            return
+            break
+        if pid in SUPERVISORS:
+            SUPERVISORS.discard(pid)
+            strays = strays or not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0)
         _send(sock, {"kind": "exit", "pid": pid, "status": status})
+    if strays:
+        _kill_strays(sock)
+
+
+def _kill_strays(sock: socket.socket) -> None:
+    """Kill every child of the server that is not a supervisor, and everything below it, until none is left
+    (bounded: a stray cannot be re-parented here faster than it is killed for long)."""
+    import time
+
+    me = os.getpid()
+    for _ in range(500):
+        children = _children_of().get(me, [])
+        strays = [pid for pid in children if pid not in SUPERVISORS]
+        if not strays:
+            return
+        for pid in strays:
+            _kill_below(pid)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except (ChildProcessError, InterruptedError):
+                break
+            if pid == 0:
+                break
+            if pid in SUPERVISORS:
+                SUPERVISORS.discard(pid)
+                _send(sock, {"kind": "exit", "pid": pid, "status": status})
+        time.sleep(0.002)
 
 
 TOKEN_VAR = "ASTRABOX_REPLICA_TOKEN"
@@ -120,13 +170,13 @@ def _die_with(parent: int, sig: int) -> None:
         os.kill(os.getpid(), sig)
 
 
-def _below(root: int) -> List[int]:
-    """Every live descendant of ``root``, from the parent links in /proc."""
+def _children_of() -> Dict[int, List[int]]:
+    """The live children of every process, from the parent links in /proc."""
     children: Dict[int, List[int]] = {}
     try:
         names = os.listdir("/proc")
     except OSError:
-        return []
+        return children
     for name in names:
         if not name.isdigit():
             continue
@@ -137,6 +187,12 @@ def _below(root: int) -> List[int]:
             continue
         if fields and fields[0] != b"Z":
             children.setdefault(int(fields[1]), []).append(int(name))
+    return children
+
+
+def _below(root: int) -> List[int]:
+    """Every live descendant of ``root``."""
+    children = _children_of()
     out: List[int] = []
     stack = [root]
     while stack:
@@ -217,6 +273,19 @@ def _supervise(runner: Any, sock: socket.socket, wake: List[int], fds: List[int]
     os._exit(0)
 
 
+def _limit_procs(value: str) -> None:
+    """Set RLIMIT_NPROC (soft and hard) to ``value``, the kit's limit less a reserve, so that a provider that
+    forks without end leaves the kit room to end it. Nothing when empty or not applicable."""
+    try:
+        import resource
+
+        n = int(value)
+        if n > 0:
+            resource.setrlimit(resource.RLIMIT_NPROC, (n, n))
+    except (ValueError, OSError, ImportError, AttributeError):
+        pass
+
+
 def _child(runner: Any, sock: socket.socket, fds: List[int], env: Dict[str, str], cwd: str, parent: int) -> None:
     """In the supervisor's child: become a harness process like one Go started itself. Never returns."""
     try:
@@ -236,6 +305,7 @@ def _child(runner: Any, sock: socket.socket, fds: List[int], env: Dict[str, str]
             os.dup2(src, dst, inheritable=dst <= 2)
         os.closerange(5, 65536)
         os.chdir(cwd)
+        _limit_procs(env.pop("ASTRABOX_LIMIT_NPROC", ""))
         os.environ.clear()
         os.environ.update(env)
         stamp_token(env.get(TOKEN_VAR, ""))
@@ -274,6 +344,34 @@ def preload() -> None:
             pass
 
 
+#: The name (``/proc/<pid>/comm``) the kit gives itself while it stops for job control (warden.StopName).
+STOP_NAME = b"astrabox-tstp"
+
+
+def stopped_by_someone_else(pid: int) -> bool:
+    """Whether ``pid`` is stopped by a signal (state T, not a debugger's trace stop) without the kit's
+    job-control name: a SIGSTOP some other process sent, most likely a provider's."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return False
+    start, end = data.find(b"("), data.rfind(b")")
+    if start < 0 or end < start or end + 2 >= len(data):
+        return False
+    return data[end + 2 : end + 3] == b"T" and data[start + 1 : end] != STOP_NAME
+
+
+def _watch_kit(sock: socket.socket, kit: int) -> None:
+    """Continue the kit when a process stopped it, and say so (Go fails the run's replicas)."""
+    if stopped_by_someone_else(kit):
+        try:
+            os.kill(kit, signal.SIGCONT)
+        except OSError:
+            return
+        _send(sock, {"kind": "kit-stopped"})
+
+
 def serve(runner: Any) -> None:
     """Serve spawn requests on descriptor 3 until end of input."""
     preload()
@@ -284,13 +382,16 @@ def serve(runner: Any) -> None:
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
-    me = os.getpid()
+    me, kit = os.getpid(), os.getppid()
+    # Descendants of a harness whose supervisor was killed come here, and are killed (_reap).
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
     _send(sock, {"kind": "ready", "pid": me})
     while True:
         try:
-            ready, _, _ = select.select([sock, wake_r], [], [])
+            ready, _, _ = select.select([sock, wake_r], [], [], 0.1)
         except InterruptedError:
             ready = []
+        _watch_kit(sock, kit)
         if wake_r in ready:
             try:
                 while os.read(wake_r, 512):
@@ -328,6 +429,7 @@ def serve(runner: Any) -> None:
             continue
         if pid == 0:
             _supervise(runner, sock, [wake_r, wake_w], fds, env, cwd, me)
+        SUPERVISORS.add(pid)
         for fd in fds:
             os.close(fd)
         # The supervisor answers the request itself ("spawned", with the harness's pid) once it has forked it.

@@ -2,7 +2,7 @@
 execs a new interpreter with an empty environment (no replica token), in a session of its own.
 
 The escaped process names itself (``/proc/self/comm``) with the marker in ASTRABOX_TEST_MARKER so that the
-test can find it.
+test can find it, and its pid is appended to the file named by ASTRABOX_TEST_RECORD when that is set.
 """
 
 import os
@@ -18,7 +18,8 @@ class Provider(RuntimePreparationProvider):
     name = "hostile-escape"
 
     async def prepare_session(self, *, context):
-        marker = os.environ["ASTRABOX_TEST_MARKER"]
+        marker = os.environ.get("ASTRABOX_TEST_MARKER", "abx-escapee")
+        record = os.environ.get("ASTRABOX_TEST_RECORD")
         r, w = os.pipe()
         if os.fork() == 0:
             os.setsid()
@@ -30,5 +31,8 @@ class Provider(RuntimePreparationProvider):
         os.close(w)
         with os.fdopen(r) as fh:
             pid = fh.read().strip()
+        if record:
+            with open(record, "a") as fh:
+                fh.write(pid + "\n")
         print("escaped", pid)
         return RuntimeMaterials()

@@ -1,0 +1,1 @@
+"""Contoso runtime preparation for astrabox."""
