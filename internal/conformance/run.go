@@ -427,7 +427,7 @@ func NewEnv(t *Target, info *harness.LoadInfo, seed int64) (*Env, error) {
 	if t.Settings.Config != nil {
 		mergeConfig(cfg, deepCopyMap(t.Settings.Config))
 	}
-	planted, err := plantCanaries(cfg, t.Settings.SecretFields, seed)
+	planted, err := plantCanaries(cfg, t.Settings.SecretFields, NewCanary)
 	if err != nil {
 		return nil, undecided(err)
 	}
@@ -810,17 +810,6 @@ func relLocation(l *report.Location, project string) *report.Location {
 		out.Path = filepath.ToSlash(rel)
 	}
 	return &out
-}
-
-func maskResult(r report.Result, s *secrets.Set) report.Result {
-	r.Message = s.Mask(r.Message)
-	for i := range r.Evidence {
-		r.Evidence[i].Text = s.Mask(r.Evidence[i].Text)
-		for j := range r.Evidence[i].Steps {
-			r.Evidence[i].Steps[j] = s.Mask(r.Evidence[i].Steps[j])
-		}
-	}
-	return r
 }
 
 // Selected tells whether a check is selected by --check and --skip patterns.
