@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -87,7 +88,7 @@ func Describe(ctx context.Context, t *Target, d discovery.Declaration) *Descript
 	for n := range info.Methods {
 		names = append(names, n)
 	}
-	sort.Slice(names, func(i, j int) bool { return indexOf(callbackOrder, names[i]) < indexOf(callbackOrder, names[j]) })
+	sort.Slice(names, func(i, j int) bool { return callbackRank(names[i]) < callbackRank(names[j]) })
 	for _, n := range names {
 		m := info.Methods[n]
 		out.Methods = append(out.Methods, MethodSummary{Name: n, Overridden: m.Overridden, Async: m.Async, File: m.File, Line: m.Line})
@@ -122,13 +123,12 @@ func Describe(ctx context.Context, t *Target, d discovery.Declaration) *Descript
 	return out
 }
 
-func indexOf(list []string, s string) int {
-	for i, x := range list {
-		if x == s {
-			return i
-		}
+// callbackRank is a callback's place in callbackOrder; names not in it sort last.
+func callbackRank(s string) int {
+	if i := slices.Index(callbackOrder, s); i >= 0 {
+		return i
 	}
-	return len(list)
+	return len(callbackOrder)
 }
 
 // ResolveAll discovers the project and every declaration (project and installed) without refusing on
