@@ -92,6 +92,9 @@ func TestSessionEnvReserved(t *testing.T) {
 }
 
 func TestPyBytesReprBodyMatchesPython(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	inputs := []string{"plain-ascii-token", "quote'inside", "both'and\"quotes", "tab\tnl\nnul\x00hi\xff\\"}
 	py, err := exec.LookPath("python3")
 	if err != nil {

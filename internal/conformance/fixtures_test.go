@@ -54,6 +54,9 @@ func runProject(t *testing.T, dir string) (*report.Report, error) {
 // TestFixtures runs the suite against every fixture provider and checks that broken ones fail exactly the
 // checks they were written to break and that correct ones pass with no failure.
 func TestFixtures(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	dirs := fixtureDirs(t)
 	if len(dirs) == 0 {
 		t.Fatal("no fixture providers found")
