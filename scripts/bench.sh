@@ -16,6 +16,8 @@ awk '
 /^BenchmarkReplicaStart/      { split($1, a, "/"); m=a[2]; sub(/-.*/, "", m); for (i=1;i<=NF;i++) if ($i=="ms/start") printf "replica start and load, %-11s  %s ms (median)\n", m ":", $(i-1) }
 /^BenchmarkExploreThroughput/ { split($1, a, "="); p=a[2]; sub(/\/.*/, "", p); j=a[3]; sub(/-.*/, "", j); for (i=1;i<=NF;i++) { if ($i=="callbacks/s") c=$(i-1); if ($i=="callbacks/s/worker") w=$(i-1) }
                                 printf "exploration, %-9s provider, %s job(s): %s callbacks/s (%s per worker)\n", p, j, c, w }
+/^BenchmarkCoverageCost/      { split($1, a, "="); v=a[2]; sub(/-.*/, "", v); for (i=1;i<=NF;i++) { if ($i=="ms/off") f=$(i-1); if ($i=="ms/on") n=$(i-1); if ($i=="wall-ratio") w=$(i-1); if ($i=="cpu-ratio") c=$(i-1) }
+                                printf "coverage cost, python %-7s      suite %s ms off, %s ms on: wall x%s, cpu x%s\n", v, f, n, w, c }
 /^BenchmarkEgressProxy/       { for (i=1;i<=NF;i++) { if ($i=="µs/added") a=$(i-1); if ($i=="µs/direct") d=$(i-1); if ($i=="µs/proxied") p=$(i-1) }
                                 printf "declared service through the proxy: %s µs added per request (median; %s µs proxied, %s µs direct)\n", a, p, d }
 /^BenchmarkExploreMemory/     { split($1, a, "="); n=a[2]; sub(/-.*/, "", n); for (i=1;i<=NF;i++) { if ($i=="MiB-peak-heap") h=$(i-1); if ($i=="MiB-peak-live") l=$(i-1) }

@@ -12,6 +12,7 @@ import (
 	"github.com/astrabox-dev/astrabox/internal/discovery"
 	"github.com/astrabox-dev/astrabox/internal/harness"
 	"github.com/astrabox-dev/astrabox/internal/secrets"
+	"github.com/astrabox-dev/astrabox/internal/simulate"
 )
 
 // Description is what `astrabox providers` shows for one declaration.
@@ -46,8 +47,6 @@ type PlanSummary struct {
 	SessionBound bool            `json:"session_bound"`
 	Declaration  json.RawMessage `json:"declaration"`
 }
-
-var callbackOrder = []string{"plan", "synchronize", "recover", "prepare_session", "prepare_turn", "read_user_actions", "perform_user_action"}
 
 // Describe loads one declaration in a fresh harness and reports what it is, and its plan for the default
 // configuration (secrets masked).
@@ -102,7 +101,7 @@ func Describe(ctx context.Context, t *Target, d discovery.Declaration) *Descript
 	for _, p := range planted {
 		set.Add(p[0], p[1])
 	}
-	rep, err := proc.Call(ctx, "plan", map[string]any{"config": cfg}, 10*time.Second)
+	rep, err := proc.Call(ctx, string(simulate.CallPlan), map[string]any{"config": cfg}, 10*time.Second)
 	switch {
 	case err != nil:
 		out.PlanError = err.Error()
@@ -114,7 +113,7 @@ func Describe(ctx context.Context, t *Target, d discovery.Declaration) *Descript
 		res, err := rep.Result()
 		if err != nil {
 			out.PlanError = err.Error()
-		} else if res.Type != "RuntimePreparationPlan" {
+		} else if !simulate.KindPlan.Of(res) {
 			out.PlanError = fmt.Sprintf("plan returned %s, not a RuntimePreparationPlan", res.Type)
 		} else {
 			out.Plan = &PlanSummary{SessionBound: res.SessionBound, Declaration: json.RawMessage(set.MaskJSON(res.Declaration))}
@@ -123,12 +122,12 @@ func Describe(ctx context.Context, t *Target, d discovery.Declaration) *Descript
 	return out
 }
 
-// callbackRank is a callback's place in callbackOrder; names not in it sort last.
-func callbackRank(s string) int {
-	if i := slices.Index(callbackOrder, s); i >= 0 {
+// callbackRank orders callbacks as the contract presents them; unknown names sort last.
+func callbackRank(name string) int {
+	if i := slices.Index(simulate.Callbacks(), simulate.Callback(name)); i >= 0 {
 		return i
 	}
-	return len(callbackOrder)
+	return len(simulate.Callbacks())
 }
 
 // ResolveAll discovers the project and every declaration (project and installed) without refusing on

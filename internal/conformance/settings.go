@@ -45,6 +45,10 @@ type Settings struct {
 	Services []services.Spec
 	// Egress says what happens to connections to undeclared destinations (default: refused and reported).
 	Egress egress.Policy
+	// Coverage turns coverage of the provider's own code off (false) or on (nil or true); CoverageInclude
+	// and CoverageOmit narrow the measured files (globs relative to the project).
+	Coverage                      *bool
+	CoverageInclude, CoverageOmit []string
 }
 
 // maxSettleS is the largest settle time accepted: the wait is paid after every callback that leaves work.
@@ -126,6 +130,22 @@ func ParseSettings(raw map[string]any, file, projectDir string) (*Settings, erro
 				return nil, bad(k, "must be true or false")
 			}
 			s.ForceDebugLogging = b
+		case "coverage":
+			b, ok := v.(bool)
+			if !ok {
+				return nil, bad(k, "must be true or false")
+			}
+			s.Coverage = &b
+		case "coverage-include", "coverage-omit":
+			list, ok := stringList(v)
+			if !ok {
+				return nil, bad(k, "must be a list of file globs relative to the project, such as \"src/*/vendored/*\"")
+			}
+			if k == "coverage-include" {
+				s.CoverageInclude = list
+			} else {
+				s.CoverageOmit = list
+			}
 		case "deadlines":
 			m, ok := v.(map[string]any)
 			if !ok {
@@ -215,7 +235,7 @@ func ParseSettings(raw map[string]any, file, projectDir string) (*Settings, erro
 				}
 			}
 		default:
-			return nil, bad(k, "unknown setting; valid settings are python-path, secret-fields, config, engine, replicas, seed, deadlines, settle, skip, force-debug-logging, limits")
+			return nil, bad(k, "unknown setting; valid settings are python-path, secret-fields, config, engine, replicas, seed, deadlines, settle, skip, force-debug-logging, limits, coverage, coverage-include, coverage-omit")
 		}
 	}
 	return s, nil

@@ -183,6 +183,7 @@ func (p *Process) finish(r replyMsg, cancelSent bool) *Reply {
 		ID: r.ID, OK: r.OK, Value: r.Value, Error: r.Error,
 		Duration:     time.Duration(r.DurationNS),
 		Observations: r.Observations,
+		Coverage:     r.Coverage,
 		CancelSent:   cancelSent,
 		// Only a cancel this Call sent counts (a stale flag cannot come from elsewhere: one call at a time).
 		CancelReceived: cancelSent && r.CancelReceived,

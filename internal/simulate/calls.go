@@ -27,7 +27,10 @@ type callSpec struct {
 // call runs a callback on a replica, enforcing its deadline and faults, and records it in the history.
 // It never fails: what went wrong is in the record's Outcome.
 func (p *platform) call(r *replica, cs callSpec) *CallRecord {
-	rec := &CallRecord{Replica: r.name, Method: cs.method, Ctx: cs.ctx, DeadlineS: cs.deadline, Args: recordArgs(cs.args)}
+	rec := &CallRecord{Replica: r.name, Method: Callback(cs.method), Ctx: cs.ctx, DeadlineS: cs.deadline, Args: recordArgs(cs.args)}
+	if cs.fault != nil {
+		rec.Fault = cs.fault.Kind
+	}
 	if p.o.Target == "" {
 		// EP-NONE: no provider, every point takes its default.
 		rec.Key = fmt.Sprintf("%s#-", r.name)
@@ -108,6 +111,7 @@ func (p *platform) call(r *replica, cs callSpec) *CallRecord {
 	if res.reply != nil {
 		rep := res.reply
 		rec.Observations = rep.Observations
+		rec.Coverage = rep.Coverage
 		rec.Stdout = rep.Stdout.String()
 		rec.Stderr = rep.Stderr.String()
 		rec.CancelSent = rep.CancelSent
@@ -235,25 +239,26 @@ func (p *platform) hostLossDuring(r *replica, cs callSpec, done chan callResult,
 }
 
 func describeCall(c *CallRecord) string {
+	m := string(c.Method)
 	switch c.Outcome {
 	case OutcomeReturned:
 		if c.Result != nil {
-			return fmt.Sprintf("%s returned %s", c.Method, c.Result.Type)
+			return fmt.Sprintf("%s returned %s", m, c.Result.Type)
 		}
-		return c.Method + " returned"
+		return m + " returned"
 	case OutcomeRaised:
 		if c.Error != nil {
-			return fmt.Sprintf("%s raised %s", c.Method, c.Error.Type)
+			return fmt.Sprintf("%s raised %s", m, c.Error.Type)
 		}
-		return c.Method + " raised"
+		return m + " raised"
 	case OutcomeCancelled:
-		return c.Method + " was cancelled at its deadline"
+		return m + " was cancelled at its deadline"
 	case OutcomeOverran:
-		return c.Method + " ignored cancellation at its deadline"
+		return m + " ignored cancellation at its deadline"
 	case OutcomeHostLoss:
-		return c.Method + " lost with its host"
+		return m + " lost with its host"
 	default:
-		return c.Method + " did not settle: " + c.ProcessKind
+		return m + " did not settle: " + c.ProcessKind
 	}
 }
 

@@ -53,6 +53,9 @@ type Options struct {
 	// Services, when set, are the provider's declared external systems, started by the caller for the run:
 	// each scenario resets them and sends each replica's traffic to them through a proxy and its double.
 	Services *Services
+	// Coverage, when set, has each replica measure which lines of the provider's own code run; each call
+	// record then carries what its reply reported (CallRecord.Coverage).
+	Coverage *harness.CoverageOptions
 }
 
 // DefaultSettle is how long the platform waits, at most, for work a callback left running.
@@ -203,6 +206,7 @@ func Run(ctx context.Context, sc *Scenario, o Options) (*History, error) {
 		p.replicas = append(p.replicas, &replica{name: ReplicaName(i + 1)})
 	}
 	defer p.close()
+	p.hist.Principals = startingConsent(sc)
 	for name, pr := range sc.Principals {
 		url := ""
 		if pr.Consent == "pending" {
@@ -321,7 +325,7 @@ func spawn(ctx context.Context, o Options, dbl *double.Double, name string, sb h
 	if err != nil {
 		return nil, nil, fmt.Errorf("start replica %s: %w", name, err)
 	}
-	reply, err := proc.Load(ctx, harness.LoadArgs{Target: o.Target, Paths: o.Paths, ProjectRoot: o.ProjectDir, ForceDebugLogging: o.ForceDebugLogging})
+	reply, err := proc.Load(ctx, harness.LoadArgs{Target: o.Target, Paths: o.Paths, ProjectRoot: o.ProjectDir, ForceDebugLogging: o.ForceDebugLogging, Coverage: o.Coverage})
 	if err != nil {
 		proc.Close()
 		return nil, nil, fmt.Errorf("%w: replica %s: %w", ErrProviderLoad, name, err)
@@ -374,7 +378,7 @@ func (p *platform) finish() {
 	p.waitRequestsDone(2 * time.Second)
 	methods := map[string]string{} // call key -> callback method
 	for _, c := range p.hist.Calls() {
-		methods[c.Key] = c.Method
+		methods[c.Key] = string(c.Method)
 	}
 	for _, rq := range p.dbl.Requests() {
 		hr := Request{Seq: rq.Seq, Replica: rq.Replica, Service: rq.Service, Host: rq.Host, Method: rq.Method, Path: rq.Path, Operation: rq.Operation,
