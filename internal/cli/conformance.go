@@ -212,6 +212,11 @@ func runConformance(parent context.Context, f *Factory, o *RunOptions) error {
 	if err := writeReports(f, rep, o, ro); err != nil {
 		return &exitError{code: ExitUndecided, err: err}
 	}
+	if explored != nil {
+		for _, w := range explored.Warnings {
+			fmt.Fprintln(f.IO.Err, f.IO.ErrStyles().Warn.Render("warning:")+" "+errorText(w))
+		}
+	}
 	return verdictError(rep, o.Policy)
 }
 
@@ -219,7 +224,7 @@ func runConformance(parent context.Context, f *Factory, o *RunOptions) error {
 // --format junit) get one <error> test case with the error text, so a CI test view shows why the job stopped.
 func undecidedRun(f *Factory, o *RunOptions, started time.Time, runErr error) error {
 	j := report.JUnit{Root: sourceRoot(f, o.SourceRoot, projectDir(o.Project)), Started: started, Elapsed: time.Since(started)}
-	msg := safeErrorText(runErr.Error())
+	msg := errorText(runErr.Error())
 	write := func(w io.Writer) error { return j.RenderError(w, "conformance run", msg) }
 	var errs []error
 	if o.JUnit != "" {

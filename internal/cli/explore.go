@@ -163,6 +163,9 @@ command that replays it. A failure whose replay does not fail the same way is re
 			} else {
 				writeExploreSummary(f.IO.Out, res)
 			}
+			for _, w := range res.Warnings {
+				fmt.Fprintln(f.IO.Err, f.IO.ErrStyles().Warn.Render("warning:")+" "+errorText(w))
+			}
 			if len(res.Failures) > 0 {
 				return errFailed
 			}

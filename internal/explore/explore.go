@@ -65,6 +65,8 @@ type Failure struct {
 	Command  string   `json:"replay"`
 	Flaky    bool     `json:"flaky"`
 	Differed string   `json:"differed,omitempty"`
+	// SaveError says why the shrunk scenario could not be saved (File is then empty).
+	SaveError string `json:"save_error,omitempty"`
 	// Scenario is the shrunk scenario.
 	Scenario *simulate.Scenario `json:"-"`
 }
@@ -91,6 +93,9 @@ type Result struct {
 	FirstFailure int `json:"first_failure,omitempty"`
 	// Coverage is what the explored scenarios reached of the provider's code (guided runs).
 	Coverage *coverage.Profile `json:"-"`
+	// Warnings are what the kit could not do without changing the verdict, such as saving a failure in a
+	// read-only project; the command line prints them after the report.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // found is a judged scenario that failed checks.
@@ -159,15 +164,20 @@ func Explore(ctx context.Context, env *conformance.Env, w *conformance.Workers, 
 	}
 	if g != nil && !o.Fresh {
 		if err := saveCorpus(o.CorpusDir, g.saved(len(indexes))); err != nil {
-			return res, err
+			res.Warnings = append(res.Warnings, fmt.Sprintf("%v; the next run starts without this run's seeds (pass --explore-fresh, or make the directory writable)", err))
 		}
 	}
 	if err := settleAll(ctx, env, w, o, res, t.failing, indexes); err != nil {
 		return res, err
 	}
 	res.Elapsed = time.Since(start)
+	for _, f := range res.Failures {
+		if f.File == "" {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("the shrunk scenario of %s could not be saved in %s (%s); pass --failures-dir with a writable directory to keep it", f.Check, o.FailuresDir, f.SaveError))
+		}
+	}
 	if err := saveLastFailed(o.FailuresDir, res.Failures); err != nil {
-		return res, err
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%v; --last-failed will not find this run's failures (pass --failures-dir with a writable directory)", err))
 	}
 	return res, nil
 }
@@ -280,7 +290,10 @@ func settle(ctx context.Context, j Judge, sc *simulate.Scenario, index int, chec
 	fl.Shrunk = Describe(shrunk)
 	file, err := save(o.FailuresDir, check, shrunk, fl)
 	if err != nil {
-		return nil, err
+		// The verdict stands without the file: report it, and warn that the scenario was not kept.
+		fl.SaveError = err.Error()
+		fl.Command = "not saved: " + fl.SaveError
+		return fl, nil
 	}
 	fl.File = file
 	fl.Command = fmt.Sprintf("astrabox simulate run %s --project %s", relOrAbs(file), relOrAbs(project))

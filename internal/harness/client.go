@@ -126,9 +126,15 @@ func (p *Process) dispatch(kind string, body json.RawMessage, first bool) error 
 		if err := json.Unmarshal(body, &r); err != nil {
 			return fmt.Errorf("decode reply: %w", err)
 		}
+		// A reply read before the process ended is delivered even when the exit is already known (a callback's
+		// SystemExit replies, then ends the process): only a full queue with nobody left to read it drops one.
 		select {
 		case p.replies <- r:
-		case <-p.waitDone:
+		default:
+			select {
+			case p.replies <- r:
+			case <-p.waitDone:
+			}
 		}
 	case "background":
 		var b backgroundMsg
