@@ -98,8 +98,8 @@ func TestGoldenFormats(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			r, err := New(f, Options{Styles: term.NewStyles(false), Width: 100, Root: "/home/dev/acme",
 				Manifest: "pyproject.toml", Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Elapsed: 1500 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
+			if err != nil || r == nil {
+				t.Fatalf("format %s is registered but New gives no renderer (err %v): add its case to New", name, err)
 			}
 			var buf bytes.Buffer
 			if err := r.Render(&buf, goldenReport()); err != nil {
