@@ -96,7 +96,7 @@ func Describe(ctx context.Context, t *Target, d discovery.Declaration) *Descript
 		return out
 	}
 	cfg := DefaultConfig(1)
-	planted, _ := plantCanaries(cfg, t.Settings.SecretFields, 1)
+	planted, _ := plantCanaries(cfg, t.Settings.SecretFields, NewCanary)
 	var set secrets.Set
 	for _, p := range planted {
 		set.Add(p[0], p[1])

@@ -108,11 +108,12 @@ func at(file string, line int) *report.Location {
 	return &report.Location{Path: file, Line: line}
 }
 
-// allObservations returns a call's observations plus the background observations the same replica
-// reported right after it (work it left behind).
+// allObservations returns a call's observations plus the background observations of work it left behind:
+// those the platform recorded as that call's (Origin) wherever they are in the history, and those without
+// an origin the same replica reported right after it.
 func (ev *Evidence) allObservations(cs callSite) harness.Observations {
 	obs := cs.c.Observations
-	found := false
+	found, adjacent := false, true
 	for _, e := range cs.h.Events {
 		if e == cs.e {
 			found = true
@@ -121,12 +122,14 @@ func (ev *Evidence) allObservations(cs callSite) harness.Observations {
 		if !found {
 			continue
 		}
-		if e.Kind == simulate.EventBackground && e.Replica == cs.c.Replica && e.Background != nil {
-			obs.Merge(*e.Background)
+		if e.Kind == simulate.EventCall {
+			adjacent = false
+		}
+		if e.Kind != simulate.EventBackground || e.Replica != cs.c.Replica || e.Background == nil {
 			continue
 		}
-		if e.Kind == simulate.EventCall {
-			break
+		if e.Origin == cs.c.Key || (e.Origin == "" && adjacent) {
+			obs.Merge(*e.Background)
 		}
 	}
 	return obs

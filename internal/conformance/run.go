@@ -98,6 +98,8 @@ type Options struct {
 	Set        []string
 	// NoSuite skips the default suite (exploration only).
 	NoSuite bool
+	// Coverage turns coverage of the provider's own code on or off (nil = the settings, else on).
+	Coverage *bool
 	// After, when set, runs with the warm workers before they close (exploration), and may add results to
 	// the report.
 	After func(ctx context.Context, env *Env, w *Workers, rep *report.Report) error
@@ -314,6 +316,7 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	env.Sim.Coverage = coverageOptions(t.Settings, o, t.Python.Version)
 	if !env.Runnable() {
 		rep := Decide(env.Evidence(nil), t, seed, o)
 		rep.Tool = report.Tool{Name: "astrabox", Version: o.Version}
@@ -352,6 +355,9 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	}
 	rep := Decide(env.Evidence(hists), t, seed, o)
 	rep.Tool = report.Tool{Name: "astrabox", Version: o.Version}
+	if rep.Coverage == nil {
+		rep.Coverage = coverageOff(t.Settings, o, t.Python.Version)
+	}
 	if o.After != nil {
 		if err := o.After(ctx, env, w, rep); err != nil {
 			return rep, err
@@ -421,7 +427,7 @@ func NewEnv(t *Target, info *harness.LoadInfo, seed int64) (*Env, error) {
 	if t.Settings.Config != nil {
 		mergeConfig(cfg, deepCopyMap(t.Settings.Config))
 	}
-	planted, err := plantCanaries(cfg, t.Settings.SecretFields, seed)
+	planted, err := plantCanaries(cfg, t.Settings.SecretFields, NewCanary)
 	if err != nil {
 		return nil, undecided(err)
 	}
@@ -437,7 +443,7 @@ func NewEnv(t *Target, info *harness.LoadInfo, seed int64) (*Env, error) {
 		Python: t.Python.Path, ProjectDir: t.Project.Dir, Target: t.Resolution.Chosen.Ref.Target(), Paths: t.Paths,
 		Config: cfg, Secrets: simSecrets, Limits: t.Settings.limits(), ForceDebugLogging: t.Settings.ForceDebugLogging,
 		Hosts: t.Hosts, Settle: time.Duration(t.Settings.SettleS * float64(time.Second)),
-		Services: t.Services,
+		Services: t.Services, Coverage: coverageOptions(t.Settings, Options{}, t.Python.Version),
 	}
 	return e, nil
 }
@@ -506,27 +512,60 @@ func (ev *Evidence) AddHistory(h *simulate.History) {
 // Workers run scenarios, at most a fixed number at a time. Every scenario gets fresh replica processes
 // (forked from the run's fork servers, one per replica name), a fresh deployment double and fresh host
 // directories, all gone when it ends: nothing of one scenario (state, threads, requests, files) reaches
-// another, so a write that lands late is judged in the scenario and against the call that made it.
+// another, so a write that lands late is judged in the scenario and against the call that made it. To keep
+// that cheap, each slot prepares its next scenario's double and processes as soon as its current scenario has
+// ended (simulate.PrepareStage), while the caller judges it, and a finished scenario's processes are stopped
+// in the background.
 type Workers struct {
-	env   *Env
-	slots chan struct{}
-	hosts *simulate.Hosts
-	own   bool // the workers made hosts and so close them
+	env      *Env
+	ctx      context.Context
+	slots    chan *slot
+	all      []*slot
+	replicas int
+	hosts    *simulate.Hosts
+	own      bool // the workers made hosts and so close them
+	closing  sync.WaitGroup
+}
+
+// slot is one scenario at a time, with the stage its next scenario takes.
+type slot struct {
+	next *simulate.Stage
 }
 
 // NewWorkers prepares to run n scenarios at a time with up to `replicas` replicas each: it starts the fork
-// servers of those replicas (unless the environment's target already has them).
+// servers of those replicas (unless the environment's target already has them) and prepares each slot's
+// first stage.
 func (e *Env) NewWorkers(ctx context.Context, n, replicas int) (*Workers, error) {
 	if n < 1 {
 		n = 1
 	}
-	w := &Workers{env: e, slots: make(chan struct{}, n), hosts: e.Sim.Hosts}
+	w := &Workers{env: e, ctx: ctx, slots: make(chan *slot, n), replicas: max(1, replicas), hosts: e.Sim.Hosts}
 	if w.hosts == nil {
 		w.hosts = simulate.NewHosts(ctx, e.Sim.Python, e.Sim.ProjectDir, e.Seed, nil)
 		w.own = true
 	}
-	w.hosts.Prestart(replicaNames(replicas)...)
+	w.hosts.Prestart(replicaNames(w.replicas)...)
+	for i := 0; i < n; i++ {
+		s := &slot{next: w.prepare(w.replicas)}
+		w.all = append(w.all, s)
+		w.slots <- s
+	}
 	return w, nil
+}
+
+// prepare starts preparing a stage of n replicas, or returns nil when scenarios start their own (a provider
+// with declared services: their egress proxies belong to each scenario).
+func (w *Workers) prepare(n int) *simulate.Stage {
+	if w.env.Sim.Services != nil {
+		return nil
+	}
+	return simulate.PrepareStage(w.ctx, w.options(), n)
+}
+
+func (w *Workers) options() simulate.Options {
+	o := w.env.Sim
+	o.Hosts = w.hosts
+	return o
 }
 
 // replicaNames are the names of the first n replicas: r1, r2, ...
@@ -540,23 +579,35 @@ func replicaNames(n int) []string {
 
 // Run plays one scenario on fresh replicas once a slot is free.
 func (w *Workers) Run(ctx context.Context, sc *simulate.Scenario) (*simulate.History, error) {
+	var s *slot
 	select {
-	case w.slots <- struct{}{}:
+	case s = <-w.slots:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	defer func() { <-w.slots }()
-	o := w.env.Sim
-	o.Hosts = w.hosts
-	return simulate.Run(ctx, sc, o)
+	defer func() { w.slots <- s }()
+	o := w.options()
+	o.Stage, o.Closing = s.next, &w.closing
+	h, err := simulate.Run(ctx, sc, o)
+	// The next scenario's stage is prepared once this one has ended, never while it runs: preparing forks
+	// processes, and CPU taken from a running scenario would shift its timing.
+	s.next = w.prepare(max(w.replicas, sc.Replicas))
+	return h, err
 }
 
-// StandBy is kept for callers that ask for standby processes before exploring: every scenario now forks
-// fresh replicas (a fork is a few milliseconds), so there is nothing to keep standing by.
+// StandBy is kept for callers that ask for standby processes before exploring: every slot already prepares
+// its next scenario's processes.
 func (w *Workers) StandBy() {}
 
-// Close stops the fork servers the workers started.
+// Close stops every prepared stage and every finished scenario's processes, and the fork servers the workers
+// started.
 func (w *Workers) Close() {
+	for _, s := range w.all {
+		if s.next != nil {
+			s.next.Close()
+		}
+	}
+	w.closing.Wait()
 	if w.own {
 		w.hosts.Close()
 	}
@@ -597,6 +648,7 @@ func Collect(ctx context.Context, t *Target, info *harness.LoadInfo, seed int64,
 	if err != nil {
 		return nil, err
 	}
+	env.Sim.Coverage = coverageOptions(t.Settings, o, t.Python.Version)
 	if !env.Runnable() {
 		return env.Evidence(nil), nil
 	}
@@ -724,6 +776,7 @@ func Decide(ev *Evidence, t *Target, seed int64, o Options) *report.Report {
 	for _, res := range v.Judge(ev) {
 		rep.Results = append(rep.Results, maskResult(res, ev.Secrets))
 	}
+	rep.Coverage = coverageProfile(ev, rep.Results)
 	rep.Summarize()
 	return rep
 }
@@ -757,17 +810,6 @@ func relLocation(l *report.Location, project string) *report.Location {
 		out.Path = filepath.ToSlash(rel)
 	}
 	return &out
-}
-
-func maskResult(r report.Result, s *secrets.Set) report.Result {
-	r.Message = s.Mask(r.Message)
-	for i := range r.Evidence {
-		r.Evidence[i].Text = s.Mask(r.Evidence[i].Text)
-		for j := range r.Evidence[i].Steps {
-			r.Evidence[i].Steps[j] = s.Mask(r.Evidence[i].Steps[j])
-		}
-	}
-	return r
 }
 
 // Selected tells whether a check is selected by --check and --skip patterns.

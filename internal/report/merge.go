@@ -78,6 +78,7 @@ func Merge(reports ...*Report) (*Report, error) {
 			m.DecidedOver = over
 		}
 	}
+	out.Coverage = mergeCoverage(reports)
 	out.Summarize()
 	return out, nil
 }

@@ -39,12 +39,13 @@ func (t *Text) Render(w io.Writer, r *Report) error {
 	if width < minWidth {
 		width = minWidth
 	}
-	p := &printer{s: t.Styles, width: width, root: r.Provider.Project}
+	p := &printer{s: t.Styles, width: width, root: r.Provider.Project, cov: r.Coverage}
 	p.header(r)
 	for _, g := range groupByArea(r.Results) {
 		p.area(g)
 	}
 	p.summary(r)
+	p.coverage(r.Coverage)
 	_, err := io.WriteString(w, p.b.String())
 	if err != nil {
 		return fmt.Errorf("render text: %w", err)
@@ -128,6 +129,7 @@ type printer struct {
 	width int
 	root  string
 	b     strings.Builder
+	cov   *Coverage // the report's coverage, for the notes next to verdicts (coverage.go)
 }
 
 // where formats a location, relative to the project when it lies inside it.
@@ -343,6 +345,7 @@ func (p *printer) area(g *areaGroup) {
 			spans = append(spans, span{text: id, style: p.s.ID})
 		}
 		p.para(labelWidth, labelWidth, spans...)
+		p.coverageNotes(passed)
 	}
 }
 
@@ -380,6 +383,7 @@ func (p *printer) result(res *Result) {
 	for i := range res.Evidence {
 		p.evidence(&res.Evidence[i])
 	}
+	p.coverageResultNote(res)
 	if res.Hint != "" && res.Status != StatusNotExercised {
 		// A hint says how to fix a breach; a not-exercised check found none.
 		p.b.WriteString(ind)

@@ -34,6 +34,9 @@ type History struct {
 	Principals []ConsentState `json:"principals,omitempty"`
 	// Egress are the connections replicas made to destinations that are not declared services.
 	Egress []EgressAttempt `json:"egress,omitempty"`
+	// Coverage is what the provider's code ran while the platform waited for left-over work (call records
+	// carry the rest); excluded from the canonical history.
+	Coverage []ReplicaCoverage `json:"-"`
 }
 
 // ConsentState is a principal's consent at the identity service: at the start of a scenario (History.
@@ -142,6 +145,9 @@ type CallRecord struct {
 	ApplyMark int64 `json:"apply_mark"`
 	// Duration is wall time; excluded from the canonical history.
 	DurationNS int64 `json:"-"`
+	// Coverage is what the provider's own code ran, as the reply reported it (nil when coverage is off);
+	// excluded from the canonical history.
+	Coverage *harness.CoverageReport `json:"-"`
 }
 
 // CallContext names what a callback was about.

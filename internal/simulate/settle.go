@@ -78,6 +78,7 @@ func (p *platform) settle(r *replica, work []pendingWork, wait time.Duration) bo
 	}
 	from := int64(p.dbl.RequestCount())
 	rep, res, err := r.proc.Settle(p.ctx, ids, wait)
+	p.keepCoverage(r.name, rep)
 	if len(work) == 1 {
 		p.dbl.ClearInFlight(r.name)
 		p.mu.Lock()
