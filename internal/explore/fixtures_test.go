@@ -29,6 +29,14 @@ func setup(t *testing.T, dir string, seed int64) (*conformance.Env, *conformance
 	if err != nil || info == nil {
 		t.Fatalf("inspect: %v", err)
 	}
+	// As a conformance run does: the project's declared services and egress control (a provider that talks
+	// to its own service cannot settle without them, and GEN-SETTLES says so).
+	svcs, err := simulate.StartServices(ctx, tg.Settings.Services, tg.Settings.Egress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg.Services = svcs
+	t.Cleanup(func() { svcs.Close() })
 	env, err := conformance.NewEnv(tg, info, seed)
 	if err != nil {
 		t.Fatal(err)
