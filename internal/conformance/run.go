@@ -645,6 +645,15 @@ func (w *Workers) RunAll(ctx context.Context, scenarios []*simulate.Scenario) ([
 // Collect runs the scenarios (the default suite when o.Scenarios is empty) and gathers the evidence checks
 // decide over.
 func Collect(ctx context.Context, t *Target, info *harness.LoadInfo, seed int64, o Options) (*Evidence, error) {
+	if t.Services == nil && info != nil && info.IsSubclass && info.Instantiated {
+		// As in Run: the declared services' stand-ins for the run, and egress control.
+		svcs, err := simulate.StartServices(ctx, t.Settings.Services, t.Settings.Egress)
+		if err != nil {
+			return nil, undecided(fmt.Errorf("start the declared services: %w", err))
+		}
+		t.Services = svcs
+		defer func() { svcs.Close(); t.Services = nil }()
+	}
 	env, err := NewEnv(t, info, seed)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,9 +43,14 @@ func suiteHistories(t *testing.T, dir string) (*harness.LoadInfo, []*simulate.Hi
 		t.Fatal(err)
 	}
 	if strings.Contains(dir, "/correct/") || strings.Contains(dir, "/examples/") {
-		// Once checks account for what they saw, a correct provider must leave none of them undecided.
+		// Once checks account for what they saw, a correct provider must leave none of them undecided, but
+		// for those its expect.json names as not reachable yet, with why.
+		var exp expectation
+		if data, err := os.ReadFile(filepath.Join(dir, "expect.json")); err == nil {
+			_ = json.Unmarshal(data, &exp)
+		}
 		for _, res := range Decide(ev, tg, 1, o).Results {
-			if res.Status == report.StatusNotExercised {
+			if res.Status == report.StatusNotExercised && !slices.Contains(exp.NotExercised, res.Check) {
 				t.Errorf("%s was not exercised: %s", res.Check, res.Message)
 			}
 		}

@@ -21,6 +21,17 @@ AUDIENCE = "ledgerline"
 TOKEN_FILE = "ledger-token"
 
 
+async def _settled(work: Any) -> Any:
+    """Await a thread job so that a cancellation never leaves it running: the in-flight request finishes
+    before the cancellation propagates (GEN-CANCEL-CLEAN)."""
+    job = asyncio.ensure_future(work)
+    try:
+        return await asyncio.shield(job)
+    except asyncio.CancelledError:
+        await asyncio.wait({job})
+        raise
+
+
 class _KeepAlive:
     """One persistent connection to the deployment, reopened when the server closed it."""
 
@@ -74,8 +85,8 @@ class LedgerlineProvider(RuntimePreparationProvider):
         return token.encode("utf-8")
 
     async def prepare_session(self, *, context):
-        status, answer = await asyncio.to_thread(
-            self._http.post_json, "/v1/credentials", {"principal_id": context.principal_id, "audience": AUDIENCE}
+        status, answer = await _settled(
+            asyncio.to_thread(self._http.post_json, "/v1/credentials", {"principal_id": context.principal_id, "audience": AUDIENCE})
         )
         if status != 201:
             raise RuntimeError("the credential service answered %d" % status)
