@@ -77,8 +77,25 @@ class VaultOAuthProvider(RuntimePreparationProvider):
 
     # ---------------------------------------------------------------------------------------------- plan
 
+    def __init__(self) -> None:
+        #: The deployment URL of the last configuration this process saw (see ``_consent_url``).
+        self._deployment: Optional[str] = None
+
+    def _remember(self, config: Optional[Mapping[str, Any]]) -> Optional[str]:
+        url = deployment_url(config)
+        if url is not None:
+            self._deployment = url
+        return url
+
+    def _consent_url(self, session: Mapping[str, Any]) -> str:
+        """Where consent is read for a turn or a user action, which receive no configuration: the deployment
+        this process was configured with, else the one the Session's record names (written by the replica
+        that prepared the Session)."""
+        return self._deployment or _text(session.get("deployment_url"))
+
     def plan(self, *, config: Mapping[str, Any]) -> RuntimePreparationPlan:
         """PLAN-SYNC, PLAN-NO-IO, PLAN-STABLE, LEAK-PLAN: a pure function of the non-secret configuration."""
+        self._remember(config)
         packages = [
             {"name": _text(_mapping(p).get("name")), "ref": _text(_mapping(p).get("ref"))}
             for p in (config.get("packages") or ())
@@ -99,6 +116,7 @@ class VaultOAuthProvider(RuntimePreparationProvider):
         """SYNC-IDENTITY, SYNC-SKIP-UNCHANGED (read, compare, write only a difference), SYNC-NO-LOG-CONFIG,
         SYNC-QUIESCENT and GEN-CANCEL-CLEAN (every request is awaited); writes carry the operation id."""
         operation = context.operation
+        self._remember(context.config)
         vault = Vault(deadline=operation.deadline, operation_id=operation.operation_id)
         spec = await self._inventory(context)
         outcome = await self._write_if_changed(vault, self._agent_key(context), spec, operation)
@@ -173,7 +191,7 @@ class VaultOAuthProvider(RuntimePreparationProvider):
     async def prepare_session(self, *, context: SessionPreparationContext) -> RuntimeMaterials:
         """BOUND-MATERIAL, SESSION-NAMES, SESSION-FILE-PATH, SESSION-REDACTION, SESSION-ENV-RESERVED, UA-VALID,
         LEAK-CROSS-SESSION (a fresh token per principal) and IMAGE-NO-RETROFIT."""
-        base = deployment_url(context.config)
+        base = self._remember(context.config)
         if base is None:
             raise ServiceError("the Agent configuration names no deployment.base_url")
         await self._bind_session(context, base)
@@ -225,7 +243,7 @@ class VaultOAuthProvider(RuntimePreparationProvider):
         ``cas=0``; a retry on any replica reads it back), TURN-FILES-ONLY, TURN-VALIDITY-FRESH (a refresh issues
         and stores a new token), TURN-WITHIN-DEADLINE, GEN-CANCEL-CLEAN and GEN-NO-DISPATCH."""
         session = await self._session(context.session_id, context.deadline)
-        await self._require_consent(_text(session.get("deployment_url")), context.principal_id, context.deadline)
+        await self._require_consent(self._consent_url(session), context.principal_id, context.deadline)
         audience = _text(session.get("audience")) or DEFAULT_AUDIENCE
         vault = Vault(deadline=context.deadline)
         key = self._attempt_key(context)
@@ -308,14 +326,14 @@ class VaultOAuthProvider(RuntimePreparationProvider):
     async def read_user_actions(self, *, context: SessionUserActionContext) -> SessionUserActionState:
         """UA-STATE, UA-VALID, LEAK-USER-ACTION: a fixed message and the consent service's URL only."""
         session = await self._session(context.session_id, None)
-        return self._state(await consent(_text(session.get("deployment_url")), context.owner_id))
+        return self._state(await consent(self._consent_url(session), context.owner_id))
 
     async def perform_user_action(self, *, context: SessionUserActionContext, action_id: str) -> SessionUserActionState:
         """UA-IDEMPOTENT (an idempotent re-check, nothing else written) and GEN-NO-DISPATCH."""
         if action_id != RECHECK.id:
             raise ValueError("unknown user action; this provider offers only %r" % RECHECK.id)
         session = await self._session(context.session_id, None)
-        answer = await self._recheck(_text(session.get("deployment_url")), context)
+        answer = await self._recheck(self._consent_url(session), context)
         logger.info("perform_user_action session=%s: consent %s", context.session_id, answer.get("status"))
         return self._state(answer)
 
