@@ -93,6 +93,9 @@ class VaultOAuthProvider(RuntimePreparationProvider):
         that prepared the Session)."""
         return self._deployment or _text(session.get("deployment_url"))
 
+    def _vault(self, *, deadline: Optional[float] = None, operation_id: Optional[str] = None) -> Vault:
+        return Vault(deadline=deadline, operation_id=operation_id)
+
     def plan(self, *, config: Mapping[str, Any]) -> RuntimePreparationPlan:
         """PLAN-SYNC, PLAN-NO-IO, PLAN-STABLE, LEAK-PLAN: a pure function of the non-secret configuration."""
         self._remember(config)
@@ -117,7 +120,7 @@ class VaultOAuthProvider(RuntimePreparationProvider):
         SYNC-QUIESCENT and GEN-CANCEL-CLEAN (every request is awaited); writes carry the operation id."""
         operation = context.operation
         self._remember(context.config)
-        vault = Vault(deadline=operation.deadline, operation_id=operation.operation_id)
+        vault = self._vault(deadline=operation.deadline, operation_id=operation.operation_id)
         spec = await self._inventory(context)
         outcome = await self._write_if_changed(vault, self._agent_key(context), spec, operation)
         logger.info(
@@ -173,7 +176,7 @@ class VaultOAuthProvider(RuntimePreparationProvider):
     async def recover(self, *, operation: AgentPreparationOperation) -> bool:
         """RECOVER-TRUTH (True only once Vault holds the fence, after which it refuses the operation's writes),
         RECOVER-IDEMPOTENT (an existing fence answers the same) and RECOVER-NO-FENCE-NEWER (this operation only)."""
-        vault = Vault(deadline=operation.deadline)  # the fence itself carries no operation id
+        vault = self._vault(deadline=operation.deadline)  # the fence itself carries no operation id
         key = ("fences", operation.operation_id)
         try:
             outcome = await vault.write({"agent_id": operation.agent_id, "operation_id": operation.operation_id}, 0, *key)
@@ -205,7 +208,7 @@ class VaultOAuthProvider(RuntimePreparationProvider):
 
     async def _bind_session(self, context: SessionPreparationContext, base: str) -> None:
         """Keep ``sessions/<id>`` naming the principal and the deployment URL (written only when it differs)."""
-        vault = Vault()
+        vault = self._vault()
         want = {"principal_id": context.principal_id, "deployment_url": base, "audience": self._audience(context.config)}
         for _ in range(CAS_ATTEMPTS):
             version, data = await vault.read("sessions", context.session_id)
@@ -216,7 +219,7 @@ class VaultOAuthProvider(RuntimePreparationProvider):
         raise ServiceError("the session record kept conflicting")
 
     async def _session(self, session_id: str, deadline: Optional[float]) -> Mapping[str, Any]:
-        _, data = await Vault(deadline=deadline).read("sessions", session_id)
+        _, data = await self._vault(deadline=deadline).read("sessions", session_id)
         if not data or not _text(data.get("deployment_url")):
             raise ServiceError("no session record for this Session: prepare_session has not run")
         return data
@@ -245,7 +248,7 @@ class VaultOAuthProvider(RuntimePreparationProvider):
         session = await self._session(context.session_id, context.deadline)
         await self._require_consent(self._consent_url(session), context.principal_id, context.deadline)
         audience = _text(session.get("audience")) or DEFAULT_AUDIENCE
-        vault = Vault(deadline=context.deadline)
+        vault = self._vault(deadline=context.deadline)
         key = self._attempt_key(context)
         if context.refresh:
             material, how = await self._renew(vault, key, context, audience)
