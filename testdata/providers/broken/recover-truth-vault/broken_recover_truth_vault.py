@@ -1,4 +1,4 @@
-"""Deliberately broken fixture for RECOVER-TRUTH, through a service: recover writes its fence under the Agent, which the Vault does not enforce.
+"""Deliberately broken fixture for RECOVER-TRUTH, through a service: recover takes an absent result in the Vault as proof and writes no fence.
 
 It subclasses the vault-oauth example (examples/providers/vault-oauth, added to sys.path through
 [tool.astrabox] python-path) and overrides only what breaks RECOVER-TRUTH; the offending write goes to the
@@ -7,17 +7,21 @@ Fabrikam Vault (its fake), never to the kit's deployment double.
 
 from __future__ import annotations
 
+import logging
+
 from fabrikam_vault.provider import VaultOAuthProvider
-from fabrikam_vault.vault import Written
+
+logger = logging.getLogger("broken_recover_truth_vault")
 
 
 class Provider(VaultOAuthProvider):
     name = "broken-recover-truth-vault"
 
     async def recover(self, *, operation):
-        # A "fence" keyed by the Agent, not by the operation: Vault answers 200 but refuses nothing, so a
-        # held write of the operation, released later, is still applied.
-        vault = self._vault(deadline=operation.deadline)
-        version, _data = await vault.read("agent-fences", operation.agent_id)
-        outcome = await vault.write({"operation_id": operation.operation_id}, version, "agent-fences", operation.agent_id)
-        return outcome == Written.OK
+        # An absent result in Vault is taken as proof that the operation is over: no fence is written, so a
+        # held write of the operation, released later, is still applied by the Vault.
+        _version, data = await self._vault(deadline=operation.deadline).read("agents", operation.agent_id)
+        if not data or data.get("written_by") != operation.operation_id:
+            logger.info("recover operation=%s: no result in vault, assuming it is quiescent", operation.operation_id)
+            return True
+        return await super().recover(operation=operation)
