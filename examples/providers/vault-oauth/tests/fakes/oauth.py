@@ -46,5 +46,10 @@ class Login(BaseHTTPRequestHandler):
         self._send(200, {"access_token": token, "token_type": "Bearer", "expires_in": 3600, "scope": form.get("scope", [""])[0]})
 
 
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128  # bursts from several replicas at once
+
+
 port = int(sys.argv[sys.argv.index("--port") + 1])
-ThreadingHTTPServer(("127.0.0.1", port), Login).serve_forever()
+Server(("127.0.0.1", port), Login).serve_forever()

@@ -86,5 +86,10 @@ class Vault(BaseHTTPRequestHandler):
     do_PUT = do_POST
 
 
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128  # bursts from several replicas at once
+
+
 port = int(sys.argv[sys.argv.index("--port") + 1])
-ThreadingHTTPServer(("127.0.0.1", port), Vault).serve_forever()
+Server(("127.0.0.1", port), Vault).serve_forever()
