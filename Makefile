@@ -28,6 +28,23 @@ docs:
 bench:
 	scripts/bench.sh
 
+# Native Go fuzzing: each target (package:FuzzName) for FUZZTIME. `make test` replays every seed corpus
+# (testdata/fuzz/FuzzName in each package) without fuzzing; new crashers land there too, to be kept as tests.
+FUZZTIME ?= 10s
+FUZZ_TARGETS ?= \
+	./internal/simulate:FuzzParseScenario ./internal/simulate:FuzzScenarioDeep \
+	./internal/harness:FuzzReadFrame ./internal/harness:FuzzFrameDeep \
+	./internal/conformance:FuzzParseSettings \
+	./internal/report:FuzzMergeRender ./internal/report:FuzzReportDeep \
+	./internal/secrets:FuzzHuntAndMask
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "== $$name ($$pkg, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
+
 # Long exploration: every correct provider must pass 500 generated scenarios with no failure and no flaky result.
 explore:
 	ASTRABOX_EXPLORE_N=500 $(GO) test -count=1 -timeout 60m -run TestCorrectProvidersSurviveExploration -v ./internal/explore

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the kit's benchmarks and prints the four figures that docs/performance.md records:
 # default suite wall time, callback overhead against a plain Python loop, exploration throughput with 1 and
-# 2 jobs, and peak memory while exploring 1,000 and 10,000 scenarios (ASTRABOX_BENCH_MEMORY=1, minutes).
+# 2 jobs, peak memory while exploring 1,000 and 10,000 scenarios (ASTRABOX_BENCH_MEMORY=1, minutes), and the
+# cost of masking long histories and hunting large materials (internal/bench/secrets_bench_test.go).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$(mktemp)
@@ -16,10 +17,16 @@ awk '
 /^BenchmarkReplicaStart/      { split($1, a, "/"); m=a[2]; sub(/-.*/, "", m); for (i=1;i<=NF;i++) if ($i=="ms/start") printf "replica start and load, %-11s  %s ms (median)\n", m ":", $(i-1) }
 /^BenchmarkExploreThroughput/ { split($1, a, "="); p=a[2]; sub(/\/.*/, "", p); j=a[3]; sub(/-.*/, "", j); for (i=1;i<=NF;i++) { if ($i=="callbacks/s") c=$(i-1); if ($i=="callbacks/s/worker") w=$(i-1) }
                                 printf "exploration, %-9s provider, %s job(s): %s callbacks/s (%s per worker)\n", p, j, c, w }
-/^BenchmarkEgressProxy/       { for (i=1;i<=NF;i++) { if ($i=="µs/added") a=$(i-1); if ($i=="µs/direct") d=$(i-1); if ($i=="µs/proxied") p=$(i-1) }
-                                printf "declared service through the proxy: %s µs added per request (median; %s µs proxied, %s µs direct)\n", a, p, d }
+/^BenchmarkCoverageCost/      { split($1, a, "="); v=a[2]; sub(/-.*/, "", v); for (i=1;i<=NF;i++) { if ($i=="ms/off") f=$(i-1); if ($i=="ms/on") n=$(i-1); if ($i=="wall-ratio") w=$(i-1); if ($i=="cpu-ratio") c=$(i-1) }
+                                printf "coverage cost, python %-7s      suite %s ms off, %s ms on: wall x%s, cpu x%s\n", v, f, n, w, c }
+/^BenchmarkEgressProxy/       { for (i=1;i<=NF;i++) { if ($i=="µs/added") added=$(i-1); if ($i=="µs/direct") d=$(i-1); if ($i=="µs/proxied") p=$(i-1) }
+                                printf "declared service through the proxy: %s µs added per request (median; %s µs proxied, %s µs direct)\n", added, p, d }
 /^BenchmarkExploreMemory/     { split($1, a, "="); n=a[2]; sub(/-.*/, "", n); for (i=1;i<=NF;i++) { if ($i=="MiB-peak-heap") h=$(i-1); if ($i=="MiB-peak-live") l=$(i-1) }
                                 printf "memory exploring %s scenarios:     peak live heap %s MiB (heap in use %s MiB)\n", n, l, h }
+/^BenchmarkMaskHistory/       { split($1, a, "="); n=a[2]; sub(/-.*/, "", n); for (i=1;i<=NF;i++) { if ($i=="ms/masked") m=$(i-1); if ($i=="ms/floor") f=$(i-1); if ($i=="x-floor") x=$(i-1) }
+                                printf "masking a history of %s turns:    %s ms (%sx the %s ms of the same output unmasked)\n", n, m, x, f }
+/^BenchmarkSecretMaterial/    { split($1, a, "="); n=a[2]; sub(/-.*/, "", n); for (i=1;i<=NF;i++) { if ($i=="ms/hunt") m=$(i-1); if ($i=="ms/floor") f=$(i-1); if ($i=="alloc-bytes/material-byte") b=$(i-1) }
+                                printf "hunting a %s MB material:          %s ms (floor: bytes.Index over the same texts, %s ms), %s bytes allocated per material byte\n", n, m, f, b }
 ' "$out"
 printf 'harness work per plan, warm loop:  %s µs (best batch median, one process, no pipes: scripts/harness_warm.py)\n' \
   "$(python3 scripts/harness_warm.py internal/harness/python examples/providers/reference)"

@@ -58,6 +58,8 @@ type RunOptions struct {
 	// Policy decides the exit status from the results (--fail-on, --exit-zero).
 	Policy Policy
 	failOn string
+	// Coverage is the coverage options (see coverage.go).
+	Coverage CoverageOptions
 }
 
 // projectFlags adds the flags every provider-facing command shares.
@@ -89,6 +91,7 @@ scenario exercised).`,
 		Args: projectArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.SeedSet = cmd.Flags().Changed("seed")
+			o.Coverage.Set = cmd.Flags().Changed("coverage")
 			if err := takeProjectArg(cmd, args, &o.Project); err != nil {
 				return err
 			}
@@ -120,7 +123,8 @@ scenario exercised).`,
 	cmd.Flags().StringVar(&o.failOn, "fail-on", string(FailOnFailed), "results that fail the run (exit 1): failed (failed or flaky checks) or warning (also warnings)")
 	cmd.Flags().BoolVar(&o.Policy.ExitZero, "exit-zero", false, "exit 0 even when checks fail (exit 2 still means the kit could not decide)")
 	exploreFlags(cmd, &o.Explore, 0)
-	cmd.Flags().StringVar(&o.SourceRoot, "source-root", "", "directory report paths are relative to (default: GITHUB_WORKSPACE or CI_PROJECT_DIR, else the git repository holding the project, else the project)")
+	cmd.Flags().StringVar(&o.SourceRoot, "source-root", "", "directory report and coverage file paths are relative to (default: GITHUB_WORKSPACE or CI_PROJECT_DIR, else the git repository holding the project, else the project)")
+	coverageFlags(cmd, &o.Coverage)
 	_ = cmd.RegisterFlagCompletionFunc("check", completeCheckIDs)
 	_ = cmd.RegisterFlagCompletionFunc("skip", completeCheckIDs)
 	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(report.Formats(), cobra.ShellCompDirectiveNoFileComp))
@@ -181,6 +185,9 @@ func runConformance(parent context.Context, f *Factory, o *RunOptions) error {
 		seed := o.Seed
 		opts.Seed = &seed
 	}
+	if err := o.Coverage.apply(&opts); err != nil {
+		return err
+	}
 	var explored *explore.Result
 	hook, err := exploreHook(f, &o.Explore, true, o.Jobs, o.Checks, o.Skip, &explored)
 	if err != nil {
@@ -205,6 +212,11 @@ func runConformance(parent context.Context, f *Factory, o *RunOptions) error {
 	if err := writeReports(f, rep, o, ro); err != nil {
 		return &exitError{code: ExitUndecided, err: err}
 	}
+	if explored != nil {
+		for _, w := range explored.Warnings {
+			fmt.Fprintln(f.IO.Err, f.IO.ErrStyles().Warn.Render("warning:")+" "+errorText(w))
+		}
+	}
 	return verdictError(rep, o.Policy)
 }
 
@@ -212,7 +224,7 @@ func runConformance(parent context.Context, f *Factory, o *RunOptions) error {
 // --format junit) get one <error> test case with the error text, so a CI test view shows why the job stopped.
 func undecidedRun(f *Factory, o *RunOptions, started time.Time, runErr error) error {
 	j := report.JUnit{Root: sourceRoot(f, o.SourceRoot, projectDir(o.Project)), Started: started, Elapsed: time.Since(started)}
-	msg := safeErrorText(runErr.Error())
+	msg := errorText(runErr.Error())
 	write := func(w io.Writer) error { return j.RenderError(w, "conformance run", msg) }
 	var errs []error
 	if o.JUnit != "" {
@@ -272,7 +284,7 @@ func writeReports(f *Factory, rep *report.Report, o *RunOptions, ro report.Optio
 			return err
 		}
 	}
-	return nil
+	return writeCoverageFiles(f, rep, &o.Coverage, ro.Root)
 }
 
 // writeFile renders into a buffer and writes it to file; what names the report in the error ("" for the

@@ -15,6 +15,7 @@ import (
 
 	"github.com/astrabox-dev/astrabox/internal/conformance"
 	"github.com/astrabox-dev/astrabox/internal/report"
+	"github.com/astrabox-dev/astrabox/internal/secrets"
 )
 
 // TestInitThenConformanceIsGreen scaffolds a provider and runs the suite on it, as a newcomer would.
@@ -46,7 +47,8 @@ func TestReportsNeverPrintASecret(t *testing.T) {
 			if code != ExitFailed {
 				t.Fatalf("exit %d, want 1\n%s\n%s", code, stdout, stderr)
 			}
-			// The same seed plants the same canaries: collect them to search every output.
+			// The same seed plants the same tokens and credentials (canaries differ from run to run, but all
+			// start with the canary prefix, hunted in every encoding below): collect them to search every output.
 			ctx := context.Background()
 			tg, err := conformance.Resolve(ctx, conformance.Options{Project: project, Python: "python3", Getenv: os.Getenv})
 			if err != nil {
@@ -68,7 +70,12 @@ func TestReportsNeverPrintASecret(t *testing.T) {
 				}
 				outputs[k] = string(b)
 			}
+			prefixes := &secrets.Set{}
+			prefixes.Add(conformance.CanaryPrefix, "a configuration canary")
 			for name, text := range outputs {
+				if m := prefixes.FindString(text); len(m) > 0 {
+					t.Errorf("%s output holds %s (%s)", name, m[0].Origin, m[0].Encoding)
+				}
 				if m := canaryPattern.FindString(text); m != "" {
 					t.Errorf("%s output holds a planted secret (%s...)", name, m[:12])
 				}

@@ -21,6 +21,8 @@ type ExploreOptions struct {
 	LastFailed   bool
 	FailuresDir  string
 	ShrinkBudget int
+	// Fresh ignores the saved corpus of guided exploration (--explore-fresh).
+	Fresh bool
 }
 
 func exploreFlags(cmd *cobra.Command, o *ExploreOptions, defaultN int) {
@@ -28,6 +30,7 @@ func exploreFlags(cmd *cobra.Command, o *ExploreOptions, defaultN int) {
 	cmd.Flags().StringVar(&o.Shard, "shard", "", "run only shard I of N of the explored scenarios (I/N, e.g. 2/4), for CI matrix jobs")
 	cmd.Flags().BoolVar(&o.LastFailed, "last-failed", false, "re-run only the scenarios that failed in the last exploration")
 	cmd.Flags().StringVar(&o.FailuresDir, "failures-dir", "", "where shrunk failures are written (default: .astrabox/failures in the project)")
+	cmd.Flags().BoolVar(&o.Fresh, "explore-fresh", false, "explore without the corpus of earlier runs (.astrabox/corpus), and leave it as it is")
 	cmd.Flags().IntVar(&o.ShrinkBudget, "shrink-budget", 60, "scenario runs spent shrinking one failure")
 }
 
@@ -59,7 +62,10 @@ func exploreHook(f *Factory, eo *ExploreOptions, summary bool, jobs int, checks,
 	}
 	return func(ctx context.Context, env *conformance.Env, w *conformance.Workers, rep *report.Report) error {
 		o := explore.Options{N: eo.N, Seed: env.Seed, Jobs: jobs, ShardIndex: si, ShardCount: sn, Checks: checks, Skip: skip,
-			Skipped: env.Target.Settings.Skip, FailuresDir: eo.FailuresDir, ShrinkBudget: eo.ShrinkBudget, Project: env.Target.Project.Dir}
+			Skipped: env.Target.Settings.Skip, FailuresDir: eo.FailuresDir, ShrinkBudget: eo.ShrinkBudget, Project: env.Target.Project.Dir, Fresh: eo.Fresh}
+		if !f.Quiet {
+			o.Log = f.IO.Err
+		}
 		if o.FailuresDir == "" {
 			o.FailuresDir = env.Target.Project.Dir + "/.astrabox/failures"
 		}
@@ -96,6 +102,10 @@ func writeExploreSummary(w io.Writer, r *explore.Result) {
 	}
 	fmt.Fprintf(w, "explored %d scenario(s) with seed %d in %s: %d callbacks (%.0f/s), %d failing check(s)\n",
 		r.Scenarios, r.Seed, r.Elapsed.Round(1e6), r.Callbacks, rate, len(r.Failures))
+	if r.Guided {
+		fmt.Fprintf(w, "  guided by coverage: %d lines and branch directions reached; %d scenario(s) replayed the corpus, %d varied seeds; corpus now %d seed(s)\n",
+			r.Reached, r.Replayed, r.Mutated, r.Seeds)
+	}
 	for _, e := range r.Errors {
 		fmt.Fprintf(w, "  could not run %s\n", e)
 	}
@@ -152,6 +162,9 @@ command that replays it. A failure whose replay does not fail the same way is re
 				}
 			} else {
 				writeExploreSummary(f.IO.Out, res)
+			}
+			for _, w := range res.Warnings {
+				fmt.Fprintln(f.IO.Err, f.IO.ErrStyles().Warn.Render("warning:")+" "+errorText(w))
 			}
 			if len(res.Failures) > 0 {
 				return errFailed

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,7 +60,14 @@ func verdictError(rep *report.Report, p Policy) error {
 	case failed:
 		return errFailed
 	case rep.Undecided():
-		return &exitError{code: ExitUndecided}
+		var ids []string
+		for _, res := range rep.Results {
+			if res.Status == report.StatusNotExercised {
+				ids = append(ids, res.Check)
+			}
+		}
+		return &exitError{code: ExitUndecided, err: fmt.Errorf("the kit could not decide: %d check(s) not exercised (%s); add scenarios that reach them, or skip them with a reason in [tool.astrabox] skip",
+			len(ids), strings.Join(ids, ", "))}
 	}
 	return nil
 }

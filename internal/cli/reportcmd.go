@@ -18,6 +18,7 @@ func newReportCmd(f *Factory) *cobra.Command {
 		Short: "Work with JSON reports",
 	}
 	var format, output, root string
+	var cov CoverageOptions
 	merge := &cobra.Command{
 		Use:   "merge REPORT.json...",
 		Short: "Merge the JSON reports of sharded runs into one and render it",
@@ -71,6 +72,9 @@ when the merged report has a failure.`,
 			if err != nil {
 				return asUndecided(err)
 			}
+			if err := writeCoverageFiles(f, merged, &cov, opts.Root); err != nil {
+				return asUndecided(err)
+			}
 			if merged.HasFailures() {
 				return errFailed
 			}
@@ -81,6 +85,7 @@ when the merged report has a failure.`,
 	merge.Flags().StringVarP(&output, "output", "o", "", "write to this file instead of stdout")
 	merge.Flags().StringVar(&root, "source-root", "", "directory report paths are relative to (default: GITHUB_WORKSPACE or CI_PROJECT_DIR, else the git repository holding the project, else the project)")
 	_ = merge.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(report.Formats(), cobra.ShellCompDirectiveNoFileComp))
+	lcovXMLFlags(merge, &cov)
 	cmd.AddCommand(merge)
 	return cmd
 }

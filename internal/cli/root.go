@@ -132,7 +132,7 @@ func reportError(w io.Writer, s term.Styles, err error) int {
 	if errors.As(err, &ee) {
 		code = ee.code
 	}
-	msg := safeErrorText(err.Error())
+	msg := errorText(err.Error())
 	if strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "unknown flag") || strings.HasPrefix(msg, "unknown shorthand flag") {
 		code = ExitUndecided
 	}

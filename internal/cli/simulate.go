@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -178,8 +180,15 @@ func runSimulation(c *cobra.Command, f *Factory, o *SimOptions, sc *simulate.Sce
 		if err != nil {
 			return asUndecided(err)
 		}
-		_, err = f.IO.Out.Write(append(ev.Secrets.MaskJSON(raw), '\n'))
-		return err
+		if _, err := f.IO.Out.Write(append(ev.Secrets.MaskJSON(raw), '\n')); err != nil {
+			return err
+		}
+		// The exit code says what the text format says: 1 when a check fails on the scenario.
+		if ids, _ := conformance.Failing(ev, nil, nil, t.Settings.Skip); len(ids) > 0 {
+			fmt.Fprintf(f.IO.Err, "%d check(s) fail on this scenario: %s\n", len(ids), strings.Join(ids, ", "))
+			return errFailed
+		}
+		return nil
 	}
 	writeTimeline(f.IO.Out, f.IO.OutStyles(), h, ev.Secrets)
 	ids, msgs := conformance.Failing(ev, nil, nil, t.Settings.Skip)
@@ -216,15 +225,15 @@ func writeTimeline(w io.Writer, s term.Styles, h *simulate.History, set *secrets
 			}
 			fmt.Fprintf(w, "   %s %s %-4s %s %s\n", s.Dim.Render(at), rep, label, s.Code.Render(e.Call.Key), msg)
 			if e.Call.Error != nil {
-				fmt.Fprintf(w, "   %s         %s\n", strings.Repeat(" ", len(at)), s.Dim.Render(set.Mask(e.Call.Error.Type+": "+truncate(e.Call.Error.Message, 120))))
+				fmt.Fprintf(w, "   %s         %s\n", strings.Repeat(" ", len(at)), s.Dim.Render(truncate(set.Mask(e.Call.Error.Type+": "+e.Call.Error.Message), 120)))
 			}
 			if e.Call.Result != nil && e.Call.Result.Type == "RuntimeMaterials" {
 				var names []string
 				for _, fl := range e.Call.Result.Files {
-					names = append(names, fmt.Sprintf("%s (%d bytes)", fl.Name, len(fl.Content)))
+					names = append(names, fmt.Sprintf("%s (%d bytes)", set.Mask(fl.Name), len(fl.Content)))
 				}
-				for k := range e.Call.Result.Environment {
-					names = append(names, k+"=<redacted>")
+				for _, k := range sortedNames(e.Call.Result.Environment) {
+					names = append(names, set.Mask(k)+"=<redacted>")
 				}
 				if len(names) > 0 {
 					fmt.Fprintf(w, "   %s         %s\n", strings.Repeat(" ", len(at)), s.Dim.Render("material: "+strings.Join(names, ", ")))
@@ -269,9 +278,23 @@ func flags(r simulate.Request) string {
 	return " [" + strings.Join(out, ", ") + "]"
 }
 
+// truncate cuts s to at most n bytes, at a character boundary, marking the cut. Mask before truncating: a
+// secret cut in two is no longer found.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
 	return s[:n] + "..."
+}
+
+func sortedNames(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

@@ -1,11 +1,13 @@
 package conformance
 
 import (
+	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"math/rand"
 	"sort"
 	"strings"
+
+	"github.com/astrabox-dev/astrabox/internal/secrets"
 )
 
 // CanaryPrefix starts every canary the kit plants in configuration, so a leak is recognisable by eye too
@@ -37,15 +39,24 @@ func DefaultConfig(seed int64) map[string]any {
 	}
 }
 
-// plantCanaries fills every field under `secrets` and every configured secret field with a unique canary,
-// and returns (value, origin) pairs. Canaries derive from the seed, so a replay plants the same values.
-func plantCanaries(cfg map[string]any, fields []string, seed int64) ([][2]string, error) {
-	rng := rand.New(rand.NewSource(seed ^ 0x5eed))
-	newCanary := func() string {
-		b := make([]byte, 12)
-		rng.Read(b)
-		return CanaryPrefix + hex.EncodeToString(b)
+// NewCanary returns a fresh canary: CanaryPrefix and 24 hex digits from the system's random source. Canaries
+// are not a function of the seed (every user of seed 1 would plant the same two, and a provider could learn
+// them); histories and reports stay byte-identical from run to run because every canary is masked to a
+// label that names its encoding, never its value. Each canary is also added to secrets.Process, so that an
+// error message that carries one is masked too.
+func NewCanary() string {
+	b := make([]byte, 12)
+	if _, err := rand.Read(b); err != nil {
+		panic(fmt.Sprintf("the system random source failed: %v", err)) // crypto/rand never fails on Linux
 	}
+	c := CanaryPrefix + hex.EncodeToString(b)
+	secrets.Process().Add(c, "a configuration canary")
+	return c
+}
+
+// plantCanaries fills every field under `secrets` and every configured secret field with a unique canary
+// from newCanary, and returns (value, origin) pairs.
+func plantCanaries(cfg map[string]any, fields []string, newCanary func() string) ([][2]string, error) {
 	var out [][2]string
 	if sec, ok := cfg["secrets"].(map[string]any); ok {
 		keys := make([]string, 0, len(sec))

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/astrabox-dev/astrabox/internal/discovery"
 	"github.com/astrabox-dev/astrabox/internal/harness"
 	"github.com/astrabox-dev/astrabox/internal/report"
 	"github.com/astrabox-dev/astrabox/internal/secrets"
@@ -46,8 +47,20 @@ type Check struct {
 	// Elsewhere, when set, says which other command decides this clause: a conformance run reports the check
 	// as skipped with this reason instead of claiming it passed.
 	Elsewhere string
-	// Decide inspects the evidence and returns findings; none means the check passed.
+	// Decide inspects the evidence and returns findings; none means the check held over what it saw.
 	Decide func(ev *Evidence) []Finding
+	// Needs says what the check must have seen to decide ("a retry of an attempt that already had
+	// material"); Exercise measures it over the evidence. A result passes only when the requirement was met;
+	// otherwise it is not_exercised (or not_applicable, when Exercise says the clause does not concern the
+	// provider).
+	Needs    string
+	Exercise func(ev *Evidence) Exercise
+	// Judges are the callbacks whose behaviour the check judges: when the provider defines none of them
+	// itself, the result is not_applicable.
+	Judges []simulate.Callback
+	// Static marks a check decided from discovery and loading alone: it is judged even when no scenario
+	// could run.
+	Static bool
 }
 
 // Finding is one breach a check found.
@@ -82,7 +95,7 @@ type Evidence struct {
 // StaticFacts are facts discovery found without running the provider.
 type StaticFacts struct {
 	// NearMissGroups are entry-point groups that look like the provider group but are not it, with where.
-	NearMissGroups []string
+	NearMissGroups []discovery.NearMiss
 	Pyproject      string
 }
 

@@ -13,7 +13,8 @@ func init() {
 	register(
 		&Check{
 			ID: "GEN-NO-DISPATCH", Title: "No dispatch, consent flow, Agent registration or background write", Area: AreaGeneral, Severity: report.SeverityError,
-			Clauses:   []string{"GEN-NO-DISPATCH"},
+			Clauses: []string{"GEN-NO-DISPATCH"},
+			Needs:   "a call of a callback the provider defines", Exercise: exAnyCall, Judges: judgesAll,
 			Rationale: "Callbacks prepare runtimes; they never act on the user's behalf. Dispatching input, starting a consent flow or registering an Agent from a callback does what only the platform or the user may do, and writes left running in the background after a callback returned escape the platform's deadlines, fences and recovery.",
 			Hint:      "Only read and write your own records and issue credentials inside the callback; await every write before returning.",
 			Wrong:     "async def prepare_turn(self, *, context):\n    materials = await self._materials(context)\n    asyncio.get_running_loop().create_task(self._post(\"/v1/dispatch\", {...}))\n    return materials",
@@ -22,7 +23,8 @@ func init() {
 		},
 		&Check{
 			ID: "GEN-CANCEL-CLEAN", Title: "Cancellation leaves no outstanding writes", Area: AreaGeneral, Severity: report.SeverityError,
-			Clauses:   []string{"GEN-CANCEL-CLEAN"},
+			Clauses: []string{"GEN-CANCEL-CLEAN"},
+			Needs:   "a callback the platform cancelled", Exercise: exCancelled, Judges: judgesAll,
 			Rationale: "When the platform cancels a callback (its deadline passed, or the step was cancelled) it treats the callback as over and may retry elsewhere. A write the callback started and left running lands later, racing the retry and the platform's view of what happened.",
 			Hint:      "On cancellation, stop or await the in-flight write before re-raising; never leave it running in a thread or task.",
 			Wrong:     "async def prepare_turn(self, *, context):\n    token = await asyncio.to_thread(self._issue_blocking, context)  # the thread keeps writing after cancel",
@@ -31,7 +33,8 @@ func init() {
 		},
 		&Check{
 			ID: "GEN-SETTLES", Title: "Every callback settles in a live process", Area: AreaGeneral, Severity: report.SeverityError,
-			Clauses:   []string{"GEN-SETTLES"},
+			Clauses: []string{"GEN-SETTLES"},
+			Needs:   "a fault-free callback with consent granted", Exercise: exFaultFree, Judges: judgesAll,
 			Rationale: "Callbacks run in the platform's own process, on its event loop. A callback that blocks the loop, exits the process, crashes it or exhausts its memory takes down every other Session served by that process, not just the point it was called for.",
 			Hint:      "Never block the event loop (use await asyncio.sleep, async clients or asyncio.to_thread), never call sys.exit/os._exit, and bound memory use.",
 			Wrong:     "async def prepare_session(self, *, context):\n    time.sleep(3600)  # blocks the platform's event loop",
@@ -108,7 +111,7 @@ func decideGenNoDispatch(ev *Evidence) []Finding {
 		// Writes SYNC-QUIESCENT already blames on a synchronize that returned are left to it.
 		quiescent := map[int64]bool{}
 		for _, cs := range order {
-			if cs.c.Method == "synchronize" && cs.c.Outcome == simulate.OutcomeReturned {
+			if cs.c.Is(simulate.CallSynchronize) && cs.c.Outcome == simulate.OutcomeReturned {
 				for _, r := range syncLateWrites(cs) {
 					quiescent[r.Seq] = true
 				}
@@ -124,7 +127,7 @@ func decideGenNoDispatch(ev *Evidence) []Finding {
 			if method == "" {
 				method = "background work"
 			}
-			key := "forbidden|" + method + "|" + r.Method + " " + r.Path
+			key := "forbidden|" + method + "|" + string(r.Method) + " " + r.Path
 			if seen[key] {
 				continue
 			}
@@ -151,7 +154,7 @@ func decideGenNoDispatch(ev *Evidence) []Finding {
 			if len(late) == 0 {
 				continue
 			}
-			key := "late|" + cs.c.Method
+			key := "late|" + string(cs.c.Method)
 			if seen[key] {
 				continue
 			}
@@ -216,10 +219,10 @@ func decideGenCancelClean(ev *Evidence) []Finding {
 		if len(late) == 0 {
 			continue
 		}
-		if seen[cs.c.Method] {
+		if seen[string(cs.c.Method)] {
 			continue
 		}
-		seen[cs.c.Method] = true
+		seen[string(cs.c.Method)] = true
 		obs := ev.allObservations(cs)
 		loc := leftoverLocation(obs.Leftovers)
 		if loc == nil {
@@ -257,25 +260,81 @@ func processFailure(kind string) string {
 	return ""
 }
 
+// processDeath explains any process death a callback ended in: the provider's doing (processFailure), or
+// the replica breaking the harness protocol, closing its channels or failing to start. None of them is a
+// settled callback, so none may pass.
+func processDeath(c *simulate.CallRecord) string {
+	if why := processFailure(c.ProcessKind); why != "" {
+		return why
+	}
+	detail := ""
+	if c.ProcessError != "" {
+		detail = ": " + c.ProcessError
+	}
+	switch harness.ErrorKind(c.ProcessKind) {
+	case harness.KindProtocol:
+		return "ended with the replica breaking the harness protocol (the process wrote to, closed or replaced the harness's channels)" + detail
+	case harness.KindClosed:
+		return "ended with the replica's process already closed (it died or closed its channels earlier)" + detail
+	default:
+		return "could not run: the replica process did not start" + detail
+	}
+}
+
+// decideGenSettles fails every callback that did not settle: a process death of any kind, and, in a step
+// without an injected fault and with consent granted, a raise, a cancellation at the deadline (prepare_turn
+// is TURN-WITHIN-DEADLINE's) or a value the platform cannot take.
 func decideGenSettles(ev *Evidence) []Finding {
 	var out []Finding
 	seen := map[string]bool{}
-	for _, cs := range ev.calls() {
-		if cs.c.Outcome != simulate.OutcomeDied {
-			continue
-		}
-		why := processFailure(cs.c.ProcessKind)
-		if why == "" {
-			continue
-		}
-		key := cs.c.Method + "|" + cs.c.ProcessKind
+	add := func(cs callSite, key, msg string, loc *report.Location) {
 		if seen[key] {
-			continue
+			return
 		}
 		seen[key] = true
-		loc := ev.methodLocation(cs.c.Method)
-		msg := fmt.Sprintf("%s %s (deadline %gs)", cs.c.Method, why, cs.c.DeadlineS)
 		out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(cs, msg, loc)}})
 	}
+	for _, cs := range ev.calls() {
+		c := cs.c
+		where := fmt.Sprintf(" (deadline %gs, scenario %s step %d)", c.DeadlineS, cs.h.Scenario, cs.e.Step)
+		if c.Outcome == simulate.OutcomeDied {
+			add(cs, string(c.Method)+"|died|"+c.ProcessKind, fmt.Sprintf("%s %s%s", c.Method, processDeath(c), where), ev.methodLocation(c.Method))
+			continue
+		}
+		if p := malformed(c); p != "" {
+			add(cs, string(c.Method)+"|malformed", fmt.Sprintf("%s returned %s the platform cannot take: %s%s", c.Method, resultName(c.Result), p, where), ev.methodLocation(c.Method))
+		}
+		if !ev.faultFree(cs) || !providerOverrides(ev, c.Method) {
+			continue
+		}
+		switch {
+		case c.Outcome == simulate.OutcomeRaised && c.Error != nil && !c.CancelSent:
+			msg := fmt.Sprintf("%s raised %s: %s in a step with no injected fault and consent granted; it must settle successfully%s", c.Method, c.Error.Type, truncateText(c.Error.Message, 200), where)
+			add(cs, string(c.Method)+"|raised|"+c.Error.Type, msg, ev.errorLocation(cs))
+		case cancelledCall(c) && !c.Is(simulate.CallPrepareTurn):
+			msg := fmt.Sprintf("%s did not finish within its deadline with no fault injected and was cancelled%s", c.Method, where)
+			add(cs, string(c.Method)+"|deadline", msg, ev.methodLocation(c.Method))
+		}
+	}
 	return out
+}
+
+// malformed describes the type problems of a returned value the harness reported, or "".
+func malformed(c *simulate.CallRecord) string {
+	if c.Outcome != simulate.OutcomeReturned || c.Result == nil {
+		return ""
+	}
+	problems := append([]string(nil), c.Result.Problems...)
+	if d := c.Result.DeclarationError; d != nil && *d != "" {
+		problems = append(problems, "its declaration cannot be stored: "+truncateText(*d, 240))
+	}
+	return strings.Join(problems, "; ")
+}
+
+// truncateText shortens a text to at most n bytes, marking the cut.
+func truncateText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }

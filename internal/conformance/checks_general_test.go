@@ -9,7 +9,7 @@ import (
 )
 
 // lateWriteHistory has one call of the given outcome whose write the double applied after the call settled.
-func lateWriteHistory(outcome string, cancelSent bool) *simulate.History {
+func lateWriteHistory(outcome simulate.Outcome, cancelSent bool) *simulate.History {
 	b := newHist("x")
 	c := b.call(&simulate.CallRecord{Replica: "r1", Method: "prepare_turn", Outcome: outcome, CancelSent: cancelSent, ApplyMark: 1})
 	b.request(simulate.Request{Replica: "r1", Call: c.Key, Method: "POST", Path: "/v1/credentials", Status: 201, Applied: true, ApplyOrder: 1})
@@ -19,7 +19,7 @@ func lateWriteHistory(outcome string, cancelSent bool) *simulate.History {
 
 func TestLateWritesSplitBetweenCancelAndBackground(t *testing.T) {
 	cases := []struct {
-		outcome          string
+		outcome          simulate.Outcome
 		cancel           bool
 		cancelFindings   int
 		dispatchFindings int
@@ -65,14 +65,60 @@ func TestGenNoDispatchForbiddenAndBackground(t *testing.T) {
 	}
 }
 
-func TestGenSettlesOnlyProviderCausedDeaths(t *testing.T) {
+// TestGenSettlesEveryProcessDeath proves every process death fails GEN-SETTLES, the harness-protocol and
+// closed-channel kinds included (a replica dying of a protocol error used to pass), while a host loss the
+// platform injected does not; each kind is reported once per callback.
+func TestGenSettlesEveryProcessDeath(t *testing.T) {
 	b := newHist("x")
 	b.call(&simulate.CallRecord{Replica: "r1", Method: "prepare_session", Outcome: simulate.OutcomeDied, ProcessKind: string(harness.KindHung)})
 	b.call(&simulate.CallRecord{Replica: "r1", Method: "prepare_turn", Outcome: simulate.OutcomeDied, ProcessKind: string(harness.KindClosed)})
-	b.call(&simulate.CallRecord{Replica: "r2", Method: "synchronize", Outcome: simulate.OutcomeHostLoss})
+	b.call(&simulate.CallRecord{Replica: "r2", Method: "synchronize", Outcome: simulate.OutcomeHostLoss, Fault: simulate.FaultHostLoss})
 	b.call(&simulate.CallRecord{Replica: "r2", Method: "prepare_session", Outcome: simulate.OutcomeDied, ProcessKind: string(harness.KindHung)})
+	b.call(&simulate.CallRecord{Replica: "r3", Method: "read_user_actions", Outcome: simulate.OutcomeDied, ProcessKind: string(harness.KindProtocol), ProcessError: "frame too large"})
 	fs := decideGenSettles(evidenceOf(b.h))
-	if len(fs) != 1 || !strings.HasPrefix(fs[0].Message, "prepare_session never settled") {
+	if len(fs) != 3 || !strings.HasPrefix(fs[0].Message, "prepare_session never settled") ||
+		!strings.Contains(fs[1].Message, "already closed") || !strings.Contains(fs[2].Message, "harness protocol") || !strings.Contains(fs[2].Message, "frame too large") {
+		t.Fatalf("findings = %+v", fs)
+	}
+}
+
+// TestGenSettlesFaultFreeRaise proves a raise in a fault-free step with consent granted fails GEN-SETTLES at
+// the provider's frame, while the same raise under an injected fault or a pending consent does not.
+func TestGenSettlesFaultFreeRaise(t *testing.T) {
+	raise := func(fault string, principal string) *simulate.History {
+		b := newHist("x")
+		b.h.Principals = []simulate.ConsentState{{Principal: "alice", Consent: simulate.ConsentGranted}, {Principal: "dave", Consent: simulate.ConsentPending}}
+		b.h.Events = append(b.h.Events, &simulate.Event{Kind: simulate.EventStep, Step: 1, Message: "claim"})
+		c := b.call(&simulate.CallRecord{Replica: "r1", Method: "prepare_session", Outcome: simulate.OutcomeRaised, Fault: fault,
+			Ctx:   simulate.CallContext{Session: "s1", Principal: principal},
+			Error: &harness.PyError{Type: "RuntimeError", Message: "boom", Frames: []harness.Frame{{File: "/p/provider.py", Line: 42}}}})
+		b.h.Events[len(b.h.Events)-1].Step = 1
+		_ = c
+		return b.h
+	}
+	fs := decideGenSettles(evidenceOf(raise("", "alice")))
+	if len(fs) != 1 || !strings.Contains(fs[0].Message, "raised RuntimeError: boom") || fs[0].Location == nil || fs[0].Location.Line != 42 {
+		t.Fatalf("findings = %+v", fs)
+	}
+	if fs := decideGenSettles(evidenceOf(raise(simulate.FaultTimeout, "alice"))); len(fs) != 0 {
+		t.Fatalf("a raise under an injected fault failed: %+v", fs)
+	}
+	if fs := decideGenSettles(evidenceOf(raise("", "dave"))); len(fs) != 0 {
+		t.Fatalf("a raise while consent was pending failed: %+v", fs)
+	}
+}
+
+// TestGenSettlesMalformedValue proves a returned value with type problems, or a declaration the platform
+// cannot store, fails GEN-SETTLES (the harness reports them; they used to be dropped).
+func TestGenSettlesMalformedValue(t *testing.T) {
+	b := newHist("x")
+	derr := "declaration.a is nested more than 64 levels deep (a cycle?)"
+	b.call(&simulate.CallRecord{Replica: "r1", Method: "prepare_session", Outcome: simulate.OutcomeReturned, Fault: simulate.FaultTimeout,
+		Result: &harness.Result{Type: "RuntimeMaterials", Problems: []string{"files[0].content is a str, not bytes"}}})
+	b.call(&simulate.CallRecord{Replica: "r1", Method: "plan", Outcome: simulate.OutcomeReturned,
+		Result: &harness.Result{Type: "RuntimePreparationPlan", DeclarationError: &derr}})
+	fs := decideGenSettles(evidenceOf(b.h))
+	if len(fs) != 2 || !strings.Contains(fs[0].Message, "not bytes") || !strings.Contains(fs[1].Message, "cycle") {
 		t.Fatalf("findings = %+v", fs)
 	}
 }

@@ -13,7 +13,8 @@ func init() {
 	register(
 		&Check{
 			ID: "LEAK-LOG", Title: "No secret in logs, warnings, stdout or stderr", Area: AreaLeak, Severity: report.SeverityError,
-			Clauses:   []string{"LEAK-LOG"},
+			Clauses: []string{"LEAK-LOG"},
+			Needs:   "a call of a callback the provider defines", Exercise: exAnyCall, Judges: judgesAll,
 			Rationale: "The platform's logs, warnings and process output are shipped to log stores that many people read and that keep data for a long time. A credential, workload identity token or secret configuration value written there is disclosed to all of them.",
 			Hint:      "Log identifiers and outcomes, never token or secret values; do not print or warn with them, and do not log exceptions whose text holds them.",
 			Wrong:     "logger.info(\"prepared session with token %s\", context.workload_identity.token)",
@@ -22,7 +23,8 @@ func init() {
 		},
 		&Check{
 			ID: "LEAK-ERROR", Title: "No secret in exception text", Area: AreaLeak, Severity: report.SeverityError,
-			Clauses:   []string{"LEAK-ERROR"},
+			Clauses: []string{"LEAK-ERROR"},
+			Needs:   "an exception raised by a callback the provider defines", Exercise: exRaised, Judges: judgesAll,
 			Rationale: "Exceptions raised by callbacks are logged by the platform with their message and traceback, and may be shown to operators. A secret in an exception's text ends up in those logs even when the provider itself never logs it.",
 			Hint:      "Raise errors that name what failed (which service, which status), never the credential or request body.",
 			Wrong:     "raise RuntimeError(f\"credential service refused key {config['secrets']['model_api_key']}\")",
@@ -31,7 +33,8 @@ func init() {
 		},
 		&Check{
 			ID: "LEAK-USER-ACTION", Title: "No secret in user actions or user-action states", Area: AreaLeak, Severity: report.SeverityError,
-			Clauses:   []string{"LEAK-USER-ACTION"},
+			Clauses: []string{"LEAK-USER-ACTION"},
+			Needs:   "a user action or user-action state returned or raised by the provider", Exercise: exUserActions(true), Judges: judgesUA,
 			Rationale: "User actions and user-action states are shown in the console and returned by the public user-action endpoints, to the Session's owner and to anybody with read scope. A secret in a message, a URL or a state is handed to them.",
 			Hint:      "Use fixed messages and the identity service's own URL; never put a token, assertion or secret configuration value in them.",
 			Wrong:     "raise PreparationUserActionRequired(message=MSG, status=\"pending\", url=f\"{consent_url}?assertion={token}\")",
@@ -140,7 +143,7 @@ func decideLeakError(ev *Evidence) []Finding {
 				continue
 			}
 			loc := ev.errorLocation(cs)
-			key := cs.c.Method + "|" + m[0].Origin
+			key := string(cs.c.Method) + "|" + m[0].Origin
 			if loc != nil {
 				key = fmt.Sprintf("%s:%d", loc.Path, loc.Line)
 			}
@@ -164,7 +167,7 @@ func decideLeakUserAction(ev *Evidence) []Finding {
 		if len(m) == 0 {
 			return
 		}
-		key := cs.c.Method + "|" + what
+		key := string(cs.c.Method) + "|" + what
 		if seen[key] {
 			return
 		}

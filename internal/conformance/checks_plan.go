@@ -3,28 +3,28 @@ package conformance
 import (
 	"bytes"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/astrabox-dev/astrabox/internal/report"
+	"github.com/astrabox-dev/astrabox/internal/simulate"
 )
 
 func init() {
 	register(
 		&Check{
 			ID: "EP-GROUP", Title: "Provider declared in the right entry-point group", Area: AreaDiscovery, Severity: report.SeverityError,
-			Clauses:   []string{"EP-GROUP"},
+			Clauses: []string{"EP-GROUP"},
+			Static:  true, Needs: "the project's entry-point declarations", Exercise: exDiscovery,
 			Rationale: "The platform finds the provider only through the entry-point group astrabox.providers.runtime_preparation with a module:Class reference. A declaration in a similar-looking group is silently ignored, and the platform prepares Agents and Sessions without any callback.",
 			Hint:      "Declare the provider under [project.entry-points.\"astrabox.providers.runtime_preparation\"] as name = \"module:Class\".",
 			Wrong:     "[project.entry-points.\"astrabox.providers.runtime-preparation\"]\nenterprise = \"my_deployment.preparation:PreparationProvider\"",
 			Right:     "[project.entry-points.\"astrabox.providers.runtime_preparation\"]\nenterprise = \"my_deployment.preparation:PreparationProvider\"",
 			Decide: func(ev *Evidence) []Finding {
 				var out []Finding
-				for _, w := range ev.Static.NearMissGroups {
-					f := Finding{Message: w, Location: at(ev.Static.Pyproject, 1)}
-					if m := warningPlace.FindStringSubmatch(w); m != nil {
-						line, _ := strconv.Atoi(m[2])
-						f.Message, f.Location = m[3], at(m[1], line)
+				for _, nm := range ev.Static.NearMissGroups {
+					f := Finding{Message: nm.Message, Location: at(nm.File, nm.Line)}
+					if f.Location == nil {
+						f.Location = at(ev.Static.Pyproject, 1)
 					}
 					out = append(out, f)
 				}
@@ -33,7 +33,8 @@ func init() {
 		},
 		&Check{
 			ID: "EP-SUBCLASS", Title: "Target subclasses RuntimePreparationProvider", Area: AreaDiscovery, Severity: report.SeverityError,
-			Clauses:   []string{"EP-SUBCLASS"},
+			Clauses: []string{"EP-SUBCLASS"},
+			Static:  true, Needs: "the loaded target of the entry point", Exercise: exLoaded,
 			Rationale: "The platform loads the entry point and requires a subclass of astrabox.seams.RuntimePreparationProvider that it can instantiate with no arguments; anything else fails startup.",
 			Hint:      "Make the target a class deriving from astrabox.seams.RuntimePreparationProvider with a no-argument constructor.",
 			Wrong:     "class PreparationProvider:\n    name = \"enterprise\"",
@@ -55,7 +56,8 @@ func init() {
 		},
 		&Check{
 			ID: "EP-NAME", Title: "Provider has a stable, valid name", Area: AreaDiscovery, Severity: report.SeverityError,
-			Clauses:   []string{"EP-NAME"},
+			Clauses: []string{"EP-NAME"},
+			Static:  true, Needs: "a loaded provider class", Exercise: exName,
 			Rationale: "The provider name enters the runtime generation: it must be a non-empty class attribute matching [a-z0-9][a-z0-9._-]{0,62}, the same for every instance and every replica, or waiting inventory is invalidated on every restart.",
 			Hint:      "Set a constant class attribute: name = \"enterprise\".",
 			Wrong:     "class P(RuntimePreparationProvider):\n    @property\n    def name(self):\n        return str(uuid.uuid4())",
@@ -85,18 +87,19 @@ func init() {
 		},
 		&Check{
 			ID: "PLAN-SYNC", Title: "plan is synchronous", Area: AreaPlan, Severity: report.SeverityError,
-			Clauses:   []string{"PLAN-SYNC"},
+			Clauses: []string{"PLAN-SYNC"},
+			Needs:   "a plan call that returned a plan", Exercise: exPlanReturned, Judges: judgesPlan,
 			Rationale: "The platform calls plan synchronously whenever it plans an Agent's runtime; a coroutine function returns an un-awaited coroutine instead of a plan.",
 			Hint:      "Define plan with def, not async def, and return a RuntimePreparationPlan.",
 			Wrong:     "async def plan(self, *, config):\n    return RuntimePreparationPlan()",
 			Right:     "def plan(self, *, config):\n    return RuntimePreparationPlan()",
 			Decide: func(ev *Evidence) []Finding {
-				if m, ok := ev.Load.Methods["plan"]; ok && m.Async {
-					return []Finding{{Message: "plan is a coroutine function", Location: ev.methodLocation("plan")}}
+				if m, ok := ev.Load.Methods[string(simulate.CallPlan)]; ok && m.Async {
+					return []Finding{{Message: "plan is a coroutine function", Location: ev.methodLocation(simulate.CallPlan)}}
 				}
-				for _, cs := range ev.calls("plan") {
-					if cs.returned() && cs.c.Result.Type == "coroutine" {
-						return []Finding{{Message: "plan returned a coroutine", Location: ev.methodLocation("plan"), Evidence: []report.Evidence{ev.evidence(cs, "plan returned a coroutine object", ev.methodLocation("plan"))}}}
+				for _, cs := range ev.calls(simulate.CallPlan) {
+					if cs.returned() && simulate.KindCoroutine.Of(cs.c.Result) {
+						return []Finding{{Message: "plan returned a coroutine", Location: ev.methodLocation(simulate.CallPlan), Evidence: []report.Evidence{ev.evidence(cs, "plan returned a coroutine object", ev.methodLocation(simulate.CallPlan))}}}
 					}
 				}
 				return nil
@@ -104,7 +107,8 @@ func init() {
 		},
 		&Check{
 			ID: "PLAN-NO-IO", Title: "plan performs no I/O", Area: AreaPlan, Severity: report.SeverityError,
-			Clauses:   []string{"PLAN-NO-IO"},
+			Clauses: []string{"PLAN-NO-IO"},
+			Needs:   "a plan call that returned a plan", Exercise: exPlanReturned, Judges: judgesPlan,
 			Rationale: "plan runs whenever the platform plans a runtime, on the planning path, and must be a pure function of the configuration: no file, network, subprocess or sleep.",
 			Hint:      "Compute the plan from config alone; move reads and requests to synchronize or prepare_session.",
 			Wrong:     "def plan(self, *, config):\n    with open(\"/etc/plan.json\") as f:\n        return RuntimePreparationPlan(declaration=json.load(f))",
@@ -112,7 +116,7 @@ func init() {
 			Decide: func(ev *Evidence) []Finding {
 				var out []Finding
 				seen := map[string]bool{}
-				for _, cs := range ev.calls("plan") {
+				for _, cs := range ev.calls(simulate.CallPlan) {
 					for _, a := range cs.c.Observations.Audit {
 						if a.AfterReturn {
 							continue
@@ -128,7 +132,7 @@ func init() {
 					}
 					if n := len(requestsOf(cs)); n > 0 {
 						msg := fmt.Sprintf("plan sent %d request(s) to the deployment double", n)
-						out = append(out, Finding{Message: msg, Location: ev.methodLocation("plan"), Evidence: []report.Evidence{ev.evidence(cs, msg, nil)}})
+						out = append(out, Finding{Message: msg, Location: ev.methodLocation(simulate.CallPlan), Evidence: []report.Evidence{ev.evidence(cs, msg, nil)}})
 					}
 				}
 				return out
@@ -136,7 +140,8 @@ func init() {
 		},
 		&Check{
 			ID: "PLAN-STABLE", Title: "plan is stable for the same configuration", Area: AreaPlan, Severity: report.SeverityError,
-			Clauses:   []string{"PLAN-STABLE", "BOUND-GENERATION"},
+			Clauses: []string{"PLAN-STABLE", "BOUND-GENERATION"},
+			Needs:   "one Agent configuration planned twice in a scenario", Exercise: exPlanStable, Judges: judgesPlan,
 			Rationale: "The provider name and the plan's declaration enter the runtime generation; a plan that changes for the same configuration churns the generation and invalidates waiting inventory every time.",
 			Hint:      "Derive session_bound and the declaration only from config; no clocks, random values or process state.",
 			Wrong:     "return RuntimePreparationPlan(declaration={\"at\": time.time()})",
@@ -144,8 +149,8 @@ func init() {
 			Decide: func(ev *Evidence) []Finding {
 				type planKey struct{ scenario, config string }
 				first := map[planKey]callSite{}
-				for _, cs := range ev.calls("plan") {
-					if !cs.returned() || cs.c.Result.Type != "RuntimePreparationPlan" {
+				for _, cs := range ev.calls(simulate.CallPlan) {
+					if !cs.returned() || !simulate.KindPlan.Of(cs.c.Result) {
 						continue
 					}
 					k := planKey{cs.h.Scenario, fmt.Sprintf("%v", cs.c.Args["config"])}
@@ -157,7 +162,7 @@ func init() {
 					a, b := prev.c.Result, cs.c.Result
 					if a.SessionBound != b.SessionBound || !bytes.Equal(canonical(a.Declaration), canonical(b.Declaration)) {
 						msg := fmt.Sprintf("plan gave a different plan for the same configuration (%s on %s, then %s on %s)", prev.c.Key, prev.c.Replica, cs.c.Key, cs.c.Replica)
-						return []Finding{{Message: msg, Location: ev.methodLocation("plan"), Evidence: []report.Evidence{ev.evidence(cs, msg, ev.methodLocation("plan"))}}}
+						return []Finding{{Message: msg, Location: ev.methodLocation(simulate.CallPlan), Evidence: []report.Evidence{ev.evidence(cs, msg, ev.methodLocation(simulate.CallPlan))}}}
 					}
 				}
 				return nil
@@ -165,20 +170,21 @@ func init() {
 		},
 		&Check{
 			ID: "LEAK-PLAN", Title: "No secret in the plan's declaration", Area: AreaLeak, Severity: report.SeverityError,
-			Clauses:   []string{"LEAK-PLAN"},
+			Clauses: []string{"LEAK-PLAN"},
+			Needs:   "a plan call that returned a plan", Exercise: exPlanReturned, Judges: judgesPlan,
 			Rationale: "The declaration is stored with the runtime generation and shown to operators; a secret there is persisted in clear.",
 			Hint:      "Keep credentials out of the declaration; declare which secret is needed, never its value.",
 			Wrong:     "declaration={\"api_key\": config[\"secrets\"][\"model_api_key\"]}",
 			Right:     "declaration={\"credential\": \"model_api_key\"}",
 			Decide: func(ev *Evidence) []Finding {
-				for _, cs := range ev.calls("plan") {
+				for _, cs := range ev.calls(simulate.CallPlan) {
 					if !cs.returned() {
 						continue
 					}
 					text := string(cs.c.Result.Declaration) + "\n" + cs.c.Result.Repr
 					if m := ev.Secrets.FindString(text); len(m) > 0 {
 						msg := fmt.Sprintf("the plan's declaration holds %s (%s)", m[0].Origin, m[0].Encoding)
-						return []Finding{{Message: msg, Location: ev.methodLocation("plan"), Evidence: []report.Evidence{ev.evidence(cs, msg, ev.methodLocation("plan"))}}}
+						return []Finding{{Message: msg, Location: ev.methodLocation(simulate.CallPlan), Evidence: []report.Evidence{ev.evidence(cs, msg, ev.methodLocation(simulate.CallPlan))}}}
 					}
 				}
 				return nil

@@ -3,6 +3,7 @@ package conformance
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,7 +18,8 @@ func init() {
 	register(
 		&Check{
 			ID: "BOUND-MATERIAL", Title: "A session-bound provider returns Session material", Area: AreaSession, Severity: report.SeverityError,
-			Clauses:   []string{"BOUND-MATERIAL"},
+			Clauses: []string{"BOUND-MATERIAL"},
+			Needs:   "a session-bound provider's prepare_session that returned materials", Exercise: exBoundMaterial, Judges: judgesPlan,
 			Rationale: "A plan with session_bound=True tells the platform to keep the engine uninitialized in inventory until a Session's material arrives, which costs warm capacity. A prepare_session that then returns no file and no environment makes the platform pay that price for nothing, and usually means the material the engine needs was forgotten or silently skipped.",
 			Hint:      "Return the Session's files or environment from prepare_session, raise when they cannot be prepared, or declare session_bound=False.",
 			Wrong:     "async def prepare_session(self, *, context):\n    if not self._enabled:\n        return RuntimeMaterials()  # plan said session_bound=True",
@@ -26,7 +28,8 @@ func init() {
 		},
 		&Check{
 			ID: "SESSION-NAMES", Title: "Returned file names are safe, unique basenames", Area: AreaSession, Severity: report.SeverityError,
-			Clauses:   []string{"SESSION-NAMES"},
+			Clauses: []string{"SESSION-NAMES"},
+			Needs:   "RuntimeMaterials returned by prepare_session or prepare_turn", Exercise: exMaterials(judgesMaterials...), Judges: judgesMaterials,
 			Rationale: "The platform writes each RuntimeFile into the workload's private home under its name. A name with a directory part, a leading dot or a dot-dot could escape that directory or shadow another file, so the platform refuses the whole result; two files with the same name in one result make it ambiguous which bytes land.",
 			Hint:      "Name files with plain basenames such as token.json ([A-Za-z0-9][A-Za-z0-9._-]*, no \"..\"), each name once per result.",
 			Wrong:     "RuntimeMaterials(files=(RuntimeFile(name=\"../token.json\", content=data),))",
@@ -35,7 +38,8 @@ func init() {
 		},
 		&Check{
 			ID: "SESSION-FILE-PATH", Title: "Environment values name files through context.file_path", Area: AreaSession, Severity: report.SeverityError,
-			Clauses:   []string{"SESSION-FILE-PATH"},
+			Clauses: []string{"SESSION-FILE-PATH"},
+			Needs:   "RuntimeMaterials returned by prepare_session or prepare_turn", Exercise: exMaterials(judgesMaterials...), Judges: judgesMaterials,
 			Rationale: "Only the platform knows where a RuntimeFile is delivered: context.file_path(name) is that path, stable for the Session and sandbox. An environment value that points at a returned file by a bare name or a path the provider guessed sends the engine to a file that does not exist, or to a stale one.",
 			Hint:      "Build the value with context.file_path(name) for the same name you return.",
 			Wrong:     "environment={\"TOKEN_FILE\": \"/home/workload/.config/tool/token.json\"}",
@@ -44,7 +48,8 @@ func init() {
 		},
 		&Check{
 			ID: "SESSION-REDACTION", Title: "Material never shows in representations or error text", Area: AreaSession, Severity: report.SeverityError,
-			Clauses:   []string{"SESSION-REDACTION"},
+			Clauses: []string{"SESSION-REDACTION"},
+			Needs:   "RuntimeMaterials returned by prepare_session or prepare_turn", Exercise: exMaterials(judgesMaterials...), Judges: judgesMaterials,
 			Rationale: "The platform logs returned objects and callback errors. The seams dataclasses leave material bytes and environment values out of their representations for that reason; a custom subclass or wrapper whose repr shows them, or an exception whose text quotes them, writes live credentials into logs.",
 			Hint:      "Return the seams RuntimeFile and RuntimeMaterials types unchanged and keep material values out of exception messages.",
 			Wrong:     "class DebugFile(RuntimeFile):\n    def __repr__(self):\n        return f\"DebugFile({self.name}, {self.content!r})\"",
@@ -53,7 +58,8 @@ func init() {
 		},
 		&Check{
 			ID: "SESSION-ENV-RESERVED", Title: "No platform-owned environment name is returned", Area: AreaSession, Severity: report.SeverityError,
-			Clauses:   []string{"SESSION-ENV-RESERVED"},
+			Clauses: []string{"SESSION-ENV-RESERVED"},
+			Needs:   "RuntimeMaterials returned by prepare_session or prepare_turn", Exercise: exMaterials(judgesMaterials...), Judges: judgesMaterials,
 			Rationale: "The platform sets names such as PATH, HOME and the ASTRABOX_, CLAUDE_CODE_ and ANTHROPIC_ families itself, and the engine depends on them. It never lets a provider overwrite them: a Session environment that tries blocks activation with RUNTIME_PREPARATION_FAILED.",
 			Hint:      "Use a provider-specific name (MYDEPLOY_TOKEN_FILE) instead of a platform-owned one.",
 			Wrong:     "environment={\"HOME\": context.file_path(\"home\")}",
@@ -73,7 +79,8 @@ func init() {
 		},
 		&Check{
 			ID: "LEAK-CROSS-SESSION", Title: "One principal's material never reaches another principal's Session", Area: AreaLeak, Severity: report.SeverityError,
-			Clauses:   []string{"LEAK-CROSS-SESSION"},
+			Clauses: []string{"LEAK-CROSS-SESSION"},
+			Needs:   "material returned to Sessions of two principals in one scenario", Exercise: exCrossSession, Judges: judgesMaterials,
 			Rationale: "Session material acts for the Session's owner. A credential issued for one principal that is cached by Agent, by sandbox or in process memory and handed to another principal's Session lets that user act with someone else's identity and permissions.",
 			Hint:      "Key every cache of material by principal (and Session), and issue material for context.principal_id only.",
 			Wrong:     "cached = self._by_agent.get(context.agent_id) or await self._issue(context.principal_id)",
@@ -84,7 +91,7 @@ func init() {
 }
 
 // sessionMaterialMethods are the callbacks that return RuntimeMaterials.
-var sessionMaterialMethods = []string{"prepare_session", "prepare_turn"}
+var sessionMaterialMethods = []simulate.Callback{simulate.CallPrepareSession, simulate.CallPrepareTurn}
 
 // contextArg returns a string field of a call's recorded context argument, or "".
 func contextArg(c *simulate.CallRecord, key string) string {
@@ -135,11 +142,11 @@ func decideBoundMaterial(ev *Evidence) []Finding {
 				continue
 			}
 			switch c.Method {
-			case "plan":
-				if c.Outcome == simulate.OutcomeReturned && c.Result != nil && c.Result.Type == "RuntimePreparationPlan" {
+			case simulate.CallPlan:
+				if c.Outcome == simulate.OutcomeReturned && c.Result != nil && simulate.KindPlan.Of(c.Result) {
 					bound[c.Ctx.Agent] = c.Result.SessionBound
 				}
-			case "prepare_session":
+			case simulate.CallPrepareSession:
 				cs := callSite{h: h, c: c, e: e}
 				m := cs.materials()
 				if m == nil || !bound[c.Ctx.Agent] || len(m.Files) > 0 || len(m.Environment) > 0 {
@@ -150,7 +157,7 @@ func decideBoundMaterial(ev *Evidence) []Finding {
 					continue
 				}
 				seen[key] = true
-				loc := ev.methodLocation("prepare_session")
+				loc := ev.methodLocation(simulate.CallPrepareSession)
 				msg := fmt.Sprintf("plan declared session_bound=True, but prepare_session returned no file and no environment (%s)", sessionLabel(c))
 				out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(cs, msg, loc)}})
 			}
@@ -181,7 +188,7 @@ func decideSessionNames(ev *Evidence) []Finding {
 			default:
 				continue
 			}
-			key := cs.c.Method + "|" + f.Name
+			key := string(cs.c.Method) + "|" + f.Name
 			if seen[key] {
 				continue
 			}
@@ -225,7 +232,7 @@ func decideSessionFilePath(ev *Evidence) []Finding {
 			if n == "" || v == dir+"/"+n {
 				continue
 			}
-			key := cs.c.Method + "|" + k
+			key := string(cs.c.Method) + "|" + k
 			if seen[key] {
 				continue
 			}
@@ -327,7 +334,7 @@ func decideSessionRedaction(ev *Evidence) []Finding {
 	var out []Finding
 	seen := map[string]bool{}
 	report1 := func(cs callSite, where, origin, encoding string, loc *report.Location) {
-		key := cs.c.Method + "|" + where
+		key := string(cs.c.Method) + "|" + where
 		if seen[key] {
 			return
 		}
@@ -372,7 +379,7 @@ func decideSessionEnvReserved(ev *Evidence) []Finding {
 			if !simulate.IsPlatformOwnedEnv(k) {
 				continue
 			}
-			key := cs.c.Method + "|" + k
+			key := string(cs.c.Method) + "|" + k
 			if seen[key] {
 				continue
 			}
@@ -476,7 +483,7 @@ type sessionText struct {
 func sessionTexts(h *simulate.History) []sessionText {
 	byKey := map[string]callSite{}
 	for _, e := range h.Events {
-		if c := e.Call; c != nil && contains(sessionMaterialMethods, c.Method) {
+		if c := e.Call; c != nil && slices.Contains(sessionMaterialMethods, c.Method) {
 			byKey[c.Key] = callSite{h: h, c: c, e: e}
 		}
 	}
@@ -489,7 +496,7 @@ func sessionTexts(h *simulate.History) []sessionText {
 			continue
 		}
 		c := e.Call
-		if c == nil || !contains(sessionMaterialMethods, c.Method) {
+		if c == nil || !slices.Contains(sessionMaterialMethods, c.Method) {
 			continue
 		}
 		cs := byKey[c.Key]

@@ -22,7 +22,8 @@ func init() {
 	register(
 		&Check{
 			ID: "SYNC-IDENTITY", Title: "External identity is keyed by Agent ID", Area: AreaSync, Severity: report.SeverityError,
-			Clauses:   []string{"SYNC-IDENTITY"},
+			Clauses: []string{"SYNC-IDENTITY"},
+			Needs:   "synchronize writes of one Agent for two boxes or versions", Exercise: exSyncIdentity, Judges: judgesSync,
 			Rationale: "synchronize runs once per prepared box, for every Agent version and every pool member. The external record it maintains must be one per Agent: keying it by the configuration version, preparation, operation, runtime generation or sandbox creates a new external identity each time, leaves stale copies behind and defeats the compare-and-set that serializes replicas.",
 			Hint:      "Build record keys from context.operation.agent_id only; keep the version and operation inside the record's value.",
 			Wrong:     "key = \"agents/%s-v%d\" % (context.operation.agent_id, context.config_version)\nawait client.put(\"/v1/records/\" + key, {\"value\": spec})",
@@ -31,7 +32,8 @@ func init() {
 		},
 		&Check{
 			ID: "SYNC-SKIP-UNCHANGED", Title: "Unchanged inputs cause no external write", Area: AreaSync, Severity: report.SeverityError,
-			Clauses:   []string{"SYNC-SKIP-UNCHANGED"},
+			Clauses: []string{"SYNC-SKIP-UNCHANGED"},
+			Needs:   "a synchronize whose inputs were unchanged since a successful one", Exercise: exSyncUnchanged, Judges: judgesSync,
 			Rationale: "Every prepared box of an Agent version is synchronized with the same inputs. A provider that writes on every call turns each prewarmed box into an external write, races the other pool members for nothing and bumps record versions that other replicas compare against. When the inputs equal those of an earlier successful synchronize, the external state is already right and nothing must be written.",
 			Hint:      "Read the current record first and write only when it differs from what you would write.",
 			Wrong:     "await client.put(path, {\"value\": spec})  # every time",
@@ -40,7 +42,8 @@ func init() {
 		},
 		&Check{
 			ID: "SYNC-NO-LOG-CONFIG", Title: "Trusted configuration is never logged", Area: AreaSync, Severity: report.SeverityError,
-			Clauses:   []string{"SYNC-NO-LOG-CONFIG"},
+			Clauses: []string{"SYNC-NO-LOG-CONFIG"},
+			Needs:   "a call of a callback the provider defines", Exercise: exAnyCall, Judges: judgesAll,
 			Rationale: "The resolved Agent configuration (instructions, display name, deployment settings) is trusted input that operators did not agree to copy into logs; logs travel to places with weaker access control than the configuration store. Log identifiers and counts, never configuration values.",
 			Hint:      "Log agent_id, operation_id and counts; never a value taken from context.config.",
 			Wrong:     "logger.info(\"synchronizing with instructions %s\", context.config[\"agent\"][\"instructions\"])",
@@ -49,7 +52,8 @@ func init() {
 		},
 		&Check{
 			ID: "SYNC-QUIESCENT", Title: "A successful synchronize leaves no outstanding write", Area: AreaSync, Severity: report.SeverityError,
-			Clauses:   []string{"SYNC-QUIESCENT"},
+			Clauses: []string{"SYNC-QUIESCENT"},
+			Needs:   "a synchronize that returned", Exercise: exSyncReturned, Judges: judgesSync,
 			Rationale: "When synchronize returns, the platform publishes the box and may run the next synchronize of the Agent elsewhere. A write still in flight (a thread, a task, a timer) lands after the platform believes the Agent is synchronized, can overwrite a newer version, and cannot be fenced by recover because the operation is already done.",
 			Hint:      "Await every request before returning; do not hand writes to threads, tasks or timers.",
 			Wrong:     "threading.Thread(target=lambda: client.put_blocking(path, body)).start()\nreturn",
@@ -58,7 +62,8 @@ func init() {
 		},
 		&Check{
 			ID: "RECOVER-TRUTH", Title: "recover returns True only once the operation can never write", Area: AreaSync, Severity: report.SeverityError,
-			Clauses:   []string{"RECOVER-TRUTH"},
+			Clauses: []string{"RECOVER-TRUTH"},
+			Needs:   "a recover call for an unresolved operation that returned an answer", Exercise: exRecover, Judges: judgesRecover,
 			Rationale: "True tells the platform that the unresolved operation is over for good, so it may start a new one. If a delayed request of that operation can still land, it overwrites the newer operation's state. An absent remote result or an expired lease proves nothing: the request may simply not have arrived yet. Only a durable fence (or an equivalent guarantee) does.",
 			Hint:      "Fence operation.operation_id at the deployment and return True only when the fence is confirmed.",
 			Wrong:     "version, value = await read(path)\nreturn value is None or value[\"written_by\"] != operation.operation_id",
@@ -67,7 +72,8 @@ func init() {
 		},
 		&Check{
 			ID: "RECOVER-IDEMPOTENT", Title: "recover is idempotent", Area: AreaSync, Severity: report.SeverityError,
-			Clauses:   []string{"RECOVER-IDEMPOTENT"},
+			Clauses: []string{"RECOVER-IDEMPOTENT"},
+			Needs:   "two recover calls for one operation", Exercise: exRecoverTwice, Judges: judgesRecover,
 			Rationale: "The platform may ask recover about the same operation several times, from different replicas, for example after losing the first answer. Once an operation is known to be quiescent it stays quiescent; answering False later contradicts the earlier True and leaves the operation stuck until its deadline.",
 			Hint:      "Make recover's answer depend only on durable facts (the fence), so that asking again gives the same answer.",
 			Wrong:     "answer = await client.put(\"/v1/records/recoveries/\" + op.operation_id, {}, if_match=0)\nreturn answer.status == 200  # False the second time",
@@ -76,7 +82,8 @@ func init() {
 		},
 		&Check{
 			ID: "RECOVER-NO-FENCE-NEWER", Title: "recover fences only its own operation", Area: AreaSync, Severity: report.SeverityError,
-			Clauses:   []string{"RECOVER-NO-FENCE-NEWER"},
+			Clauses: []string{"RECOVER-NO-FENCE-NEWER"},
+			Needs:   "a recover call for an unresolved operation that returned an answer", Exercise: exRecover, Judges: judgesRecover,
 			Rationale: "recover is asked about one operation. Fencing anything else (the operation that last wrote the record, the newest one this process saw) refuses the writes of a newer, healthy operation, which then fails or stays unresolved although nothing was wrong with it.",
 			Hint:      "Post a fence naming operation.operation_id and nothing else.",
 			Wrong:     "for op_id in {operation.operation_id, record[\"written_by\"]}:\n    await client.post(\"/v1/fences\", {\"agent_id\": a, \"operation_id\": op_id})",
@@ -85,7 +92,8 @@ func init() {
 		},
 		&Check{
 			ID: "LEAK-INVENTORY", Title: "No secret in unclaimed inventory", Area: AreaLeak, Severity: report.SeverityError,
-			Clauses:   []string{"LEAK-INVENTORY"},
+			Clauses: []string{"LEAK-INVENTORY"},
+			Needs:   "unclaimed inventory left by a prewarm", Exercise: exInventory, Judges: judgesBox,
 			Rationale: "A prewarmed box waits in inventory before any Session claims it, and may be claimed by any principal or discarded and inspected. Session material, model credentials and environment credentials written there are exposed to whoever gets the box; they must be resolved at claim time, not during synchronize.",
 			Hint:      "Write no credential into the sandbox during synchronize; return credentials as Session material from prepare_session instead.",
 			Wrong:     "await context.sandbox.write_file(home + \"/.config/model-key\", config[\"secrets\"][\"model_api_key\"].encode())",
@@ -94,7 +102,8 @@ func init() {
 		},
 		&Check{
 			ID: "IMAGE-NO-RETROFIT", Title: "No wrapper retrofitted into the box", Area: AreaGeneral, Severity: report.SeverityError,
-			Clauses:   []string{"IMAGE-NO-RETROFIT"},
+			Clauses: []string{"IMAGE-NO-RETROFIT"},
+			Needs:   "a callback that had a sandbox handle", Exercise: exBox, Judges: judgesBox,
 			Rationale: "System services and wrappers must be baked into the selected image, where they are reviewed and versioned. A provider that writes an executable into the box, or writes into a directory on the image's PATH, retrofits a wrapper that shadows or replaces the image's own commands and defers its entrypoint.",
 			Hint:      "Write only data files (no execute bit) outside the image's PATH; bake wrappers into the image.",
 			Wrong:     "await sandbox.write_file(home + \"/bin/claude\", WRAPPER, mode=0o755)",
@@ -117,11 +126,11 @@ func syncContext(c *simulate.CallRecord) map[string]any {
 func operationID(c *simulate.CallRecord) string {
 	var op map[string]any
 	switch c.Method {
-	case "synchronize":
+	case simulate.CallSynchronize:
 		if ctx := syncContext(c); ctx != nil {
 			op, _ = ctx["operation"].(map[string]any)
 		}
-	case "recover":
+	case simulate.CallRecover:
 		op, _ = c.Args["operation"].(map[string]any)
 	}
 	s, _ := op["operation_id"].(string)
@@ -277,11 +286,11 @@ func decideSyncIdentity(ev *Evidence) []Finding {
 	for _, h := range ev.Histories {
 		byAgent := map[string][]keyedWrite{}
 		var agents []string
-		for _, cs := range ev.calls("synchronize") {
+		for _, cs := range ev.calls(simulate.CallSynchronize) {
 			if cs.h != h {
 				continue
 			}
-			loc := ev.methodLocation("synchronize")
+			loc := ev.methodLocation(simulate.CallSynchronize)
 			keys := map[string]bool{}
 			for _, r := range writesOf(cs) {
 				if k := recordKey(r.Path); k != "" {
@@ -293,7 +302,7 @@ func decideSyncIdentity(ev *Evidence) []Finding {
 					if !containsToken(k, id[1]) {
 						continue
 					}
-					tag := "id:" + cs.c.Method + id[0] + k
+					tag := "id:" + string(cs.c.Method) + id[0] + k
 					if seen[tag] {
 						continue
 					}
@@ -323,7 +332,7 @@ func decideSyncIdentity(ev *Evidence) []Finding {
 						continue
 					}
 					reported = true
-					loc := ev.methodLocation("synchronize")
+					loc := ev.methodLocation(simulate.CallSynchronize)
 					msg := fmt.Sprintf("synchronize of agent %s wrote the external record %q for version %d and %q for version %d: one external identity per Agent version instead of one per Agent", a, x.key, x.version, y.key, y.version)
 					out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(x.cs, fmt.Sprintf("version %d wrote %q", x.version, x.key), loc), ev.evidence(y.cs, fmt.Sprintf("version %d wrote %q", y.version, y.key), loc)}})
 				}
@@ -396,7 +405,7 @@ func (ev *Evidence) disjointKeys(agent string, ws []keyedWrite) (Finding, bool) 
 			if shared {
 				continue
 			}
-			loc := ev.methodLocation("synchronize")
+			loc := ev.methodLocation(simulate.CallSynchronize)
 			msg := fmt.Sprintf("two synchronize calls of agent %s wrote disjoint external records (%s wrote %s; %s wrote %s); one Agent should keep one external identity", agent, order[i].c.Key, strings.Join(sortedSet(x), ", "), order[j].c.Key, strings.Join(sortedSet(y), ", "))
 			return Finding{Warning: true, Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(order[i], "wrote "+strings.Join(sortedSet(x), ", "), loc), ev.evidence(order[j], "wrote "+strings.Join(sortedSet(y), ", "), loc)}}, true
 		}
@@ -441,7 +450,7 @@ func decideSyncSkipUnchanged(ev *Evidence) []Finding {
 	var out []Finding
 	for _, h := range ev.Histories {
 		baseline := map[string]callSite{}
-		for _, cs := range ev.calls("synchronize") {
+		for _, cs := range ev.calls(simulate.CallSynchronize) {
 			if cs.h != h {
 				continue
 			}
@@ -457,7 +466,7 @@ func decideSyncSkipUnchanged(ev *Evidence) []Finding {
 					}
 				}
 				if len(writes) > 0 {
-					loc := ev.methodLocation("synchronize")
+					loc := ev.methodLocation(simulate.CallSynchronize)
 					msg := fmt.Sprintf("synchronize of agent %s (version %d) made %d external write(s) although its inputs equal those of the earlier successful synchronize %s: %s", cs.c.Ctx.Agent, cs.c.Ctx.Version, len(writes), prev.c.Key, strings.Join(writes, "; "))
 					out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(prev, "earlier synchronize with the same inputs returned", loc), ev.evidence(cs, msg, loc)}})
 					break // one finding per history is enough
@@ -648,7 +657,7 @@ func leftoverSummary(l harness.Leftovers) (string, *report.Location) {
 
 func decideSyncQuiescent(ev *Evidence) []Finding {
 	var out []Finding
-	for _, cs := range ev.calls("synchronize") {
+	for _, cs := range ev.calls(simulate.CallSynchronize) {
 		if cs.c.Outcome != simulate.OutcomeReturned {
 			continue
 		}
@@ -656,7 +665,7 @@ func decideSyncQuiescent(ev *Evidence) []Finding {
 		left, lloc := leftoverSummary(cs.c.Observations.Leftovers)
 		loc := lloc
 		if loc == nil {
-			loc = ev.methodLocation("synchronize")
+			loc = ev.methodLocation(simulate.CallSynchronize)
 		}
 		if len(late) > 0 {
 			var ds []string
@@ -683,18 +692,18 @@ func decideSyncQuiescent(ev *Evidence) []Finding {
 
 // recovered reports whether a recover call answered True.
 func recovered(cs callSite) bool {
-	return cs.returned() && cs.c.Result.Type == "bool" && cs.c.Result.Value
+	return cs.returned() && simulate.KindBool.Of(cs.c.Result) && cs.c.Result.Value
 }
 
 // answeredFalse reports whether a recover call returned False.
 func answeredFalse(cs callSite) bool {
-	return cs.returned() && cs.c.Result.Type == "bool" && !cs.c.Result.Value
+	return cs.returned() && simulate.KindBool.Of(cs.c.Result) && !cs.c.Result.Value
 }
 
 // synchronizeOf finds the synchronize call that ran an operation (by label) in the recover call's history.
 func synchronizeOf(rc callSite) (callSite, bool) {
 	for _, e := range rc.h.Events {
-		if e.Call != nil && e.Call.Method == "synchronize" && e.Call.Ctx.Operation == rc.c.Ctx.Operation {
+		if e.Call != nil && e.Call.Is(simulate.CallSynchronize) && e.Call.Ctx.Operation == rc.c.Ctx.Operation {
 			return callSite{h: rc.h, c: e.Call, e: e}, true
 		}
 	}
@@ -704,7 +713,7 @@ func synchronizeOf(rc callSite) (callSite, bool) {
 func decideRecoverTruth(ev *Evidence) []Finding {
 	var out []Finding
 	done := map[string]bool{}
-	for _, rc := range ev.calls("recover") {
+	for _, rc := range ev.calls(simulate.CallRecover) {
 		if !recovered(rc) {
 			continue
 		}
@@ -726,9 +735,9 @@ func decideRecoverTruth(ev *Evidence) []Finding {
 			continue
 		}
 		done[tag] = true
-		loc := ev.methodLocation("recover")
+		loc := ev.methodLocation(simulate.CallRecover)
 		msg := fmt.Sprintf("recover(%s) returned True, yet %d write(s) of that operation were applied afterwards: %s", rc.c.Ctx.Operation, len(late), strings.Join(late, "; "))
-		out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(sc, "synchronize of the operation did not complete", ev.methodLocation("synchronize")), ev.evidence(rc, msg, loc)}})
+		out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(sc, "synchronize of the operation did not complete", ev.methodLocation(simulate.CallSynchronize)), ev.evidence(rc, msg, loc)}})
 	}
 	return out
 }
@@ -738,7 +747,7 @@ func decideRecoverIdempotent(ev *Evidence) []Finding {
 	for _, h := range ev.Histories {
 		first := map[string]callSite{}
 		reported := map[string]bool{}
-		for _, rc := range ev.calls("recover") {
+		for _, rc := range ev.calls(simulate.CallRecover) {
 			if rc.h != h {
 				continue
 			}
@@ -753,7 +762,7 @@ func decideRecoverIdempotent(ev *Evidence) []Finding {
 			if !ok || reported[op] {
 				continue
 			}
-			loc := ev.methodLocation("recover")
+			loc := ev.methodLocation(simulate.CallRecover)
 			switch {
 			case answeredFalse(rc):
 				reported[op] = true
@@ -799,10 +808,10 @@ func decideRecoverNoFenceNewer(ev *Evidence) []Finding {
 		asked := map[string]bool{}    // operation ids recover was called for
 		for _, c := range h.Calls() {
 			if id := operationID(c); id != "" {
-				if c.Method == "synchronize" {
+				if c.Is(simulate.CallSynchronize) {
 					labels[id] = c.Ctx.Operation
 				}
-				if c.Method == "recover" {
+				if c.Is(simulate.CallRecover) {
 					asked[id] = true
 				}
 			}
@@ -814,7 +823,7 @@ func decideRecoverNoFenceNewer(ev *Evidence) []Finding {
 			return id
 		}
 		// Fences posted while recover ran must name the operation it was asked about.
-		for _, rc := range ev.calls("recover") {
+		for _, rc := range ev.calls(simulate.CallRecover) {
 			if rc.h != h {
 				continue
 			}
@@ -826,7 +835,7 @@ func decideRecoverNoFenceNewer(ev *Evidence) []Finding {
 				}
 			}
 			if len(others) > 0 {
-				loc := ev.methodLocation("recover")
+				loc := ev.methodLocation(simulate.CallRecover)
 				msg := fmt.Sprintf("recover(%s) posted fence(s) for other operation(s): %s", rc.c.Ctx.Operation, strings.Join(others, ", "))
 				out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(rc, msg, loc)}})
 			}
@@ -839,7 +848,7 @@ func decideRecoverNoFenceNewer(ev *Evidence) []Finding {
 			}
 			reported[r.Operation] = true
 			msg := fmt.Sprintf("a write of operation %s, which no recover was asked about, was refused as fenced: %s", name(r.Operation), describeRequest(r))
-			f := Finding{Message: msg, Location: ev.methodLocation("recover")}
+			f := Finding{Message: msg, Location: ev.methodLocation(simulate.CallRecover)}
 			if cs, ok := callOf(h, r.Call); ok {
 				f.Evidence = []report.Evidence{ev.evidence(cs, msg, ev.methodLocation(cs.c.Method))}
 			}
@@ -988,8 +997,8 @@ func decideImageNoRetrofit(ev *Evidence) []Finding {
 			method := "the provider"
 			var loc *report.Location
 			if ok {
-				method = cs.c.Method
-				loc = ev.methodLocation(method)
+				method = string(cs.c.Method)
+				loc = ev.methodLocation(cs.c.Method)
 			}
 			tag := method + "|" + op.Path
 			if seen[tag] {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,7 +19,8 @@ func init() {
 	register(
 		&Check{
 			ID: "TURN-IDEMPOTENT", Title: "prepare_turn is idempotent for a dispatch attempt", Area: AreaTurn, Severity: report.SeverityError,
-			Clauses:   []string{"TURN-IDEMPOTENT"},
+			Clauses: []string{"TURN-IDEMPOTENT"},
+			Needs:   "a retry of an attempt that already had material", Exercise: exTurnRetry, Judges: judgesTurn,
 			Rationale: "A reconnect retry of an engine write calls prepare_turn again with the same dispatch_attempt_id, possibly on another replica. The engine may already hold the first answer's material; a retry that issues a new credential or returns different bytes swaps material under a live write and piles up external credentials and records for one write.",
 			Hint:      "Store the attempt's material in the deployment under dispatch_attempt_id (create-if-absent) and return the stored material on every retry, on any replica.",
 			Wrong:     "async def prepare_turn(self, *, context):\n    token = await self._issue(context.principal_id)  # a new credential on every retry\n    return RuntimeMaterials(files=(RuntimeFile(name=\"token.json\", content=token),))",
@@ -27,7 +29,8 @@ func init() {
 		},
 		&Check{
 			ID: "TURN-FILES-ONLY", Title: "prepare_turn refreshes delivered files only", Area: AreaTurn, Severity: report.SeverityError,
-			Clauses:   []string{"TURN-FILES-ONLY"},
+			Clauses: []string{"TURN-FILES-ONLY"},
+			Needs:   "a prepare_turn that returned materials", Exercise: exTurnFilesOnly, Judges: judgesTurn,
 			Rationale: "The engine's environment was fixed when prepare_session started it, so prepare_turn cannot change it: a non-empty environment fails the write. Turn files replace files at the paths prepare_session delivered; a name that was never delivered is a file no variable of the running engine points at.",
 			Hint:      "Return only RuntimeFile entries whose names prepare_session returned for the Session, and no environment.",
 			Wrong:     "return RuntimeMaterials(files=(RuntimeFile(name=\"token.json\", content=t),),\n                        environment={\"TOKEN_FILE\": context.file_path(\"token.json\")})",
@@ -36,7 +39,8 @@ func init() {
 		},
 		&Check{
 			ID: "TURN-WITHIN-DEADLINE", Title: "prepare_turn finishes within its deadline and honours cancellation", Area: AreaTurn, Severity: report.SeverityError,
-			Clauses:   []string{"TURN-WITHIN-DEADLINE"},
+			Clauses: []string{"TURN-WITHIN-DEADLINE"},
+			Needs:   "a fault-free prepare_turn with consent granted", Exercise: exFaultFreeTurn, Judges: judgesTurn,
 			Rationale: "prepare_turn runs on the path of every engine write under a host-clock deadline. When the platform cancels it, the write is already refused; a callback that swallows the cancellation and keeps working, or never returns, holds the Session's guard and a worker for nothing and can still reach external systems after the platform gave up.",
 			Hint:      "Derive request timeouts from context.deadline and let asyncio.CancelledError propagate (clean up, then re-raise).",
 			Wrong:     "try:\n    return await self._prepare(context)\nexcept asyncio.CancelledError:\n    return await self._prepare(context)  # finishes anyway",
@@ -45,7 +49,8 @@ func init() {
 		},
 		&Check{
 			ID: "TURN-VALIDITY-FRESH", Title: "A validity refresh returns fresh material and a valid period", Area: AreaTurn, Severity: report.SeverityError,
-			Clauses:   []string{"TURN-VALIDITY-FRESH"},
+			Clauses: []string{"TURN-VALIDITY-FRESH"},
+			Needs:   "a refresh of an attempt that already had material", Exercise: exRefresh, Judges: judgesTurn,
 			Rationale: "With turn_validity_seconds the provider tells the platform when turn material expires; the platform calls prepare_turn with refresh=True before that moment while the write is live. A refresh that returns the same bytes leaves the expiring material in place, and a validity that is not a positive finite number (or missing after one was set) breaks the platform's refresh schedule and fails the write.",
 			Hint:      "On refresh=True issue new material, store it for the attempt and return it with a positive, finite turn_validity_seconds.",
 			Wrong:     "if context.refresh:\n    return self._cached[context.dispatch_attempt_id]  # the expiring material again",
@@ -126,7 +131,7 @@ func decideTurnIdempotent(ev *Evidence) []Finding {
 	seen := map[string]bool{}
 	for _, h := range ev.Histories {
 		states := map[attemptKey]*state{}
-		for _, cs := range ev.callsIn(h, "prepare_turn") {
+		for _, cs := range ev.callsIn(h, simulate.CallPrepareTurn) {
 			c := cs.c
 			k := attemptKey{h, c.Ctx.Session, c.Ctx.Attempt}
 			st := states[k]
@@ -139,7 +144,7 @@ func decideTurnIdempotent(ev *Evidence) []Finding {
 				if m != nil {
 					if d := materialDiff(st.latest, fileSet(m)); d != "" && !seen["m|"+h.Scenario+"|"+c.Ctx.Attempt] {
 						seen["m|"+h.Scenario+"|"+c.Ctx.Attempt] = true
-						loc := ev.methodLocation("prepare_turn")
+						loc := ev.methodLocation(simulate.CallPrepareTurn)
 						msg := fmt.Sprintf("a retry of attempt %s of session %s on %s returned material different from what the attempt got on %s (%s): %s",
 							c.Ctx.Attempt, c.Ctx.Session, c.Replica, st.from.Replica, st.from.Key, d)
 						out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(cs, msg, loc)}})
@@ -152,12 +157,12 @@ func decideTurnIdempotent(ev *Evidence) []Finding {
 					if r.Forbidden {
 						continue // a dispatch or registration is GEN-NO-DISPATCH's breach, whenever it happens
 					}
-					key := "w|" + h.Scenario + "|" + c.Ctx.Attempt + "|" + r.Method + " " + r.Path
+					key := "w|" + h.Scenario + "|" + c.Ctx.Attempt + "|" + string(r.Method) + " " + r.Path
 					if seen[key] {
 						continue
 					}
 					seen[key] = true
-					loc := ev.methodLocation("prepare_turn")
+					loc := ev.methodLocation(simulate.CallPrepareTurn)
 					msg := fmt.Sprintf("a retry of attempt %s of session %s on %s made a new external write after the attempt already had its material: %s",
 						c.Ctx.Attempt, c.Ctx.Session, c.Replica, describeRequest(r))
 					out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(cs, msg, loc)}})
@@ -179,10 +184,10 @@ func decideTurnIdempotent(ev *Evidence) []Finding {
 }
 
 // callsIn returns the calls of one history of the given methods, in order.
-func (ev *Evidence) callsIn(h *simulate.History, methods ...string) []callSite {
+func (ev *Evidence) callsIn(h *simulate.History, methods ...simulate.Callback) []callSite {
 	var out []callSite
 	for _, e := range h.Events {
-		if e.Call != nil && contains(methods, e.Call.Method) {
+		if e.Call != nil && slices.Contains(methods, e.Call.Method) {
 			out = append(out, callSite{h: h, c: e.Call, e: e})
 		}
 	}
@@ -208,17 +213,17 @@ func decideTurnFilesOnly(ev *Evidence) []Finding {
 			}
 			cs := callSite{h: h, c: c, e: e}
 			switch c.Method {
-			case "prepare_session":
+			case simulate.CallPrepareSession:
 				if cs.materials() != nil {
 					delivered[c.Ctx.Session] = map[string]bool{}
 					sessionCall[c.Key] = c.Ctx.Session
 				}
-			case "prepare_turn":
+			case simulate.CallPrepareTurn:
 				m := cs.materials()
 				if m == nil {
 					continue
 				}
-				loc := ev.methodLocation("prepare_turn")
+				loc := ev.methodLocation(simulate.CallPrepareTurn)
 				if len(m.Environment) > 0 && !seen["env"] {
 					seen["env"] = true
 					msg := fmt.Sprintf("prepare_turn returned an environment (%s); turn preparation returns files only and a non-empty environment fails the write (%s)",
@@ -251,11 +256,11 @@ func turnProcessFailure(kind string) string {
 func decideTurnWithinDeadline(ev *Evidence) []Finding {
 	var out []Finding
 	seen := map[string]bool{}
-	for _, cs := range ev.calls("prepare_turn") {
+	for _, cs := range ev.calls(simulate.CallPrepareTurn) {
 		c := cs.c
 		var msg string
 		warning := false
-		loc := ev.methodLocation("prepare_turn")
+		loc := ev.methodLocation(simulate.CallPrepareTurn)
 		switch c.Outcome {
 		case simulate.OutcomeOverran:
 			ended := "settled"
@@ -266,7 +271,7 @@ func decideTurnWithinDeadline(ev *Evidence) []Finding {
 				ended = "raised " + c.Error.Type
 				loc = ev.errorLocation(cs)
 			}
-			if !waitedPastCancel(cs) && !providerOverrides(ev, "prepare_turn") {
+			if !waitedPastCancel(cs) && !providerOverrides(ev, simulate.CallPrepareTurn) {
 				continue // the platform's default returns at once; a late reply only crossed the cancel
 			}
 			if waitedPastCancel(cs) {
@@ -276,6 +281,11 @@ func decideTurnWithinDeadline(ev *Evidence) []Finding {
 				warning = true
 				msg = fmt.Sprintf("prepare_turn %s after the platform had sent its cancellation instead of ending cancelled; it either ignored the cancellation or finished just as it was sent", ended)
 			}
+		case simulate.OutcomeCancelled:
+			if !ev.faultFree(cs) || !providerOverrides(ev, simulate.CallPrepareTurn) {
+				continue // cancelled by an injected fault: the cancellation was honoured
+			}
+			msg = fmt.Sprintf("prepare_turn did not finish within its deadline with no fault injected and consent granted; the platform cancelled it and refused the write (scenario %s step %d)", cs.h.Scenario, cs.e.Step)
 		case simulate.OutcomeDied:
 			why := turnProcessFailure(c.ProcessKind)
 			if why == "" {
@@ -297,11 +307,11 @@ func decideTurnWithinDeadline(ev *Evidence) []Finding {
 }
 
 // providerOverrides tells whether the provider defines a callback itself (true when unknown).
-func providerOverrides(ev *Evidence, method string) bool {
+func providerOverrides(ev *Evidence, method simulate.Callback) bool {
 	if ev.Load == nil {
 		return true
 	}
-	m, ok := ev.Load.Methods[method]
+	m, ok := ev.Load.Methods[string(method)]
 	return !ok || m.Overridden
 }
 
@@ -319,7 +329,7 @@ func waitedPastCancel(cs callSite) bool {
 
 // resultName is the Python type a callback returned.
 func resultName(r *harness.Result) string {
-	if r.Type == "other" && r.PythonType != "" {
+	if simulate.KindOther.Of(r) && r.PythonType != "" {
 		return r.PythonType
 	}
 	return r.Type
@@ -355,7 +365,7 @@ func decideTurnValidityFresh(ev *Evidence) []Finding {
 	seen := map[string]bool{}
 	for _, h := range ev.Histories {
 		latest := map[attemptKey]*prev{}
-		for _, cs := range ev.callsIn(h, "prepare_turn") {
+		for _, cs := range ev.callsIn(h, simulate.CallPrepareTurn) {
 			c := cs.c
 			m := cs.materials()
 			if m == nil {
@@ -383,7 +393,7 @@ func decideTurnValidityFresh(ev *Evidence) []Finding {
 				}
 				seen[is.kind] = true
 				msg := is.msg + " (" + sessionLabel(c) + ")"
-				loc := ev.methodLocation("prepare_turn")
+				loc := ev.methodLocation(simulate.CallPrepareTurn)
 				out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(cs, msg, loc)}})
 			}
 			latest[k] = &prev{files: files, validity: set && problem == "", c: c}

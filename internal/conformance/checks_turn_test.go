@@ -14,7 +14,7 @@ import (
 func fakeHistory(calls []*simulate.CallRecord, reqs ...simulate.Request) *simulate.History {
 	h := &simulate.History{Scenario: "fake", Requests: reqs}
 	for i, c := range calls {
-		h.Events = append(h.Events, &simulate.Event{Seq: 2 * i, Step: i + 1, Kind: simulate.EventStep, Message: c.Method})
+		h.Events = append(h.Events, &simulate.Event{Seq: 2 * i, Step: i + 1, Kind: simulate.EventStep, Message: string(c.Method)})
 		h.Events = append(h.Events, &simulate.Event{Seq: 2*i + 1, Step: i + 1, Kind: simulate.EventCall, Call: c})
 	}
 	return h
@@ -155,11 +155,16 @@ func TestTurnFilesOnlyUsesLatestSessionDelivery(t *testing.T) {
 func TestTurnWithinDeadline(t *testing.T) {
 	over := turnCall("r1#1", "r1", "t1", false, "material-one", "300")
 	over.Outcome, over.CancelSent = simulate.OutcomeOverran, true
-	cancelled := &simulate.CallRecord{Key: "r1#2", Replica: "r1", Method: "prepare_turn", Outcome: simulate.OutcomeCancelled, CancelSent: true}
+	cancelled := &simulate.CallRecord{Key: "r1#2", Replica: "r1", Method: "prepare_turn", Outcome: simulate.OutcomeCancelled, CancelSent: true, Fault: simulate.FaultTimeout}
 	lost := &simulate.CallRecord{Key: "r1#3", Replica: "r1", Method: "prepare_turn", Outcome: simulate.OutcomeHostLoss}
 	hung := &simulate.CallRecord{Key: "r2#1", Replica: "r2", Method: "prepare_turn", Outcome: simulate.OutcomeDied, ProcessKind: string(harness.KindHung)}
 	if f := decideTurnWithinDeadline(fakeEvidence(fakeHistory([]*simulate.CallRecord{cancelled, lost}))); len(f) != 0 {
-		t.Fatalf("a cancelled call and a host loss keep the clause; got %+v", f)
+		t.Fatalf("a call cancelled by a fault and a host loss keep the clause; got %+v", f)
+	}
+	// Liveness: with no fault injected, a turn cancelled at its deadline fails.
+	slow := &simulate.CallRecord{Key: "r1#4", Replica: "r1", Method: "prepare_turn", Outcome: simulate.OutcomeCancelled, CancelSent: true, DeadlineS: 2}
+	if f := decideTurnWithinDeadline(fakeEvidence(fakeHistory([]*simulate.CallRecord{slow}))); len(f) != 1 || !strings.Contains(f[0].Message, "no fault injected") {
+		t.Fatalf("a fault-free turn cancelled at its deadline must fail; got %+v", f)
 	}
 	// A reply that may have crossed the cancel on the wire is only a warning, and nothing at all when the
 	// provider keeps the platform's default prepare_turn.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/astrabox-dev/astrabox/internal/harness"
 	"github.com/astrabox-dev/astrabox/internal/report"
@@ -16,7 +15,8 @@ func init() {
 	register(
 		&Check{
 			ID: "UA-VALID", Title: "User actions pass the host's validation", Area: AreaUser, Severity: report.SeverityError,
-			Clauses:   []string{"UA-VALID"},
+			Clauses: []string{"UA-VALID"},
+			Needs:   "a user action raised or returned by the provider", Exercise: exUserActions(false), Judges: judgesUA,
 			Rationale: "The host shows a user action to the person who must act: a message of 1 to 1000 printable characters, a status among pending, unknown, failed and expired, and at most an absolute http(s) URL without user information. A user action the host cannot validate is answered as a generic failure, so the user never learns what to do, and a state carrying one is refused.",
 			Hint:      "Use a short fixed message, a valid status, and an https URL from your identity service (or none).",
 			Wrong:     "raise PreparationUserActionRequired(message=\"\", status=\"waiting\", url=\"javascript:alert(1)\")",
@@ -25,7 +25,8 @@ func init() {
 		},
 		&Check{
 			ID: "UA-STATE", Title: "User-action states are well formed", Area: AreaUser, Severity: report.SeverityError,
-			Clauses:   []string{"UA-STATE"},
+			Clauses: []string{"UA-STATE"},
+			Needs:   "a user-action state returned by read_user_actions or perform_user_action", Exercise: exUAState, Judges: judgesUAState,
 			Rationale: "read_user_actions and perform_user_action answer the Session's user-action endpoints. A state that is not ready must say what the user has to do, and the offered operations need unique, non-empty ids and labels; otherwise the host refuses the state with SESSION_USER_ACTION_FAILED and the console can neither explain nor unblock the Session.",
 			Hint:      "Return SessionUserActionState(ready=False, user_action=SessionUserAction(...), actions=(...)) with unique action ids, or ready=True.",
 			Wrong:     "return SessionUserActionState(ready=False, user_action=None, actions=(CHECK, CHECK))",
@@ -34,7 +35,8 @@ func init() {
 		},
 		&Check{
 			ID: "UA-IDEMPOTENT", Title: "perform_user_action is idempotent for the pending requirement", Area: AreaUser, Severity: report.SeverityError,
-			Clauses:   []string{"UA-IDEMPOTENT"},
+			Clauses: []string{"UA-IDEMPOTENT"},
+			Needs:   "a perform_user_action that reached the provider for one pending requirement on two replicas", Exercise: exUAIdempotent, Judges: []simulate.Callback{simulate.CallPerformUserAction},
 			Rationale: "Users click twice, browsers retry, and the platform's replicas may each serve one of the requests. While the requirement is the same, performing the same operation again must give the same state and must not create new external effects (a new record, a new flow) on every call.",
 			Hint:      "Make the operation a check of the external state keyed by the principal (or by session and action), never a new record per call.",
 			Wrong:     "async def perform_user_action(self, *, context, action_id):\n    await put(f\"/v1/records/checks/{context.owner_id}/{uuid.uuid4()}\", {...})\n    return await self._state(context)",
@@ -43,7 +45,8 @@ func init() {
 		},
 		&Check{
 			ID: "UA-AUTHORITY", Title: "prepare_turn enforces pending prerequisites itself", Area: AreaUser, Severity: report.SeverityError,
-			Clauses:   []string{"UA-AUTHORITY"},
+			Clauses: []string{"UA-AUTHORITY"},
+			Needs:   "a prepare_turn for a principal whose consent was pending", Exercise: exUAAuthority, Judges: judgesTurn,
 			Rationale: "Turns arrive through the API and from other replicas without anybody having read the Session's user-action state. prepare_turn stays the authority: while a prerequisite such as consent is pending it must refuse, whether or not read_user_actions ran before, and never cache a read state as permission.",
 			Hint:      "Check the prerequisite in prepare_turn on every call and raise PreparationUserActionRequired while it is pending.",
 			Wrong:     "async def prepare_turn(self, *, context):\n    if context.session_id in self._read_sessions:  # only checked after a state read\n        await self._require_consent(context.principal_id)\n    return await self._materials(context)",
@@ -63,7 +66,7 @@ func raisedUserAction(cs callSite) *harness.UserAction {
 
 // stateOf returns the SessionUserActionState a call returned, or nil.
 func stateOf(cs callSite) *harness.Result {
-	if cs.returned() && cs.c.Result.Type == "SessionUserActionState" {
+	if cs.returned() && simulate.KindUserActionState.Of(cs.c.Result) {
 		return cs.c.Result
 	}
 	return nil
@@ -97,7 +100,7 @@ func decideUAValid(ev *Evidence) []Finding {
 	var out []Finding
 	seen := map[string]bool{}
 	add := func(cs callSite, what string, problems []string, loc *report.Location) {
-		key := cs.c.Method + "|" + what + "|" + strings.Join(problems, ";")
+		key := string(cs.c.Method) + "|" + what + "|" + strings.Join(problems, ";")
 		if seen[key] {
 			return
 		}
@@ -144,12 +147,12 @@ func stateProblems(st *harness.Result) []string {
 func decideUAState(ev *Evidence) []Finding {
 	var out []Finding
 	seen := map[string]bool{}
-	for _, cs := range ev.calls("read_user_actions", "perform_user_action") {
+	for _, cs := range ev.calls(simulate.CallReadUserActions, simulate.CallPerformUserAction) {
 		if !cs.returned() {
 			continue
 		}
 		var problems []string
-		if cs.c.Result.Type != "SessionUserActionState" {
+		if !simulate.KindUserActionState.Of(cs.c.Result) {
 			problems = []string{fmt.Sprintf("returned %s, not a SessionUserActionState", resultTypeName(cs.c.Result))}
 		} else {
 			problems = stateProblems(cs.c.Result)
@@ -157,7 +160,7 @@ func decideUAState(ev *Evidence) []Finding {
 		if len(problems) == 0 {
 			continue
 		}
-		key := cs.c.Method + "|" + strings.Join(problems, ";")
+		key := string(cs.c.Method) + "|" + strings.Join(problems, ";")
 		if seen[key] {
 			continue
 		}
@@ -170,7 +173,7 @@ func decideUAState(ev *Evidence) []Finding {
 }
 
 func resultTypeName(r *harness.Result) string {
-	if r.Type == "other" && r.PythonType != "" {
+	if simulate.KindOther.Of(r) && r.PythonType != "" {
 		return r.PythonType
 	}
 	return r.Type
@@ -193,34 +196,29 @@ func decideUAIdempotent(ev *Evidence) []Finding {
 	return out
 }
 
-// uaIdempotentIn groups the perform_user_action calls of a history by session, operation and the pending
-// requirement the host read just before, and compares the calls of each group.
-func uaIdempotentIn(ev *Evidence, h *simulate.History) []Finding {
-	type group struct {
-		calls []callSite
-	}
-	groups := map[string]*group{}
-	var order []string
+// performGroups groups the perform_user_action calls of a history by session, operation and the pending
+// requirement the host read just before, in order of first call.
+func performGroups(h *simulate.History) [][]callSite {
+	groups := map[string]int{}
+	var out [][]callSite
 	last := map[string]*harness.Result{} // session -> last state read or performed
 	// A consent change at the identity service starts a new requirement for its principal, even when the
 	// new pending state reads the same as the old one.
 	epoch := map[string]int{}
 	for _, e := range h.Events {
-		if principal, ok := e.Data["principal"].(string); ok && e.Kind == simulate.EventPlatform && e.Call == nil {
-			if _, changed := e.Data["consent"].(string); changed {
-				epoch[principal]++
-			}
+		if e.Consent != nil {
+			epoch[e.Consent.Principal]++
 		}
 		if e.Call == nil {
 			continue
 		}
 		cs := callSite{h: h, c: e.Call, e: e}
 		switch e.Call.Method {
-		case "read_user_actions":
+		case simulate.CallReadUserActions:
 			if st := stateOf(cs); st != nil {
 				last[e.Call.Ctx.Session] = st
 			}
-		case "perform_user_action":
+		case simulate.CallPerformUserAction:
 			before := last[e.Call.Ctx.Session]
 			if st := stateOf(cs); st != nil {
 				last[e.Call.Ctx.Session] = st
@@ -230,24 +228,29 @@ func uaIdempotentIn(ev *Evidence, h *simulate.History) []Finding {
 			}
 			action, _ := e.Call.Args["action_id"].(string)
 			k := fmt.Sprintf("%s\x00%s\x00%d\x00%s", e.Call.Ctx.Session, action, epoch[e.Call.Ctx.Principal], stateKey(before))
-			g := groups[k]
-			if g == nil {
-				g = &group{}
-				groups[k] = g
-				order = append(order, k)
+			i, ok := groups[k]
+			if !ok {
+				i = len(out)
+				groups[k] = i
+				out = append(out, nil)
 			}
-			g.calls = append(g.calls, cs)
+			out[i] = append(out[i], cs)
 		}
 	}
+	return out
+}
+
+// uaIdempotentIn compares the calls of each group of performGroups.
+func uaIdempotentIn(ev *Evidence, h *simulate.History) []Finding {
 	var out []Finding
-	for _, k := range order {
-		g := groups[k]
+	for _, calls := range performGroups(h) {
+		g := struct{ calls []callSite }{calls}
 		if len(g.calls) < 2 {
 			continue
 		}
 		first := g.calls[0]
 		action, _ := first.c.Args["action_id"].(string)
-		loc := ev.methodLocation("perform_user_action")
+		loc := ev.methodLocation(simulate.CallPerformUserAction)
 		// Same state for the same requirement.
 		var ref *callSite
 		for i := range g.calls {
@@ -293,70 +296,20 @@ func uaIdempotentIn(ev *Evidence, h *simulate.History) []Finding {
 	return out
 }
 
-var (
-	defaultSuiteOnce sync.Once
-	defaultSuite     []*simulate.Scenario
-)
-
-// initialConsent returns the consent states a history's scenario starts with, when the history comes from a
-// scenario of the default suite (same name, same steps); ok is false otherwise.
+// initialConsent returns the consent states a history's scenario starts with, from its typed facts; ok is
+// false for a history that does not record them.
 func initialConsent(h *simulate.History) (consent, onCheck map[string]string, ok bool) {
-	if h.Played != nil {
-		return principalConsent(h.Played)
+	if len(h.Principals) == 0 {
+		return nil, nil, false
 	}
-	defaultSuiteOnce.Do(func() { defaultSuite, _ = DefaultScenarios() })
-	var stepOps []string
-	for _, e := range h.Events {
-		if e.Kind == simulate.EventStep {
-			op, _, _ := strings.Cut(e.Message, " ")
-			stepOps = append(stepOps, op)
-		}
-	}
-	for _, sc := range defaultSuite {
-		if sc.Name != h.Scenario || len(sc.Steps) != len(stepOps) {
-			continue
-		}
-		same := true
-		for i := range sc.Steps {
-			if sc.Steps[i].Op != stepOps[i] {
-				same = false
-			}
-		}
-		if !same {
-			continue
-		}
-		return principalConsent(sc)
-	}
-	return nil, nil, false
-}
-
-// principalConsent is the consent each principal of a scenario starts with, and what a check moves it to.
-func principalConsent(sc *simulate.Scenario) (consent, onCheck map[string]string, ok bool) {
 	consent, onCheck = map[string]string{}, map[string]string{}
-	for name, p := range sc.Principals {
-		consent[name] = p.Consent
-		if consent[name] == "" {
-			consent[name] = "granted"
-		}
-		if p.ConsentOnCheck != "" {
-			onCheck[name] = p.ConsentOnCheck
+	for _, p := range h.Principals {
+		consent[p.Principal] = p.Consent
+		if p.OnCheck != "" {
+			onCheck[p.Principal] = p.OnCheck
 		}
 	}
 	return consent, onCheck, true
-}
-
-// parseConsentEvent reads the platform's "consent of P is now S at the identity service" event.
-func parseConsentEvent(msg string) (principal, status string, ok bool) {
-	rest, found := strings.CutPrefix(msg, "consent of ")
-	if !found {
-		return "", "", false
-	}
-	rest, found = strings.CutSuffix(rest, " at the identity service")
-	if !found {
-		return "", "", false
-	}
-	principal, status, found = strings.Cut(rest, " is now ")
-	return principal, status, found
 }
 
 // uaBreach is a prepare_turn that went through while its principal's consent was pending.
@@ -378,13 +331,12 @@ func pendingTurns(h *simulate.History) (through []uaBreach, refused []callSite) 
 	sessionOwner := map[string]string{}
 	aware := prerequisitePrincipals(h)
 	for _, e := range h.Events {
-		if e.Kind == simulate.EventPlatform {
-			if p, s, ok := parseConsentEvent(e.Message); ok {
-				consent[p] = s
-				for sess, owner := range sessionOwner {
-					if owner == p {
-						delete(readPending, sess)
-					}
+		if e.Consent != nil {
+			p := e.Consent.Principal
+			consent[p] = e.Consent.Consent
+			for sess, owner := range sessionOwner {
+				if owner == p {
+					delete(readPending, sess)
 				}
 			}
 			continue
@@ -419,12 +371,12 @@ func pendingTurns(h *simulate.History) (through []uaBreach, refused []callSite) 
 			}
 		}
 		switch c.Method {
-		case "read_user_actions", "perform_user_action":
+		case simulate.CallReadUserActions, simulate.CallPerformUserAction:
 			if st := stateOf(cs); st != nil {
 				ua, ok := stateUserAction(st)
 				readPending[c.Ctx.Session] = !st.Ready && ok && ua.Status == "pending"
 			}
-		case "prepare_turn":
+		case simulate.CallPrepareTurn:
 			p := c.Ctx.Principal
 			basis := ""
 			switch {
@@ -487,7 +439,7 @@ func decideUAAuthority(ev *Evidence) []Finding {
 	if len(through) == 0 {
 		return nil
 	}
-	loc := ev.methodLocation("prepare_turn")
+	loc := ev.methodLocation(simulate.CallPrepareTurn)
 	withRead, withoutRead := 0, 0
 	for _, b := range through {
 		if b.cs.c.Ctx.PriorStateRead {

@@ -22,7 +22,7 @@ func TestUAIdempotentNewRequirementAfterConsentChange(t *testing.T) {
 		perform("r1", &harness.Result{Type: "SessionUserActionState", Ready: true})
 		if revoke {
 			b.h.Events = append(b.h.Events, &simulate.Event{Kind: simulate.EventPlatform, Message: "consent of dave is now pending at the identity service",
-				Data: map[string]any{"principal": "dave", "consent": "pending"}})
+				Consent: &simulate.ConsentState{Principal: "dave", Consent: simulate.ConsentPending}})
 		}
 		perform("r2", pendingState())
 		return b.h

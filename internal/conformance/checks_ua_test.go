@@ -24,6 +24,11 @@ func (b *histBuilder) platform(msg string) {
 	b.h.Events = append(b.h.Events, &simulate.Event{Kind: simulate.EventPlatform, Message: msg})
 }
 
+func (b *histBuilder) consent(principal, state string) {
+	b.h.Events = append(b.h.Events, &simulate.Event{Kind: simulate.EventPlatform, Message: "consent of " + principal + " is now " + state,
+		Consent: &simulate.ConsentState{Principal: principal, Consent: state}})
+}
+
 func (b *histBuilder) call(c *simulate.CallRecord) *simulate.CallRecord {
 	b.n++
 	if c.Key == "" {
@@ -48,13 +53,23 @@ func evidenceOf(hs ...*simulate.History) *Evidence {
 	return &Evidence{Histories: hs, Secrets: &secrets.Set{}, Load: &harness.LoadInfo{}}
 }
 
-func TestParseConsentEvent(t *testing.T) {
-	p, s, ok := parseConsentEvent("consent of dave is now pending at the identity service")
-	if !ok || p != "dave" || s != "pending" {
-		t.Fatalf("got %q %q %v", p, s, ok)
+// TestConsentFromTypedFactsOnly proves UA-AUTHORITY reads consent changes from typed facts: an event whose
+// display text says consent changed, without the typed fact, changes nothing.
+func TestConsentFromTypedFactsOnly(t *testing.T) {
+	b := newHist("x")
+	b.h.Principals = []simulate.ConsentState{{Principal: "dave", Consent: simulate.ConsentGranted}}
+	b.platform("consent of dave is now pending at the identity service")
+	b.call(turn("r1", "s1", "dave", false, true))
+	if f := decideUAAuthority(evidenceOf(b.h)); len(f) != 0 {
+		t.Fatalf("display text changed the verdict: %+v", f)
 	}
-	if _, _, ok := parseConsentEvent("session s1 reloaded"); ok {
-		t.Fatal("an unrelated event parsed as a consent change")
+	b = newHist("x")
+	b.h.Principals = []simulate.ConsentState{{Principal: "dave", Consent: simulate.ConsentGranted}}
+	b.consent("dave", simulate.ConsentPending)
+	b.request(simulate.Request{Replica: "r1", Method: "GET", Path: "/v1/consents/dave", Status: 200})
+	b.call(turn("r1", "s1", "dave", false, true))
+	if f := decideUAAuthority(evidenceOf(b.h)); len(f) != 1 {
+		t.Fatalf("a typed consent change was not seen: %+v", f)
 	}
 }
 
@@ -72,12 +87,12 @@ func turn(replica, session, principal string, read bool, returned bool) *simulat
 
 func TestUAAuthorityFromConsentChanges(t *testing.T) {
 	b := newHist("custom")
-	b.platform("consent of dave is now pending at the identity service")
+	b.consent("dave", "pending")
 	b.call(turn("r1", "s-dave", "dave", false, true)) // through while pending: breach
 	b.call(&simulate.CallRecord{Replica: "r2", Method: "read_user_actions", Ctx: simulate.CallContext{Session: "s-dave", Principal: "dave"},
 		Outcome: simulate.OutcomeReturned, Result: pendingState()})
 	b.call(turn("r2", "s-dave", "dave", true, false)) // refused after a read
-	b.platform("consent of dave is now granted at the identity service")
+	b.consent("dave", "granted")
 	b.call(turn("r2", "s-dave", "dave", true, true)) // granted: fine
 	fs := decideUAAuthority(evidenceOf(b.h))
 	if len(fs) != 1 {
@@ -90,7 +105,7 @@ func TestUAAuthorityFromConsentChanges(t *testing.T) {
 
 func TestUAAuthorityCheckClearsUnknownConsent(t *testing.T) {
 	b := newHist("custom")
-	b.platform("consent of dave is now pending at the identity service")
+	b.consent("dave", "pending")
 	perform := b.call(&simulate.CallRecord{Replica: "r1", Method: "perform_user_action", Ctx: simulate.CallContext{Session: "s-dave", Principal: "dave"},
 		Outcome: simulate.OutcomeReturned, Result: &harness.Result{Type: "SessionUserActionState", Ready: true}})
 	b.request(simulate.Request{Replica: "r1", Call: perform.Key, Method: "POST", Path: "/v1/consents/dave/check", Status: 200, Applied: true, ApplyOrder: 1})
@@ -111,40 +126,17 @@ func TestUAAuthorityFallsBackToStateReads(t *testing.T) {
 	}
 }
 
-func TestInitialConsentFromDefaultSuite(t *testing.T) {
-	scs, err := DefaultScenarios()
-	if err != nil {
-		t.Fatal(err)
+// TestInitialConsentFromHistory proves the starting consent comes from the history's typed facts, for any
+// scenario (not only the default suite's), and that a history without them is not guessed at.
+func TestInitialConsentFromHistory(t *testing.T) {
+	b := newHist("anything")
+	b.h.Principals = []simulate.ConsentState{{Principal: "alice", Consent: simulate.ConsentGranted}, {Principal: "dave", Consent: simulate.ConsentPending, OnCheck: simulate.ConsentGranted}}
+	consent, onCheck, ok := initialConsent(b.h)
+	if !ok || consent["dave"] != simulate.ConsentPending || consent["alice"] != simulate.ConsentGranted || onCheck["dave"] != simulate.ConsentGranted {
+		t.Fatalf("got %v %v %v", consent, onCheck, ok)
 	}
-	var sc *simulate.Scenario
-	for _, s := range scs {
-		if len(s.Principals) > 0 {
-			for _, p := range s.Principals {
-				if p.Consent == "pending" {
-					sc = s
-				}
-			}
-		}
-	}
-	if sc == nil {
-		t.Fatal("no default scenario starts with a pending principal: UA-AUTHORITY cannot be observed")
-	}
-	b := newHist(sc.Name)
-	for _, st := range sc.Steps {
-		b.h.Events = append(b.h.Events, &simulate.Event{Kind: simulate.EventStep, Message: st.Op + " x=y"})
-	}
-	consent, _, ok := initialConsent(b.h)
-	if !ok {
-		t.Fatal("a history with the default scenario's steps was not matched")
-	}
-	for name, p := range sc.Principals {
-		if p.Consent == "pending" && consent[name] != "pending" {
-			t.Fatalf("principal %s: got %q", name, consent[name])
-		}
-	}
-	b.h.Events = b.h.Events[1:]
-	if _, _, ok := initialConsent(b.h); ok {
-		t.Fatal("a history with other steps matched the default scenario")
+	if _, _, ok := initialConsent(newHist("bare").h); ok {
+		t.Fatal("a history without principals claimed to know their consent")
 	}
 }
 
@@ -193,7 +185,7 @@ func TestUAIdempotentNewRecordPerCall(t *testing.T) {
 
 func TestUAAuthorityIgnoresProvidersWithoutPrerequisites(t *testing.T) {
 	b := newHist("custom")
-	b.platform("consent of dave is now pending at the identity service")
+	b.consent("dave", "pending")
 	b.call(turn("r1", "s-dave", "dave", false, true))
 	if fs := decideUAAuthority(evidenceOf(b.h)); len(fs) != 0 {
 		t.Fatalf("a provider that never consults consent was blamed: %+v", fs)

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
 	"github.com/astrabox-dev/astrabox/internal/discovery"
 	"github.com/astrabox-dev/astrabox/internal/harness"
 	"github.com/astrabox-dev/astrabox/internal/secrets"
+	"github.com/astrabox-dev/astrabox/internal/simulate"
 )
 
 // Description is what `astrabox providers` shows for one declaration.
@@ -45,8 +47,6 @@ type PlanSummary struct {
 	SessionBound bool            `json:"session_bound"`
 	Declaration  json.RawMessage `json:"declaration"`
 }
-
-var callbackOrder = []string{"plan", "synchronize", "recover", "prepare_session", "prepare_turn", "read_user_actions", "perform_user_action"}
 
 // Describe loads one declaration in a fresh harness and reports what it is, and its plan for the default
 // configuration (secrets masked).
@@ -87,7 +87,7 @@ func Describe(ctx context.Context, t *Target, d discovery.Declaration) *Descript
 	for n := range info.Methods {
 		names = append(names, n)
 	}
-	sort.Slice(names, func(i, j int) bool { return indexOf(callbackOrder, names[i]) < indexOf(callbackOrder, names[j]) })
+	sort.Slice(names, func(i, j int) bool { return callbackRank(names[i]) < callbackRank(names[j]) })
 	for _, n := range names {
 		m := info.Methods[n]
 		out.Methods = append(out.Methods, MethodSummary{Name: n, Overridden: m.Overridden, Async: m.Async, File: m.File, Line: m.Line})
@@ -96,12 +96,12 @@ func Describe(ctx context.Context, t *Target, d discovery.Declaration) *Descript
 		return out
 	}
 	cfg := DefaultConfig(1)
-	planted, _ := plantCanaries(cfg, t.Settings.SecretFields, 1)
+	planted, _ := plantCanaries(cfg, t.Settings.SecretFields, NewCanary)
 	var set secrets.Set
 	for _, p := range planted {
 		set.Add(p[0], p[1])
 	}
-	rep, err := proc.Call(ctx, "plan", map[string]any{"config": cfg}, 10*time.Second)
+	rep, err := proc.Call(ctx, string(simulate.CallPlan), map[string]any{"config": cfg}, 10*time.Second)
 	switch {
 	case err != nil:
 		out.PlanError = err.Error()
@@ -113,7 +113,7 @@ func Describe(ctx context.Context, t *Target, d discovery.Declaration) *Descript
 		res, err := rep.Result()
 		if err != nil {
 			out.PlanError = err.Error()
-		} else if res.Type != "RuntimePreparationPlan" {
+		} else if !simulate.KindPlan.Of(res) {
 			out.PlanError = fmt.Sprintf("plan returned %s, not a RuntimePreparationPlan", res.Type)
 		} else {
 			out.Plan = &PlanSummary{SessionBound: res.SessionBound, Declaration: json.RawMessage(set.MaskJSON(res.Declaration))}
@@ -122,13 +122,12 @@ func Describe(ctx context.Context, t *Target, d discovery.Declaration) *Descript
 	return out
 }
 
-func indexOf(list []string, s string) int {
-	for i, x := range list {
-		if x == s {
-			return i
-		}
+// callbackRank orders callbacks as the contract presents them; unknown names sort last.
+func callbackRank(name string) int {
+	if i := slices.Index(simulate.Callbacks(), simulate.Callback(name)); i >= 0 {
+		return i
 	}
-	return len(list)
+	return len(simulate.Callbacks())
 }
 
 // ResolveAll discovers the project and every declaration (project and installed) without refusing on

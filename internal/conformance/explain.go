@@ -24,6 +24,9 @@ func ExplainWidth(c *Check, s term.Styles, width int) string {
 		}
 	}
 	fmt.Fprintf(&b, "\nWhy it matters\n  %s\n", wrapText(c.Rationale, width-2, "  "))
+	if e := exercisedText(c); e != "" {
+		fmt.Fprintf(&b, "\nDecided over\n  %s\n", wrapText(e, width-2, "  "))
+	}
 	if c.WarningOnly != "" {
 		fmt.Fprintf(&b, "\nOnly a warning\n  %s\n", wrapText(c.WarningOnly, width-2, "  "))
 	}
@@ -78,6 +81,9 @@ func ChecksMarkdown() string {
 	}
 	for _, c := range Checks() {
 		fmt.Fprintf(&b, "\n## %s\n\n**%s** (%s, %s; clauses %s)\n\n%s\n", c.ID, c.Title, c.Area, c.Severity, strings.Join(c.Clauses, ", "), c.Rationale)
+		if e := exercisedText(c); e != "" {
+			fmt.Fprintf(&b, "\nDecided over: %s\n", e)
+		}
 		if c.WarningOnly != "" {
 			fmt.Fprintf(&b, "\nOnly a warning: %s\n", c.WarningOnly)
 		}
@@ -92,4 +98,20 @@ func ChecksMarkdown() string {
 		}
 	}
 	return b.String()
+}
+
+// exercisedText says what a check must have seen to pass, and when it is not applicable.
+func exercisedText(c *Check) string {
+	if c.Needs == "" {
+		return ""
+	}
+	s := "passes only after seeing " + c.Needs + "; otherwise it is not exercised (the run cannot pass)."
+	if len(c.Judges) > 0 {
+		var names []string
+		for _, cb := range c.Judges {
+			names = append(names, string(cb))
+		}
+		s += " Not applicable when the provider keeps the platform's default for " + strings.Join(names, ", ") + "."
+	}
+	return s
 }

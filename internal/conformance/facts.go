@@ -3,6 +3,7 @@ package conformance
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/astrabox-dev/astrabox/internal/harness"
@@ -18,14 +19,14 @@ type callSite struct {
 }
 
 // calls returns every recorded call of the given methods (all methods when none given), in history order.
-func (ev *Evidence) calls(methods ...string) []callSite {
+func (ev *Evidence) calls(methods ...simulate.Callback) []callSite {
 	var out []callSite
 	for _, h := range ev.Histories {
 		for _, e := range h.Events {
 			if e.Call == nil {
 				continue
 			}
-			if len(methods) > 0 && !contains(methods, e.Call.Method) {
+			if len(methods) > 0 && !slices.Contains(methods, e.Call.Method) {
 				continue
 			}
 			out = append(out, callSite{h: h, c: e.Call, e: e})
@@ -41,7 +42,7 @@ func (cs callSite) returned() bool {
 
 // materials returns the RuntimeMaterials a call returned, or nil.
 func (cs callSite) materials() *harness.Result {
-	if cs.returned() && cs.c.Result.Type == "RuntimeMaterials" {
+	if cs.returned() && simulate.KindMaterials.Of(cs.c.Result) {
 		return cs.c.Result
 	}
 	return nil
@@ -65,18 +66,18 @@ func (ev *Evidence) evidence(cs callSite, text string, loc *report.Location) rep
 		Scenario: cs.h.Scenario,
 		Steps:    steps(cs.h, cs.e.Step),
 		Replica:  cs.c.Replica,
-		Callback: cs.c.Method,
+		Callback: string(cs.c.Method),
 		CallID:   callID(cs.c.Key),
 		Location: loc,
 	}
 }
 
 // methodLocation is where the provider defines a callback (its override), or nil.
-func (ev *Evidence) methodLocation(method string) *report.Location {
+func (ev *Evidence) methodLocation(method simulate.Callback) *report.Location {
 	if ev.Load == nil {
 		return nil
 	}
-	if m, ok := ev.Load.Methods[method]; ok && m.File != "" {
+	if m, ok := ev.Load.Methods[string(method)]; ok && m.File != "" {
 		return &report.Location{Path: m.File, Line: m.Line}
 	}
 	return nil
@@ -107,11 +108,12 @@ func at(file string, line int) *report.Location {
 	return &report.Location{Path: file, Line: line}
 }
 
-// allObservations returns a call's observations plus the background observations the same replica
-// reported right after it (work it left behind).
+// allObservations returns a call's observations plus the background observations of work it left behind:
+// those the platform recorded as that call's (Origin) wherever they are in the history, and those without
+// an origin the same replica reported right after it.
 func (ev *Evidence) allObservations(cs callSite) harness.Observations {
 	obs := cs.c.Observations
-	found := false
+	found, adjacent := false, true
 	for _, e := range cs.h.Events {
 		if e == cs.e {
 			found = true
@@ -120,12 +122,14 @@ func (ev *Evidence) allObservations(cs callSite) harness.Observations {
 		if !found {
 			continue
 		}
-		if e.Kind == simulate.EventBackground && e.Replica == cs.c.Replica && e.Background != nil {
-			obs.Merge(*e.Background)
+		if e.Kind == simulate.EventCall {
+			adjacent = false
+		}
+		if e.Kind != simulate.EventBackground || e.Replica != cs.c.Replica || e.Background == nil {
 			continue
 		}
-		if e.Kind == simulate.EventCall {
-			break
+		if e.Origin == cs.c.Key || (e.Origin == "" && adjacent) {
+			obs.Merge(*e.Background)
 		}
 	}
 	return obs

@@ -21,6 +21,11 @@ type expectation struct {
 	RequiresModule string   `json:"requires_module"`
 	Undecided      bool     `json:"undecided"`
 	Note           string   `json:"note"`
+	// NotExercised are checks expected to end not_exercised (the suite cannot reach them yet), with why.
+	NotExercised []string `json:"not_exercised"`
+	// FailMessages maps failing checks to a text their message must hold (the breach is the one claimed).
+	FailMessages    map[string]string `json:"fail_messages"`
+	NotExercisedWhy string            `json:"not_exercised_why"`
 }
 
 func fixtureDirs(t *testing.T) []string {
@@ -54,6 +59,9 @@ func runProject(t *testing.T, dir string) (*report.Report, error) {
 // TestFixtures runs the suite against every fixture provider and checks that broken ones fail exactly the
 // checks they were written to break and that correct ones pass with no failure.
 func TestFixtures(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python for every fixture")
+	}
 	dirs := fixtureDirs(t)
 	if len(dirs) == 0 {
 		t.Fatal("no fixture providers found")
@@ -102,7 +110,39 @@ func TestFixtures(t *testing.T) {
 					t.Errorf("unexpected failure %s: %s\n  evidence: %+v", id, r.Message, r.Evidence)
 				}
 			}
+			for id, want := range exp.FailMessages {
+				if r, ok := failed[id]; ok && !strings.Contains(r.Message, want) {
+					t.Errorf("%s failed for another reason than the fixture claims: %q lacks %q", id, r.Message, want)
+				}
+			}
+			checkExercised(t, rep, exp)
 		})
+	}
+}
+
+// checkExercised holds a fixture to its exercise expectations: every check listed in not_exercised is
+// not_exercised; a fixture that should fail nothing shows no other not_exercised result (a correct provider's
+// run must decide every path it implements); every pass says what it was decided over. A broken fixture may
+// leave checks downstream of its breakage unexercised: its failure already decides the run (exit 1).
+func checkExercised(t *testing.T, rep *report.Report, exp expectation) {
+	t.Helper()
+	if len(exp.NotExercised) > 0 && exp.NotExercisedWhy == "" {
+		t.Errorf("expect.json lists not_exercised checks without not_exercised_why")
+	}
+	status := map[string]report.Result{}
+	for _, r := range rep.Results {
+		status[r.Check] = r
+		if r.Status == report.StatusPassed && r.DecidedOver == "" {
+			t.Errorf("%s passed without saying what it was decided over", r.Check)
+		}
+		if r.Status == report.StatusNotExercised && len(exp.Fails) == 0 && !contains(exp.NotExercised, r.Check) {
+			t.Errorf("%s was not exercised on a provider that should pass: %s", r.Check, r.Message)
+		}
+	}
+	for _, id := range exp.NotExercised {
+		if r, ok := status[id]; !ok || r.Status != report.StatusNotExercised {
+			t.Errorf("expected %s to be not_exercised, got %s: %s", id, r.Status, r.Message)
+		}
 	}
 }
 

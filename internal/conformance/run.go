@@ -9,10 +9,8 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -100,6 +98,8 @@ type Options struct {
 	Set        []string
 	// NoSuite skips the default suite (exploration only).
 	NoSuite bool
+	// Coverage turns coverage of the provider's own code on or off (nil = the settings, else on).
+	Coverage *bool
 	// After, when set, runs with the warm workers before they close (exploration), and may add results to
 	// the report.
 	After func(ctx context.Context, env *Env, w *Workers, rep *report.Report) error
@@ -316,6 +316,7 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	env.Sim.Coverage = coverageOptions(t.Settings, o, t.Python.Version)
 	if !env.Runnable() {
 		rep := Decide(env.Evidence(nil), t, seed, o)
 		rep.Tool = report.Tool{Name: "astrabox", Version: o.Version}
@@ -354,6 +355,9 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	}
 	rep := Decide(env.Evidence(hists), t, seed, o)
 	rep.Tool = report.Tool{Name: "astrabox", Version: o.Version}
+	if rep.Coverage == nil {
+		rep.Coverage = coverageOff(t.Settings, o, t.Python.Version)
+	}
 	if o.After != nil {
 		if err := o.After(ctx, env, w, rep); err != nil {
 			return rep, err
@@ -423,7 +427,7 @@ func NewEnv(t *Target, info *harness.LoadInfo, seed int64) (*Env, error) {
 	if t.Settings.Config != nil {
 		mergeConfig(cfg, deepCopyMap(t.Settings.Config))
 	}
-	planted, err := plantCanaries(cfg, t.Settings.SecretFields, seed)
+	planted, err := plantCanaries(cfg, t.Settings.SecretFields, NewCanary)
 	if err != nil {
 		return nil, undecided(err)
 	}
@@ -439,7 +443,7 @@ func NewEnv(t *Target, info *harness.LoadInfo, seed int64) (*Env, error) {
 		Python: t.Python.Path, ProjectDir: t.Project.Dir, Target: t.Resolution.Chosen.Ref.Target(), Paths: t.Paths,
 		Config: cfg, Secrets: simSecrets, Limits: t.Settings.limits(), ForceDebugLogging: t.Settings.ForceDebugLogging,
 		Hosts: t.Hosts, Settle: time.Duration(t.Settings.SettleS * float64(time.Second)),
-		Services: t.Services,
+		Services: t.Services, Coverage: coverageOptions(t.Settings, Options{}, t.Python.Version),
 	}
 	return e, nil
 }
@@ -484,7 +488,7 @@ func (ev *Evidence) AddHistory(h *simulate.History) {
 		ev.Secrets.Add(s.Value, s.Origin)
 	}
 	for _, c := range h.Calls() {
-		if c.Result == nil || c.Result.Type != "RuntimeMaterials" {
+		if c.Result == nil || !simulate.KindMaterials.Of(c.Result) {
 			continue
 		}
 		where := fmt.Sprintf("%s of %s (%s)", c.Method, c.Ctx.Session, c.Key)
@@ -508,27 +512,60 @@ func (ev *Evidence) AddHistory(h *simulate.History) {
 // Workers run scenarios, at most a fixed number at a time. Every scenario gets fresh replica processes
 // (forked from the run's fork servers, one per replica name), a fresh deployment double and fresh host
 // directories, all gone when it ends: nothing of one scenario (state, threads, requests, files) reaches
-// another, so a write that lands late is judged in the scenario and against the call that made it.
+// another, so a write that lands late is judged in the scenario and against the call that made it. To keep
+// that cheap, each slot prepares its next scenario's double and processes as soon as its current scenario has
+// ended (simulate.PrepareStage), while the caller judges it, and a finished scenario's processes are stopped
+// in the background.
 type Workers struct {
-	env   *Env
-	slots chan struct{}
-	hosts *simulate.Hosts
-	own   bool // the workers made hosts and so close them
+	env      *Env
+	ctx      context.Context
+	slots    chan *slot
+	all      []*slot
+	replicas int
+	hosts    *simulate.Hosts
+	own      bool // the workers made hosts and so close them
+	closing  sync.WaitGroup
+}
+
+// slot is one scenario at a time, with the stage its next scenario takes.
+type slot struct {
+	next *simulate.Stage
 }
 
 // NewWorkers prepares to run n scenarios at a time with up to `replicas` replicas each: it starts the fork
-// servers of those replicas (unless the environment's target already has them).
+// servers of those replicas (unless the environment's target already has them) and prepares each slot's
+// first stage.
 func (e *Env) NewWorkers(ctx context.Context, n, replicas int) (*Workers, error) {
 	if n < 1 {
 		n = 1
 	}
-	w := &Workers{env: e, slots: make(chan struct{}, n), hosts: e.Sim.Hosts}
+	w := &Workers{env: e, ctx: ctx, slots: make(chan *slot, n), replicas: max(1, replicas), hosts: e.Sim.Hosts}
 	if w.hosts == nil {
 		w.hosts = simulate.NewHosts(ctx, e.Sim.Python, e.Sim.ProjectDir, e.Seed, nil)
 		w.own = true
 	}
-	w.hosts.Prestart(replicaNames(replicas)...)
+	w.hosts.Prestart(replicaNames(w.replicas)...)
+	for i := 0; i < n; i++ {
+		s := &slot{next: w.prepare(w.replicas)}
+		w.all = append(w.all, s)
+		w.slots <- s
+	}
 	return w, nil
+}
+
+// prepare starts preparing a stage of n replicas, or returns nil when scenarios start their own (a provider
+// with declared services: their egress proxies belong to each scenario).
+func (w *Workers) prepare(n int) *simulate.Stage {
+	if w.env.Sim.Services != nil {
+		return nil
+	}
+	return simulate.PrepareStage(w.ctx, w.options(), n)
+}
+
+func (w *Workers) options() simulate.Options {
+	o := w.env.Sim
+	o.Hosts = w.hosts
+	return o
 }
 
 // replicaNames are the names of the first n replicas: r1, r2, ...
@@ -542,23 +579,35 @@ func replicaNames(n int) []string {
 
 // Run plays one scenario on fresh replicas once a slot is free.
 func (w *Workers) Run(ctx context.Context, sc *simulate.Scenario) (*simulate.History, error) {
+	var s *slot
 	select {
-	case w.slots <- struct{}{}:
+	case s = <-w.slots:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	defer func() { <-w.slots }()
-	o := w.env.Sim
-	o.Hosts = w.hosts
-	return simulate.Run(ctx, sc, o)
+	defer func() { w.slots <- s }()
+	o := w.options()
+	o.Stage, o.Closing = s.next, &w.closing
+	h, err := simulate.Run(ctx, sc, o)
+	// The next scenario's stage is prepared once this one has ended, never while it runs: preparing forks
+	// processes, and CPU taken from a running scenario would shift its timing.
+	s.next = w.prepare(max(w.replicas, sc.Replicas))
+	return h, err
 }
 
-// StandBy is kept for callers that ask for standby processes before exploring: every scenario now forks
-// fresh replicas (a fork is a few milliseconds), so there is nothing to keep standing by.
+// StandBy is kept for callers that ask for standby processes before exploring: every slot already prepares
+// its next scenario's processes.
 func (w *Workers) StandBy() {}
 
-// Close stops the fork servers the workers started.
+// Close stops every prepared stage and every finished scenario's processes, and the fork servers the workers
+// started.
 func (w *Workers) Close() {
+	for _, s := range w.all {
+		if s.next != nil {
+			s.next.Close()
+		}
+	}
+	w.closing.Wait()
 	if w.own {
 		w.hosts.Close()
 	}
@@ -599,6 +648,7 @@ func Collect(ctx context.Context, t *Target, info *harness.LoadInfo, seed int64,
 	if err != nil {
 		return nil, err
 	}
+	env.Sim.Coverage = coverageOptions(t.Settings, o, t.Python.Version)
 	if !env.Runnable() {
 		return env.Evidence(nil), nil
 	}
@@ -636,16 +686,9 @@ func staticFacts(t *Target) StaticFacts {
 	return StaticFacts{Pyproject: t.Project.Pyproject, NearMissGroups: nearMissGroups(t.Project)}
 }
 
-// nearMissGroups are discovery's warnings about entry-point groups that look like a misspelt provider group.
-func nearMissGroups(p *discovery.Project) []string {
-	var out []string
-	for _, w := range p.Warnings {
-		if strings.Contains(w, "is not the provider group") {
-			out = append(out, w)
-		}
-	}
-	return out
-}
+// nearMissGroups are discovery's typed facts about entry-point groups that look like a misspelt provider
+// group.
+func nearMissGroups(p *discovery.Project) []discovery.NearMiss { return p.NearMisses }
 
 // NearMissError means the project declares no provider in the platform's group but does in a group that looks
 // like a misspelling of it: the platform would silently run without the provider (EP-GROUP).
@@ -660,40 +703,26 @@ func (e *NearMissError) Error() string { return e.Err.Error() }
 // Unwrap returns the discovery error.
 func (e *NearMissError) Unwrap() error { return e.Err }
 
-var warningPlace = regexp.MustCompile(`^(.+):(\d+): (.*)$`)
-
 // nearMissReport is the report for a provider declared only in a near-miss group: EP-GROUP fails, with the
-// declaration's place, and every other check is skipped.
+// declaration's place, and every other check is skipped. It is judged like any run, over evidence that holds
+// only discovery's facts.
 func nearMissReport(e *NearMissError, o Options) *report.Report {
 	rep := &report.Report{Schema: report.Schema, Tool: report.Tool{Name: "astrabox", Version: o.Version}}
 	rep.Provider = report.Provider{Project: e.Project.Dir, Source: e.Project.Pyproject}
 	if e.Python != nil {
 		rep.Provider.Python, rep.Provider.PythonPath = e.Python.VersionString(), e.Python.Path
 	}
+	const nothing = "no provider is declared in the group astrabox.providers.runtime_preparation, so nothing could run"
+	ev := &Evidence{Project: e.Project.Dir, Secrets: &secrets.Set{}, Skipped: map[string]string{"*": nothing},
+		Static: StaticFacts{Pyproject: e.Project.Pyproject, NearMissGroups: nearMissGroups(e.Project)}}
 	for _, c := range Checks() {
-		if !selected(c, o) {
-			continue
+		if c.Static && c.ID != "EP-GROUP" {
+			ev.Skipped[c.ID] = nothing // nothing was loaded
 		}
-		res := report.Result{Check: c.ID, Title: c.Title, Area: c.Area, Severity: c.Severity, Clauses: c.Clauses, Hint: c.Hint, Help: c.Rationale, Evidence: []report.Evidence{}}
-		if c.ID != "EP-GROUP" {
-			res.Status = report.StatusSkipped
-			res.Message = "no provider is declared in the group astrabox.providers.runtime_preparation, so nothing could run"
-			rep.Results = append(rep.Results, res)
-			continue
-		}
-		res.Status = report.StatusFailed
-		for _, w := range nearMissGroups(e.Project) {
-			ev := report.Evidence{Text: w}
-			if m := warningPlace.FindStringSubmatch(w); m != nil {
-				line, _ := strconv.Atoi(m[2])
-				ev.Text = m[3]
-				ev.Location = relLocation(&report.Location{Path: m[1], Line: line}, e.Project.Dir)
-			}
-			if res.Location == nil {
-				res.Location = ev.Location
-				res.Message = ev.Text + "; the platform would start without this provider"
-			}
-			res.Evidence = append(res.Evidence, ev)
+	}
+	for _, res := range (Verdicts{Checks: o.Checks, Skip: o.Skip}).Judge(ev) {
+		if res.Check == "EP-GROUP" && res.Status == report.StatusFailed {
+			res.Message += "; the platform would start without this provider"
 		}
 		rep.Results = append(rep.Results, res)
 	}
@@ -737,80 +766,19 @@ func Decide(ev *Evidence, t *Target, seed int64, o Options) *report.Report {
 	}
 	for _, h := range ev.Histories {
 		rep.Scenarios = append(rep.Scenarios, h.Scenario)
-		for _, c := range h.CallsOf("plan") {
+		for _, c := range h.CallsOf(simulate.CallPlan) {
 			if c.Result != nil && c.Result.SessionBound {
 				rep.Provider.SessionBound = true
 			}
 		}
 	}
-	for _, c := range Checks() {
-		if !selected(c, o) {
-			continue
-		}
-		res := report.Result{Check: c.ID, Title: c.Title, Area: c.Area, Severity: c.Severity, Clauses: c.Clauses, Hint: c.Hint, Help: c.Rationale, Evidence: []report.Evidence{}}
-		if reason, ok := t.Settings.Skip[c.ID]; ok {
-			res.Status = report.StatusSkipped
-			res.Message = "skipped by " + filepath.Base(t.Settings.File) + ": " + reason
-			rep.Results = append(rep.Results, res)
-			continue
-		}
-		if c.Elsewhere != "" {
-			res.Status = report.StatusSkipped
-			res.Message = c.Elsewhere
-			rep.Results = append(rep.Results, res)
-			continue
-		}
-		if reason, ok := ev.Skipped["*"]; ok && !staticCheck(c.ID) {
-			res.Status = report.StatusSkipped
-			res.Message = reason
-			rep.Results = append(rep.Results, res)
-			continue
-		}
-		findings := c.Decide(ev)
-		res.Status = report.StatusPassed
-		res.Message = "kept in every scenario"
-		failed := 0
-		for _, f := range findings {
-			if !f.Warning && c.WarningOnly == "" {
-				failed++
-			}
-		}
-		if len(findings) > 0 {
-			if failed > 0 {
-				res.Status = report.StatusFailed
-			} else {
-				res.Status = report.StatusWarning
-			}
-			res.Message = findings[0].Message
-			if len(findings) > 1 {
-				res.Message += fmt.Sprintf(" (and %d more)", len(findings)-1)
-			}
-			for _, f := range findings {
-				loc := relLocation(f.Location, ev.Project)
-				if res.Location == nil && loc != nil {
-					res.Location = loc
-				}
-				for _, e := range f.Evidence {
-					e.Location = relLocation(e.Location, ev.Project)
-					if e.Location == nil {
-						e.Location = loc
-					}
-					res.Evidence = append(res.Evidence, e)
-				}
-				if len(f.Evidence) == 0 {
-					res.Evidence = append(res.Evidence, report.Evidence{Text: f.Message, Location: loc})
-				}
-			}
-		}
+	v := Verdicts{Checks: o.Checks, Skip: o.Skip, Skipped: t.Settings.Skip, SkipFile: t.Settings.File}
+	for _, res := range v.Judge(ev) {
 		rep.Results = append(rep.Results, maskResult(res, ev.Secrets))
 	}
+	rep.Coverage = coverageProfile(ev, rep.Results)
 	rep.Summarize()
 	return rep
-}
-
-// staticCheck tells whether a check decides from loading alone.
-func staticCheck(id string) bool {
-	return id == "EP-GROUP" || id == "EP-SUBCLASS" || id == "EP-NAME"
 }
 
 func selected(c *Check, o Options) bool {
@@ -844,39 +812,20 @@ func relLocation(l *report.Location, project string) *report.Location {
 	return &out
 }
 
-func maskResult(r report.Result, s *secrets.Set) report.Result {
-	r.Message = s.Mask(r.Message)
-	for i := range r.Evidence {
-		r.Evidence[i].Text = s.Mask(r.Evidence[i].Text)
-		for j := range r.Evidence[i].Steps {
-			r.Evidence[i].Steps[j] = s.Mask(r.Evidence[i].Steps[j])
-		}
-	}
-	return r
-}
-
 // Selected tells whether a check is selected by --check and --skip patterns.
 func Selected(c *Check, checks, skip []string) bool {
 	return selected(c, Options{Checks: checks, Skip: skip})
 }
 
-// Failing decides the selected checks over the evidence and returns the IDs of those that failed (warnings
-// excluded), in table order, with their first message.
+// Failing decides the selected checks over the evidence with the one judge of a run and returns the IDs of
+// those that failed (warnings, not-applicable and not-exercised results excluded), in table order, with their
+// first message, masked.
 func Failing(ev *Evidence, checks, skip []string, skipped map[string]string) (ids []string, messages map[string]string) {
 	messages = map[string]string{}
-	for _, c := range Checks() {
-		if !Selected(c, checks, skip) || c.WarningOnly != "" {
-			continue
-		}
-		if _, ok := skipped[c.ID]; ok {
-			continue
-		}
-		for _, f := range c.Decide(ev) {
-			if !f.Warning {
-				ids = append(ids, c.ID)
-				messages[c.ID] = ev.Secrets.Mask(f.Message)
-				break
-			}
+	for _, r := range (Verdicts{Checks: checks, Skip: skip, Skipped: skipped}).Judge(ev) {
+		if r.Status == report.StatusFailed {
+			ids = append(ids, r.Check)
+			messages[r.Check] = ev.Secrets.Mask(r.Message)
 		}
 	}
 	return ids, messages

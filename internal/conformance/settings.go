@@ -45,6 +45,10 @@ type Settings struct {
 	Services []services.Spec
 	// Egress says what happens to connections to undeclared destinations (default: refused and reported).
 	Egress egress.Policy
+	// Coverage turns coverage of the provider's own code off (false) or on (nil or true); CoverageInclude
+	// and CoverageOmit narrow the measured files (globs relative to the project).
+	Coverage                      *bool
+	CoverageInclude, CoverageOmit []string
 }
 
 // maxSettleS is the largest settle time accepted: the wait is paid after every callback that leaves work.
@@ -53,6 +57,8 @@ const maxSettleS = 60
 // SettingsError is a problem in the project's settings.
 type SettingsError struct {
 	File string
+	// Line is the line the key is written on (0 when it could not be found).
+	Line int
 	Key  string
 	Msg  string
 }
@@ -61,15 +67,24 @@ func (e *SettingsError) Error() string {
 	where := e.File
 	if where == "" {
 		where = "[tool.astrabox]"
+	} else if e.Line > 0 {
+		where = fmt.Sprintf("%s:%d", where, e.Line)
 	}
 	return fmt.Sprintf("%s: [tool.astrabox] %s: %s (see docs/configuration.md)", where, e.Key, e.Msg)
 }
+
+// minOpenFiles is the lowest limits.open-files accepted: the harness needs descriptors 0 to 4 before the
+// provider opens a module, a socket or a file.
+const minOpenFiles = 32
 
 // ParseSettings interprets the raw [tool.astrabox] table.
 func ParseSettings(raw map[string]any, file, projectDir string) (*Settings, error) {
 	s := &Settings{File: file, ForceDebugLogging: true, Skip: map[string]string{}}
 	bad := func(key, format string, args ...any) error {
-		return &SettingsError{File: file, Key: key, Msg: fmt.Sprintf(format, args...)}
+		if key == "" || strings.HasSuffix(key, ".") {
+			key += `""` // an empty TOML key, written "" = ...
+		}
+		return &SettingsError{File: file, Line: settingsLine(file, key), Key: key, Msg: fmt.Sprintf(format, args...)}
 	}
 	keys := make([]string, 0, len(raw))
 	for k := range raw {
@@ -101,6 +116,11 @@ func ParseSettings(raw map[string]any, file, projectDir string) (*Settings, erro
 			if !ok {
 				return nil, bad(k, "must be a table (the Agent configuration fixture)")
 			}
+			if sec, has := m["secrets"]; has {
+				if _, ok := sec.(map[string]any); !ok {
+					return nil, bad(k+".secrets", "is %s, but it must be a table of secret field names, such as { model_api_key = \"\" }: the kit plants a canary in each field, and without them no LEAK-* check has a secret to hunt", tomlKind(sec))
+				}
+			}
 			s.Config = m
 		case "engine":
 			e, ok := v.(string)
@@ -117,7 +137,7 @@ func ParseSettings(raw map[string]any, file, projectDir string) (*Settings, erro
 		case "seed":
 			n, ok := v.(int64)
 			if !ok {
-				return nil, bad(k, "must be a whole number")
+				return nil, bad(k, "is %s, but it must be a whole number from -9223372036854775808 to 9223372036854775807, such as 1", tomlKind(v))
 			}
 			s.Seed = &n
 		case "force-debug-logging":
@@ -126,15 +146,34 @@ func ParseSettings(raw map[string]any, file, projectDir string) (*Settings, erro
 				return nil, bad(k, "must be true or false")
 			}
 			s.ForceDebugLogging = b
+		case "coverage":
+			b, ok := v.(bool)
+			if !ok {
+				return nil, bad(k, "must be true or false")
+			}
+			s.Coverage = &b
+		case "coverage-include", "coverage-omit":
+			list, ok := stringList(v)
+			if !ok {
+				return nil, bad(k, "must be a list of file globs relative to the project, such as \"src/*/vendored/*\"")
+			}
+			if k == "coverage-include" {
+				s.CoverageInclude = list
+			} else {
+				s.CoverageOmit = list
+			}
 		case "deadlines":
 			m, ok := v.(map[string]any)
 			if !ok {
 				return nil, bad(k, "must be a table such as { turn = 5, session = 10 }")
 			}
-			for dk, dv := range m {
-				f, ok := number(dv)
-				if !ok || f <= 0 {
-					return nil, bad(k+"."+dk, "must be a positive number of seconds")
+			for _, dk := range sortedAnyKeys(m) {
+				f, ok := number(m[dk])
+				if !ok {
+					return nil, bad(k+"."+dk, "is %s, but it must be a positive number of seconds", tomlKind(m[dk]))
+				}
+				if err := simulate.CheckSeconds(f); err != nil {
+					return nil, bad(k+"."+dk, "%v", err)
 				}
 				switch dk {
 				case "plan":
@@ -178,8 +217,8 @@ func ParseSettings(raw map[string]any, file, projectDir string) (*Settings, erro
 			if !ok {
 				return nil, bad(k, "must be a table mapping check IDs to reasons, such as { SYNC-SKIP-UNCHANGED = \"why\" }")
 			}
-			for id, reason := range m {
-				r, ok := reason.(string)
+			for _, id := range sortedAnyKeys(m) {
+				r, ok := m[id].(string)
 				if !ok || strings.TrimSpace(r) == "" {
 					return nil, bad(k+"."+id, "needs a reason (a non-empty string)")
 				}
@@ -198,10 +237,13 @@ func ParseSettings(raw map[string]any, file, projectDir string) (*Settings, erro
 			if !ok {
 				return nil, bad(k, "must be a table such as { memory-mb = 1024 }")
 			}
-			for lk, lv := range m {
-				n, ok := lv.(int64)
+			for _, lk := range sortedAnyKeys(m) {
+				n, ok := m[lk].(int64)
 				if !ok || n <= 0 {
 					return nil, bad(k+"."+lk, "must be a positive whole number")
+				}
+				if lk == "open-files" && n < minOpenFiles {
+					return nil, bad(k+"."+lk, "is %d, too few for a Python process to start: the harness itself needs descriptors 0 to 4 and the interpreter more; use at least %d (the default is 1024)", n, minOpenFiles)
 				}
 				switch lk {
 				case "memory-mb":
@@ -215,10 +257,38 @@ func ParseSettings(raw map[string]any, file, projectDir string) (*Settings, erro
 				}
 			}
 		default:
-			return nil, bad(k, "unknown setting; valid settings are python-path, secret-fields, config, engine, replicas, seed, deadlines, settle, skip, force-debug-logging, limits")
+			return nil, bad(k, "unknown setting; valid settings are python-path, secret-fields, config, engine, replicas, seed, deadlines, settle, skip, force-debug-logging, limits, coverage, coverage-include, coverage-omit")
 		}
 	}
 	return s, nil
+}
+
+func sortedAnyKeys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// tomlKind names the kind of a decoded TOML value, for messages.
+func tomlKind(v any) string {
+	switch t := v.(type) {
+	case string:
+		return fmt.Sprintf("the text %q", t)
+	case int64:
+		return fmt.Sprintf("the whole number %d", t)
+	case float64:
+		return fmt.Sprintf("the number %g (not a whole number, or too large for one)", t)
+	case bool:
+		return fmt.Sprintf("%t", t)
+	case []any, []map[string]any:
+		return "a list"
+	case map[string]any:
+		return "a table"
+	}
+	return fmt.Sprintf("a %T", v)
 }
 
 func stringList(v any) ([]string, bool) {

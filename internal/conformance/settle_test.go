@@ -46,7 +46,7 @@ func TestLateWorkIsJudgedAgainstItsCall(t *testing.T) {
 	for _, h := range ev.Histories {
 		methods := map[string]string{}
 		for _, c := range h.Calls() {
-			methods[c.Key] = c.Method
+			methods[c.Key] = string(c.Method)
 		}
 		for _, r := range h.Requests {
 			if !strings.HasPrefix(r.Path, "/v1/records/audit/") {
@@ -66,7 +66,7 @@ func TestLateWorkIsJudgedAgainstItsCall(t *testing.T) {
 	for _, h := range ev.Histories {
 		methods := map[string]string{}
 		for _, c := range h.Calls() {
-			methods[c.Key] = c.Method
+			methods[c.Key] = string(c.Method)
 		}
 		for _, e := range h.Events {
 			if e.Origin != "" && strings.Contains(e.Stdout, "debug: session token") {

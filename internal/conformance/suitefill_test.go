@@ -60,7 +60,7 @@ type reach struct {
 func (r reach) calls(method string) []*simulate.CallRecord {
 	var out []*simulate.CallRecord
 	for _, h := range r.hists {
-		out = append(out, h.CallsOf(method)...)
+		out = append(out, h.CallsOf(simulate.Callback(method))...)
 	}
 	return out
 }
@@ -91,7 +91,7 @@ func writesIn(h *simulate.History, c *simulate.CallRecord) int {
 func (r reach) mostCleanWrites(method string) int {
 	most := 0
 	for _, h := range r.hists {
-		for _, c := range h.CallsOf(method) {
+		for _, c := range h.CallsOf(simulate.Callback(method)) {
 			st := stepOf(h, c)
 			if c.Outcome == simulate.OutcomeReturned && st != nil && st.Fault == nil && len(st.Double) == 0 {
 				most = max(most, writesIn(h, c))

@@ -135,9 +135,15 @@ func (p *Project) nearMisses(file string, lines map[string]int, groups map[strin
 	}
 	sort.Strings(names)
 	for _, g := range names {
-		p.warn(file, lines[pathKey(append(prefix, g)...)],
+		p.nearMiss(file, lines[pathKey(append(prefix, g)...)], g,
 			fmt.Sprintf("entry-point group %q is not the provider group; did you mean %q?", g, Group))
 	}
+}
+
+// nearMiss records a near-miss group as a warning and as a typed fact.
+func (p *Project) nearMiss(file string, line int, group, msg string) {
+	p.warn(file, line, msg)
+	p.NearMisses = append(p.NearMisses, NearMiss{Group: group, File: file, Line: line, Message: msg})
 }
 
 // cfgNearMisses warns about setup.cfg entry-point groups that look like the provider group but are not it,
@@ -156,7 +162,7 @@ func (p *Project) cfgNearMisses(file string, cfg *iniFile) {
 		if strings.EqualFold(o.Name, Group) {
 			msg += " (setuptools keeps the group's case as written and the platform compares it exactly: write it in lower case)"
 		}
-		p.warn(file, o.Line, msg)
+		p.nearMiss(file, o.Line, o.Name, msg)
 	}
 }
 

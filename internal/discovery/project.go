@@ -112,6 +112,18 @@ type Project struct {
 	SettingsFile string
 	// Warnings are things worth telling the user that do not stop discovery.
 	Warnings []string
+	// NearMisses are the entry-point groups that look like a misspelt provider group (also in Warnings), as
+	// typed facts for EP-GROUP.
+	NearMisses []NearMiss
+}
+
+// NearMiss is an entry-point group that looks like the provider group but is not it, with where it is
+// declared.
+type NearMiss struct {
+	Group   string
+	File    string
+	Line    int
+	Message string
 }
 
 // FindProjectRoot returns the nearest directory at or above start that holds a pyproject.toml, a setup.cfg

@@ -3,12 +3,14 @@ package explore
 import (
 	"fmt"
 
+	"github.com/astrabox-dev/astrabox/internal/coverage"
 	"github.com/astrabox-dev/astrabox/internal/report"
 )
 
 // Apply folds an exploration's failures into a report: a check that the default suite passed but an explored
 // scenario failed becomes failed (or flaky, when its replay did not fail the same way), with the shrunk steps
-// and the replay command as evidence.
+// and the replay command as evidence. What a guided exploration reached of the provider joins the report's
+// coverage.
 func Apply(rep *report.Report, res *Result) {
 	for _, f := range res.Failures {
 		for i := range rep.Results {
@@ -36,6 +38,11 @@ func Apply(rep *report.Report, res *Result) {
 			}
 			r.Evidence = append(r.Evidence, report.Evidence{Text: text, Scenario: f.Scenario.Name, Steps: f.Shrunk})
 		}
+	}
+	if res.Coverage != nil && rep.Coverage != nil && rep.Coverage.Mode != coverage.ModeOff {
+		rep.Coverage = coverage.Merge(rep.Coverage, res.Coverage)
+	} else if res.Coverage != nil && rep.Coverage == nil {
+		rep.Coverage = res.Coverage
 	}
 	rep.Summarize()
 }

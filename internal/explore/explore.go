@@ -10,11 +10,10 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/astrabox-dev/astrabox/internal/conformance"
+	"github.com/astrabox-dev/astrabox/internal/coverage"
 	"github.com/astrabox-dev/astrabox/internal/simulate"
 )
 
@@ -44,6 +43,14 @@ type Options struct {
 	Progress io.Writer
 	// Project is the provider project directory, for replay commands.
 	Project string
+	// CorpusDir is where the seeds of guided exploration are kept between runs (default .astrabox/corpus
+	// under the project); Fresh neither reads nor writes it.
+	CorpusDir string
+	Fresh     bool
+	// Log receives notes (a corpus seed that no longer loads, an exploration left blind).
+	Log io.Writer
+	// Blind explores without guidance even when coverage is measured (benchmarks compare the two).
+	Blind bool
 }
 
 // Failure is one check that a generated scenario broke.
@@ -58,6 +65,8 @@ type Failure struct {
 	Command  string   `json:"replay"`
 	Flaky    bool     `json:"flaky"`
 	Differed string   `json:"differed,omitempty"`
+	// SaveError says why the shrunk scenario could not be saved (File is then empty).
+	SaveError string `json:"save_error,omitempty"`
 	// Scenario is the shrunk scenario.
 	Scenario *simulate.Scenario `json:"-"`
 }
@@ -71,6 +80,30 @@ type Result struct {
 	Failures  []Failure     `json:"failures"`
 	// Errors are scenarios the kit itself could not run.
 	Errors []string `json:"errors,omitempty"`
+	// Guided is true when coverage steered the exploration: Replayed scenarios replayed the saved corpus,
+	// Mutated were varied from seeds, Seeds is the corpus at the end, and Reached the lines and branch
+	// directions (by callback) the explored scenarios reached.
+	Guided   bool `json:"guided"`
+	Replayed int  `json:"replayed_seeds,omitempty"`
+	Mutated  int  `json:"mutated,omitempty"`
+	Seeds    int  `json:"seeds,omitempty"`
+	Reached  int  `json:"reached,omitempty"`
+	// FirstFailure is how many scenarios were judged up to and including the first that failed a check
+	// (in index order; 0 when none failed).
+	FirstFailure int `json:"first_failure,omitempty"`
+	// Coverage is what the explored scenarios reached of the provider's code (guided runs).
+	Coverage *coverage.Profile `json:"-"`
+	// Warnings are what the kit could not do without changing the verdict, such as saving a failure in a
+	// read-only project; the command line prints them after the report.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// found is a judged scenario that failed checks.
+type found struct {
+	index int
+	sc    *simulate.Scenario
+	ids   []string
+	msgs  map[string]string
 }
 
 // Judge runs a scenario and returns the checks it fails, their messages, and the history as JSON.
@@ -105,86 +138,78 @@ func Explore(ctx context.Context, env *conformance.Env, w *conformance.Workers, 
 	if o.FailuresDir == "" {
 		o.FailuresDir = filepath.Join(env.Target.Project.Dir, ".astrabox", "failures")
 	}
-	var indexes []int
-	if len(o.Scenarios) == 0 {
-		for i := 0; i < o.N; i++ {
-			if i%o.ShardCount == o.ShardIndex-1 {
-				indexes = append(indexes, i)
-			}
-		}
-	} else {
-		for i := range o.Scenarios {
-			indexes = append(indexes, i)
-		}
-	}
+	indexes := o.indexes()
 	res := &Result{Seed: o.Seed, Scenarios: len(indexes)}
+	g, err := o.guide(env)
+	if err != nil {
+		return nil, err
+	}
 	w.StandBy()
 	start := time.Now()
-	jobs := o.Jobs
-	if jobs < 1 {
-		jobs = 1
+	jobs := max(o.Jobs, 1)
+	t := &tally{progress: newProgress(o.Progress, len(indexes))}
+	if g == nil {
+		res.Reached = blind(ctx, env, w, o, indexes, jobs, t)
+	} else {
+		res.Guided = true
+		guided(ctx, env, w, o, g, indexes, jobs, t)
+		res.Replayed, res.Mutated, res.Seeds, res.Reached = g.replayed(indexes), g.mutated, len(g.seeds), len(g.reached)
+		res.Coverage = g.cov.Profile()
 	}
-	type found struct {
-		index int
-		sc    *simulate.Scenario
-		ids   []string
-		msgs  map[string]string
-	}
-	var (
-		mu       sync.Mutex
-		failing  []found
-		done     atomic.Int64
-		nfail    atomic.Int64
-		calls    atomic.Int64
-		next     atomic.Int64
-		errs     []string
-		progress = newProgress(o.Progress, len(indexes))
-	)
-	var wg sync.WaitGroup
-	for j := 0; j < jobs; j++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				k := int(next.Add(1)) - 1
-				if k >= len(indexes) || ctx.Err() != nil {
-					return
-				}
-				idx := indexes[k]
-				var sc *simulate.Scenario
-				if len(o.Scenarios) > 0 {
-					sc = o.Scenarios[idx]
-				} else {
-					sc = Generate(o.Seed, idx)
-				}
-				env.Adjust(sc)
-				ids, msgs, h, err := judge(ctx, env, w, sc, o)
-				if err != nil {
-					mu.Lock()
-					errs = append(errs, fmt.Sprintf("%s: %v", sc.Name, err))
-					mu.Unlock()
-				} else {
-					calls.Add(int64(len(h.Calls())))
-					if len(ids) > 0 {
-						nfail.Add(1)
-						mu.Lock()
-						failing = append(failing, found{idx, sc, ids, msgs})
-						mu.Unlock()
-					}
-				}
-				progress.update(done.Add(1), nfail.Load(), calls.Load())
-			}
-		}()
-	}
-	wg.Wait()
-	progress.finish()
-	res.Errors = errs
-	res.Callbacks = calls.Load()
+	t.progress.finish()
+	res.Errors = t.errs
+	res.Callbacks = t.calls.Load()
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
-	// Shrink one failure per check, from the lowest scenario index, so that the outcome is deterministic.
+	if g != nil && !o.Fresh {
+		if err := saveCorpus(o.CorpusDir, g.saved(len(indexes))); err != nil {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("%v; the next run starts without this run's seeds (pass --explore-fresh, or make the directory writable)", err))
+		}
+	}
+	if err := settleAll(ctx, env, w, o, res, t.failing, indexes); err != nil {
+		return res, err
+	}
+	res.Elapsed = time.Since(start)
+	for _, f := range res.Failures {
+		if f.File == "" {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("the shrunk scenario of %s could not be saved in %s (%s); pass --failures-dir with a writable directory to keep it", f.Check, o.FailuresDir, f.SaveError))
+		}
+	}
+	if err := saveLastFailed(o.FailuresDir, res.Failures); err != nil {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%v; --last-failed will not find this run's failures (pass --failures-dir with a writable directory)", err))
+	}
+	return res, nil
+}
+
+// indexes are the scenario numbers this shard judges (every given scenario's, with o.Scenarios).
+func (o *Options) indexes() []int {
+	var out []int
+	if len(o.Scenarios) > 0 {
+		for i := range o.Scenarios {
+			out = append(out, i)
+		}
+		return out
+	}
+	for i := 0; i < o.N; i++ {
+		if i%o.ShardCount == o.ShardIndex-1 {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// settleAll shrinks, replays and saves one failure per check, from the lowest scenario index, so that the
+// outcome is deterministic; it also records how far the first failure came.
+func settleAll(ctx context.Context, env *conformance.Env, w *conformance.Workers, o Options, res *Result, failing []found, indexes []int) error {
 	sort.Slice(failing, func(i, j int) bool { return failing[i].index < failing[j].index })
+	if len(failing) > 0 {
+		for k, idx := range indexes {
+			if idx == failing[0].index {
+				res.FirstFailure = k + 1
+			}
+		}
+	}
 	seen := map[string]bool{}
 	for _, f := range failing {
 		for _, id := range f.ids {
@@ -194,17 +219,13 @@ func Explore(ctx context.Context, env *conformance.Env, w *conformance.Workers, 
 			seen[id] = true
 			fl, err := settle(ctx, envJudge(env, w, o), f.sc, f.index, id, f.msgs[id], o, env.Target.Project.Dir)
 			if err != nil {
-				return res, err
+				return err
 			}
 			res.Failures = append(res.Failures, *fl)
 		}
 	}
 	sort.Slice(res.Failures, func(i, j int) bool { return res.Failures[i].Check < res.Failures[j].Check })
-	res.Elapsed = time.Since(start)
-	if err := saveLastFailed(o.FailuresDir, res.Failures); err != nil {
-		return res, err
-	}
-	return res, nil
+	return nil
 }
 
 // envJudge judges scenarios on the run's warm workers.
@@ -269,7 +290,10 @@ func settle(ctx context.Context, j Judge, sc *simulate.Scenario, index int, chec
 	fl.Shrunk = Describe(shrunk)
 	file, err := save(o.FailuresDir, check, shrunk, fl)
 	if err != nil {
-		return nil, err
+		// The verdict stands without the file: report it, and warn that the scenario was not kept.
+		fl.SaveError = err.Error()
+		fl.Command = "not saved: " + fl.SaveError
+		return fl, nil
 	}
 	fl.File = file
 	fl.Command = fmt.Sprintf("astrabox simulate run %s --project %s", relOrAbs(file), relOrAbs(project))

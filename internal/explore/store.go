@@ -111,7 +111,7 @@ func newProgress(w io.Writer, total int) *progress {
 	return &progress{w: w, total: total, start: time.Now()}
 }
 
-func (p *progress) update(done, failed, calls int64) {
+func (p *progress) update(done, failed, calls, reached int64) {
 	if p.w == nil {
 		return
 	}
@@ -126,8 +126,12 @@ func (p *progress) update(done, failed, calls int64) {
 	if rate > 0 {
 		left = time.Duration(float64(p.total-int(done)) / rate * float64(time.Second)).Round(time.Second).String()
 	}
-	fmt.Fprintf(p.w, "\r\x1b[Kexplored %d/%d scenarios · %d failing · %.1f scenarios/s · %.0f callbacks/s · %s left",
-		done, p.total, failed, rate, float64(calls)/max(el, 0.001), left)
+	cov := ""
+	if reached > 0 {
+		cov = fmt.Sprintf(" · %d lines and branches reached", reached)
+	}
+	fmt.Fprintf(p.w, "\r\x1b[Kexplored %d/%d scenarios · %d failing%s · %.1f scenarios/s · %.0f callbacks/s · %s left",
+		done, p.total, failed, cov, rate, float64(calls)/max(el, 0.001), left)
 }
 
 func (p *progress) finish() {

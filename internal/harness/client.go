@@ -126,9 +126,15 @@ func (p *Process) dispatch(kind string, body json.RawMessage, first bool) error 
 		if err := json.Unmarshal(body, &r); err != nil {
 			return fmt.Errorf("decode reply: %w", err)
 		}
+		// A reply read before the process ended is delivered even when the exit is already known (a callback's
+		// SystemExit replies, then ends the process): only a full queue with nobody left to read it drops one.
 		select {
 		case p.replies <- r:
-		case <-p.waitDone:
+		default:
+			select {
+			case p.replies <- r:
+			case <-p.waitDone:
+			}
 		}
 	case "background":
 		var b backgroundMsg
@@ -183,6 +189,7 @@ func (p *Process) finish(r replyMsg, cancelSent bool) *Reply {
 		ID: r.ID, OK: r.OK, Value: r.Value, Error: r.Error,
 		Duration:     time.Duration(r.DurationNS),
 		Observations: r.Observations,
+		Coverage:     r.Coverage,
 		CancelSent:   cancelSent,
 		// Only a cancel this Call sent counts (a stale flag cannot come from elsewhere: one call at a time).
 		CancelReceived: cancelSent && r.CancelReceived,

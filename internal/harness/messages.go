@@ -54,6 +54,8 @@ type replyMsg struct {
 	// Exit is set when the callback raised SystemExit or KeyboardInterrupt: the harness ends the process
 	// right after this reply, as the platform's host would.
 	Exit *ExitInfo `json:"exit,omitempty"`
+	// Coverage is what the provider's own code ran (callback replies only; nil when coverage is off).
+	Coverage *CoverageReport `json:"coverage"`
 }
 
 // ExitInfo says how a callback's SystemExit or KeyboardInterrupt ends the harness process: with exit status
@@ -236,6 +238,8 @@ type LoadArgs struct {
 	ProjectRoot string `json:"project_root"`
 	// ForceDebugLogging sets the root logger to DEBUG at load.
 	ForceDebugLogging bool `json:"force_debug_logging"`
+	// Coverage, when set, turns on coverage of the provider's own code (see CoverageOptions).
+	Coverage *CoverageOptions `json:"coverage,omitempty"`
 }
 
 // LoadInfo is the value of a successful load.
@@ -346,6 +350,10 @@ type Result struct {
 
 	// other
 	PythonType string `json:"python_type"`
+
+	// Problems are type anomalies the harness found while reading the value (a str where bytes belong, an
+	// environment value that is not a str, ...); the value's fields hold wire-safe placeholders for them.
+	Problems []string `json:"problems,omitempty"`
 
 	// TypeErrors lists the values of a wrong type in the returned object (RuntimeMaterials: a file whose
 	// content is a str, an int or None, a non-str environment value), for the checks to judge.

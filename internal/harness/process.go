@@ -71,6 +71,8 @@ type Reply struct {
 	// Exit is set when the callback raised SystemExit or KeyboardInterrupt: the process ends right after
 	// the reply (see WaitExit).
 	Exit *ExitInfo
+	// Coverage is what the provider's own code ran since the previous reply (nil when coverage is off).
+	Coverage *CoverageReport
 }
 
 // Result decodes Value of a callback reply.

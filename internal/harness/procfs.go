@@ -97,7 +97,8 @@ func (t procTable) below(roots ...int) []int {
 	return out
 }
 
-// treeRSS returns the resident bytes of the harness pid, the members of its process group, all their
+// treeRSS returns the resident bytes (proportional set sizes where the kernel gives them: see residentBytes)
+// of the harness pid, the members of its process group, all their
 // descendants and, when supervisor is not 0, everything below the supervisor (every descendant of the
 // harness, whatever it did to its group, session or environment, since the supervisor is their subreaper).
 func treeRSS(pid, supervisor int) uint64 {
@@ -112,11 +113,11 @@ func treeRSS(pid, supervisor int) uint64 {
 		roots = append(roots, supervisor)
 	}
 	counted := map[int]bool{}
-	var pages int64
+	var total uint64
 	add := func(p int) {
 		if info, ok := t.infos[p]; ok && !counted[p] && p != supervisor {
 			counted[p] = true
-			pages += info.rssPages
+			total += residentBytes(p, info.rssPages)
 		}
 	}
 	for _, r := range roots {
@@ -125,7 +126,7 @@ func treeRSS(pid, supervisor int) uint64 {
 	for _, p := range t.below(roots...) {
 		add(p)
 	}
-	return uint64(pages) * uint64(os.Getpagesize())
+	return total
 }
 
 // strays returns, in one pass over /proc, the live members of process group pgid and the live processes

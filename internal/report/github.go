@@ -6,13 +6,13 @@ import (
 	"strings"
 )
 
-// GitHub renders the report as GitHub Actions workflow commands, one annotation per failed, flaky or warning
-// check:
+// GitHub renders the report as GitHub Actions workflow commands, one annotation per failed, flaky, warning or
+// not-exercised check:
 //
 //	::error file=PATH,line=N,title=CHECK-ID::TITLE: MESSAGE (newlines escaped)
 //
 // Failed and flaky checks are errors (a check of severity warning or note gives a warning or notice); warnings
-// are warnings. PATH is relative to Root (the provider's project directory when empty), which should be the
+// are warnings; a not-exercised check (the kit could not decide it) is a warning titled "(not exercised)". PATH is relative to Root (the provider's project directory when empty), which should be the
 // repository root for the annotation to land on the file; a result without a location inside Root gets no
 // file property and shows on the run summary. A plain summary line ends the output.
 type GitHub struct {
@@ -42,7 +42,7 @@ func (g GitHub) Render(w io.Writer, r *Report) error {
 			case SeverityNote:
 				cmd = "notice"
 			}
-		case StatusWarning:
+		case StatusWarning, StatusNotExercised:
 			cmd = "warning"
 		default:
 			continue
@@ -57,24 +57,30 @@ func (g GitHub) Render(w io.Writer, r *Report) error {
 			}
 		}
 		props = append(props, "title="+escapeProperty(res.Check))
-		msg := res.Title
-		if res.Status == StatusFlaky {
-			msg = "(flaky) " + msg
+		text := res.Title
+		switch res.Status {
+		case StatusFlaky:
+			text = "(flaky) " + text
+		case StatusNotExercised:
+			text = "(not exercised) " + text
 		}
 		if res.Message != "" {
-			msg += ": " + res.Message
+			text += ": " + res.Message
 		}
 		if len(res.Clauses) > 0 {
-			msg += "\nClauses: " + strings.Join(res.Clauses, ", ")
+			text += "\nClauses: " + strings.Join(res.Clauses, ", ")
 		}
-		if res.Hint != "" {
-			msg += "\nHint: " + res.Hint
+		if res.DecidedOver != "" {
+			text += "\nDecided over: " + res.DecidedOver
 		}
-		fmt.Fprintf(&b, "::%s %s::%s\n", cmd, strings.Join(props, ","), escapeData(msg))
+		if res.Hint != "" && res.Status != StatusNotExercised {
+			text += "\nHint: " + res.Hint
+		}
+		fmt.Fprintf(&b, "::%s %s::%s\n", cmd, strings.Join(props, ","), escapeData(text))
 	}
 	s := summaryOf(r)
-	fmt.Fprintf(&b, "astrabox: %d checks, passed %d, failed %d, flaky %d, warning %d, skipped %d, seed %d\n",
-		s.Total, s.Passed, s.Failed, s.Flaky, s.Warning, s.Skipped, r.Seed)
+	fmt.Fprintf(&b, "astrabox: %d checks, passed %d, failed %d, flaky %d, warning %d, skipped %d, not applicable %d, not exercised %d, seed %d\n",
+		s.Total, s.Passed, s.Failed, s.Flaky, s.Warning, s.Skipped, s.NotApplicable, s.NotExercised, r.Seed)
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return fmt.Errorf("render github: %w", err)
 	}

@@ -68,7 +68,7 @@ func ReadJSON(r io.Reader) (*Report, error) {
 			return nil, fmt.Errorf("read report: results[%d] has no check ID", i)
 		}
 		if !validStatus(res.Status) {
-			return nil, fmt.Errorf("read report: results[%d] (%s) has status %q: expected passed, failed, warning, skipped or flaky", i, res.Check, res.Status)
+			return nil, fmt.Errorf("read report: results[%d] (%s) has status %q: expected passed, failed, warning, skipped, flaky, not_applicable or not_exercised", i, res.Check, res.Status)
 		}
 	}
 	return &rep, nil

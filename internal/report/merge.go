@@ -2,11 +2,15 @@ package report
 
 import (
 	"fmt"
+	"strings"
 )
 
 // Merge combines the reports of shards of one run (the same provider and seed) into one. Results of the same
-// check merge into one with the worst status (failed > flaky > warning > passed > skipped); its message, hint
-// and location come from the worst shard, its evidence is the concatenation of every shard's, in shard order.
+// check merge into one with the worst decided status (failed > flaky > warning > passed > not_exercised >
+// not_applicable > skipped): a check one shard exercised and passed is passed even when another shard's
+// scenarios did not reach it, and not_exercised only when no shard reached it. Its message, hint and
+// location come from that shard, its evidence is the concatenation of every shard's, in shard order, and its
+// decided_over joins every shard's distinct sentence.
 // Checks keep the order in which they first appear; scenarios are the union in first-seen order; the summary
 // is recomputed. Reports of different providers (name, entry point or target) or different seeds, and reports
 // with another schema, are an error. The inputs are not modified.
@@ -55,7 +59,8 @@ func Merge(reports ...*Report) (*Report, error) {
 			}
 			m := &out.Results[j]
 			evidence := append(m.Evidence, res.Evidence...)
-			if rank(res.Status) > rank(m.Status) {
+			over := joinOver(m.DecidedOver, res.DecidedOver)
+			if mergeRank(res.Status) > mergeRank(m.Status) {
 				keep := *m
 				*m = res
 				m.Clauses = append([]string(nil), res.Clauses...)
@@ -70,8 +75,42 @@ func Merge(reports ...*Report) (*Report, error) {
 				}
 			}
 			m.Evidence = evidence
+			m.DecidedOver = over
 		}
 	}
+	out.Coverage = mergeCoverage(reports)
 	out.Summarize()
 	return out, nil
+}
+
+// mergeRank orders statuses for merging shards: a decision beats the absence of one.
+func mergeRank(s Status) int {
+	switch s {
+	case StatusFailed:
+		return 7
+	case StatusFlaky:
+		return 6
+	case StatusWarning:
+		return 5
+	case StatusPassed:
+		return 4
+	case StatusNotExercised:
+		return 3
+	case StatusNotApplicable:
+		return 2
+	case StatusSkipped:
+		return 1
+	}
+	return 0
+}
+
+// joinOver joins two shards' decided-over sentences, once each.
+func joinOver(a, b string) string {
+	switch {
+	case a == "" || a == b:
+		return b
+	case b == "" || strings.Contains(a, b):
+		return a
+	}
+	return a + "; " + b
 }

@@ -44,6 +44,8 @@ type Report struct {
 	Results  []Result `json:"results"`
 	// Scenarios lists the scenarios that ran, in order, by name.
 	Scenarios []string `json:"scenarios,omitempty"`
+
+	Coverage *Coverage `json:"coverage,omitempty"` // what ran of the provider's own code (coverage.go)
 }
 
 // Tool names the kit that wrote the report.

@@ -39,12 +39,13 @@ func (t *Text) Render(w io.Writer, r *Report) error {
 	if width < minWidth {
 		width = minWidth
 	}
-	p := &printer{s: t.Styles, width: width, root: r.Provider.Project}
+	p := &printer{s: t.Styles, width: width, root: r.Provider.Project, cov: r.Coverage}
 	p.header(r)
 	for _, g := range groupByArea(r.Results) {
 		p.area(g)
 	}
 	p.summary(r)
+	p.coverage(r.Coverage)
 	_, err := io.WriteString(w, p.b.String())
 	if err != nil {
 		return fmt.Errorf("render text: %w", err)
@@ -105,15 +106,22 @@ func textOrder(s Status) int {
 		return 0
 	case StatusFlaky:
 		return 1
-	case StatusWarning:
+	case StatusNotExercised:
 		return 2
-	case StatusSkipped:
+	case StatusWarning:
 		return 3
-	case StatusPassed:
+	case StatusSkipped:
 		return 4
+	case StatusNotApplicable:
+		return 5
+	case StatusPassed:
+		return 6
 	}
-	return 5
+	return 7
 }
+
+// statusWords is a status as words ("not exercised").
+func statusWords(s Status) string { return strings.ReplaceAll(string(s), "_", " ") }
 
 // printer accumulates the text report.
 type printer struct {
@@ -121,6 +129,7 @@ type printer struct {
 	width int
 	root  string
 	b     strings.Builder
+	cov   *Coverage // the report's coverage, for the notes next to verdicts (coverage.go)
 }
 
 // where formats a location, relative to the project when it lies inside it.
@@ -285,6 +294,10 @@ func (p *printer) label(s Status) (string, lipgloss.Style) {
 		return "SKIP ", p.s.Skip
 	case StatusPassed:
 		return "PASS ", p.s.Pass
+	case StatusNotApplicable:
+		return "N/A  ", p.s.Skip
+	case StatusNotExercised:
+		return "NOTEX", p.s.Warn
 	}
 	return "?????", p.s.Dim
 }
@@ -296,9 +309,9 @@ func (p *printer) area(g *areaGroup) {
 		counts[res.Status]++
 	}
 	var parts []string
-	for _, s := range []Status{StatusFailed, StatusFlaky, StatusWarning, StatusSkipped, StatusPassed} {
+	for _, s := range []Status{StatusFailed, StatusFlaky, StatusNotExercised, StatusWarning, StatusSkipped, StatusNotApplicable, StatusPassed} {
 		if counts[s] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
+			parts = append(parts, fmt.Sprintf("%d %s", counts[s], statusWords(s)))
 		}
 	}
 	p.b.WriteByte('\n')
@@ -310,6 +323,15 @@ func (p *printer) area(g *areaGroup) {
 			continue
 		}
 		p.result(res)
+	}
+	if len(passed) > 0 && passed[0].DecidedOver != "" {
+		// Say what each pass was decided over: a pass means the clause was exercised and held.
+		for _, res := range passed {
+			text, st := p.label(StatusPassed)
+			p.b.WriteString("  " + st.Render(text) + "  ")
+			p.para(labelWidth, labelWidth+2, span{text: res.Check + " ", style: p.s.ID, raw: true}, span{text: "over " + res.DecidedOver, style: p.s.Dim})
+		}
+		return
 	}
 	if len(passed) > 0 {
 		text, st := p.label(StatusPassed)
@@ -323,6 +345,7 @@ func (p *printer) area(g *areaGroup) {
 			spans = append(spans, span{text: id, style: p.s.ID})
 		}
 		p.para(labelWidth, labelWidth, spans...)
+		p.coverageNotes(passed)
 	}
 }
 
@@ -336,12 +359,18 @@ func (p *printer) result(res *Result) {
 		p.b.WriteString(ind)
 		p.para(labelWidth, labelWidth+2, span{text: "clauses:", style: p.s.Dim}, span{text: strings.Join(res.Clauses, ", "), style: p.s.ID})
 	}
-	if res.Status == StatusSkipped {
+	if res.Status == StatusSkipped || res.Status == StatusNotApplicable {
 		if res.Message != "" {
 			p.b.WriteString(ind)
 			p.para(labelWidth, labelWidth+2, span{text: "reason:", style: p.s.Dim}, span{text: res.Message})
 		}
 		return
+	}
+	if res.DecidedOver != "" && res.Status != StatusNotExercised {
+		defer func() {
+			p.b.WriteString(ind)
+			p.para(labelWidth, labelWidth+2, span{text: "decided over:", style: p.s.Dim}, span{text: res.DecidedOver, style: p.s.Dim})
+		}()
 	}
 	if res.Message != "" {
 		p.b.WriteString(ind)
@@ -354,7 +383,9 @@ func (p *printer) result(res *Result) {
 	for i := range res.Evidence {
 		p.evidence(&res.Evidence[i])
 	}
-	if res.Hint != "" {
+	p.coverageResultNote(res)
+	if res.Hint != "" && res.Status != StatusNotExercised {
+		// A hint says how to fix a breach; a not-exercised check found none.
 		p.b.WriteString(ind)
 		p.para(labelWidth, labelWidth+6, span{text: "hint:", style: p.s.Dim}, span{text: res.Hint, style: p.s.Dim})
 	}
@@ -401,10 +432,16 @@ func (p *printer) summary(r *Report) {
 	groups := groupByArea(r.Results)
 	p.b.WriteByte('\n')
 	p.line(p.s.Heading.Render("Summary"))
-	cols := []string{"Checks", "Pass", "Fail", "Flaky", "Warn", "Skip"}
-	const colW = 7
-	// The area column takes what the six numeric columns leave; below 16 columns the table becomes a list.
-	nameW := p.width - 2 - colW*len(cols)
+	cols := []string{"Checks", "Pass", "Fail", "Flaky", "Warn", "Skip", "N/A", "NotEx"}
+	// The first numeric column is 7 wide ("Checks"), the others 6; the area column takes what they leave, and
+	// below 16 columns the table becomes a list.
+	colW := func(i int) int {
+		if i == 0 {
+			return 7
+		}
+		return 6
+	}
+	nameW := p.width - 2 - 7 - 6*(len(cols)-1)
 	narrow := nameW < 16
 	row := func(name string, nums []string, st lipgloss.Style) {
 		if narrow {
@@ -420,40 +457,24 @@ func (p *printer) summary(r *Report) {
 		name = truncate(name, nameW)
 		var b strings.Builder
 		b.WriteString("  " + name + strings.Repeat(" ", nameW-runewidth.StringWidth(name)))
-		for _, n := range nums {
-			b.WriteString(fmt.Sprintf("%*s", colW, n))
+		for i, n := range nums {
+			b.WriteString(fmt.Sprintf("%*s", colW(i), n))
 		}
 		p.line(st.Render(b.String()))
 	}
 	if !narrow {
 		row("Area", cols, p.s.Dim)
 	}
-	total := Summary{}
+	var all []Result
 	for _, g := range groups {
-		var s Summary
+		var rs []Result
 		for _, res := range g.results {
-			s.Total++
-			switch res.Status {
-			case StatusPassed:
-				s.Passed++
-			case StatusFailed:
-				s.Failed++
-			case StatusFlaky:
-				s.Flaky++
-			case StatusWarning:
-				s.Warning++
-			case StatusSkipped:
-				s.Skipped++
-			}
+			rs = append(rs, *res)
 		}
-		total.Total += s.Total
-		total.Passed += s.Passed
-		total.Failed += s.Failed
-		total.Flaky += s.Flaky
-		total.Warning += s.Warning
-		total.Skipped += s.Skipped
-		row(g.name, counts(s), lipgloss.Style{})
+		all = append(all, rs...)
+		row(g.name, counts(summaryOf(&Report{Results: rs})), lipgloss.Style{})
 	}
+	total := summaryOf(&Report{Results: all})
 	row("Total", counts(total), p.s.Heading)
 	p.b.WriteByte('\n')
 	var verdict span
@@ -463,6 +484,9 @@ func (p *printer) summary(r *Report) {
 		verdict = span{text: "NO CHECKS RAN:", style: p.s.Warn}
 	case total.Failed > 0 || total.Flaky > 0:
 		verdict = span{text: "FAILED:", style: p.s.Fail}
+	case total.NotExercised > 0:
+		// Never PASSED while a check the provider implements went unexercised: the kit could not decide.
+		verdict = span{text: "NOT DECIDED:", style: p.s.Warn}
 	default:
 		verdict = span{text: "PASSED:", style: p.s.Pass}
 	}
@@ -475,15 +499,18 @@ func (p *printer) summary(r *Report) {
 	}
 	add(total.Failed, "check failed", "checks failed")
 	add(total.Flaky, "check flaky", "checks flaky")
+	add(total.NotExercised, "not exercised", "not exercised")
 	add(total.Warning, "warning", "warnings")
 	add(total.Skipped, "skipped", "skipped")
+	add(total.NotApplicable, "not applicable", "not applicable")
 	add(total.Passed, "passed", "passed")
 	p.para(0, 2, verdict, span{text: strings.Join(details, ", ")})
 }
 
 // counts formats a summary as the table's numeric columns.
 func counts(s Summary) []string {
-	return []string{fmt.Sprint(s.Total), fmt.Sprint(s.Passed), fmt.Sprint(s.Failed), fmt.Sprint(s.Flaky), fmt.Sprint(s.Warning), fmt.Sprint(s.Skipped)}
+	return []string{fmt.Sprint(s.Total), fmt.Sprint(s.Passed), fmt.Sprint(s.Failed), fmt.Sprint(s.Flaky), fmt.Sprint(s.Warning), fmt.Sprint(s.Skipped),
+		fmt.Sprint(s.NotApplicable), fmt.Sprint(s.NotExercised)}
 }
 
 // truncate shortens s to at most max columns, marking the cut with "...".

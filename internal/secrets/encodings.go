@@ -32,30 +32,37 @@ const (
 type encoder struct {
 	name Encoding
 	enc  func(string) string
+	// pre and group describe a block encoding (group > 0): the value starts pre bytes into a group of group
+	// bytes, and chunk encodes a piece of it that starts on a group boundary.
+	pre, group int
+	chunk      func(string) string
 }
 
 // encoders lists every hunted form. Their order is the order matches at one offset are reported in.
 var encoders = func() []encoder {
 	out := []encoder{
-		{EncRaw, func(v string) string { return v }},
-		{EncJSON, goJSON},
-		{EncJSON, func(v string) string { return pyJSON(v, true) }},
-		{EncJSON, func(v string) string { return pyJSON(v, false) }},
-		{EncURL, url.QueryEscape},
-		{EncURL, func(v string) string { return strings.ReplaceAll(url.QueryEscape(v), "+", "%20") }},
-		{EncURL, func(v string) string { return lowerHexEscapes(url.QueryEscape(v)) }},
-		{EncURL, url.PathEscape},
-		{EncURLTwice, func(v string) string { return url.QueryEscape(url.QueryEscape(v)) }},
-		{EncHex, func(v string) string { return hex.EncodeToString([]byte(v)) }},
-		{EncHex, func(v string) string { return strings.ToUpper(hex.EncodeToString([]byte(v))) }},
+		{name: EncRaw, enc: func(v string) string { return v }},
+		{name: EncJSON, enc: goJSON},
+		{name: EncJSON, enc: func(v string) string { return pyJSON(v, true) }},
+		{name: EncJSON, enc: func(v string) string { return pyJSON(v, false) }},
+		{name: EncURL, enc: url.QueryEscape},
+		{name: EncURL, enc: func(v string) string { return strings.ReplaceAll(url.QueryEscape(v), "+", "%20") }},
+		{name: EncURL, enc: func(v string) string { return lowerHexEscapes(url.QueryEscape(v)) }},
+		{name: EncURL, enc: url.PathEscape},
+		{name: EncURLTwice, enc: func(v string) string { return url.QueryEscape(url.QueryEscape(v)) }},
+		{name: EncHex, enc: func(v string) string { return hex.EncodeToString([]byte(v)) }},
+		{name: EncHex, enc: func(v string) string { return strings.ToUpper(hex.EncodeToString([]byte(v))) }},
+	}
+	block := func(name Encoding, encode func([]byte) string, pre, group, chars int) encoder {
+		return encoder{name: name, enc: aligned(encode, pre, group, chars), pre: pre, group: group, chunk: aligned(encode, 0, group, chars)}
 	}
 	for i := 0; i < 3; i++ {
 		out = append(out,
-			encoder{EncBase64, aligned(base64.StdEncoding.EncodeToString, i, 3, 4)},
-			encoder{EncBase64URL, aligned(base64.URLEncoding.EncodeToString, i, 3, 4)})
+			block(EncBase64, base64.StdEncoding.EncodeToString, i, 3, 4),
+			block(EncBase64URL, base64.URLEncoding.EncodeToString, i, 3, 4))
 	}
 	for i := 0; i < 5; i++ {
-		out = append(out, encoder{EncBase32, aligned(base32.StdEncoding.EncodeToString, i, 5, 8)})
+		out = append(out, block(EncBase32, base32.StdEncoding.EncodeToString, i, 5, 8))
 	}
 	return out
 }()
@@ -146,6 +153,114 @@ func toLower(c byte) byte {
 		return c + 'a' - 'A'
 	}
 	return c
+}
+
+// pieceBytes is how much of a long secret is encoded at a time when a hit is confirmed.
+const pieceBytes = 64 << 10
+
+// pieces calls fn with value's form e a piece at a time (the pieces joined are e.enc(value)), until fn
+// returns false. Writing a long secret's form this way needs memory for one piece only.
+func pieces(e encoder, value string, fn func(piece string) bool) {
+	for c := 0; c < len(value); {
+		var next int
+		if e.group > 0 {
+			next = min(len(value), ((e.pre+c+pieceBytes)/e.group)*e.group-e.pre)
+		} else {
+			next = prefixCut(value, c+pieceBytes)
+		}
+		var piece string
+		switch {
+		case c == 0:
+			piece = e.enc(value[:next])
+		case e.group > 0:
+			piece = e.chunk(value[c:next])
+		default:
+			piece = e.enc(value[c:next])
+		}
+		if !fn(piece) {
+			return
+		}
+		c = next
+	}
+}
+
+// formInfo is what confirming a hit on a long secret's form needs: the form's length, the hash of its last
+// keyLen bytes (with the index's hash), and the hash of the whole form (with a base drawn at random for the
+// set, so that no input can be built to collide with it) and that base to the power n-1.
+type formInfo struct {
+	n          int
+	tail       uint64
+	full, high uint64
+}
+
+func infoOf(e encoder, value string, base uint64) formInfo {
+	fi := formInfo{high: 1}
+	tail := make([]byte, 0, 2*keyLen)
+	pieces(e, value, func(p string) bool {
+		for i := 0; i < len(p); i++ {
+			fi.full = fi.full*base + uint64(p[i])
+		}
+		fi.n += len(p)
+		tail = append(tail, p[max(0, len(p)-keyLen):]...)
+		if len(tail) > keyLen {
+			tail = append(tail[:0], tail[len(tail)-keyLen:]...)
+		}
+		return true
+	})
+	for b, e := base, fi.n-1; e > 0; e >>= 1 { // base^(n-1) by squaring
+		if e&1 == 1 {
+			fi.high *= b
+		}
+		b *= b
+	}
+	fi.tail = hashOf(string(tail))
+	return fi
+}
+
+// windowHash is the hash, with base, of t[at:at+n].
+func windowHash[T ~string | ~[]byte](t T, at, n int, base uint64) uint64 {
+	var h uint64
+	for i := at; i < at+n; i++ {
+		h = h*base + uint64(t[i])
+	}
+	return h
+}
+
+// occurrences calls fn with every position at which t holds a form of length fi.n whose hash is fi.full,
+// skipping positions inside an occurrence already reported. One pass over t.
+func occurrences[T ~string | ~[]byte](t T, fi formInfo, base uint64, fn func(pos int)) {
+	n := fi.n
+	if n == 0 || n > len(t) {
+		return
+	}
+	window := func(at int) uint64 { return windowHash(t, at, n, base) }
+	h := window(0)
+	for pos := 0; ; {
+		if h == fi.full {
+			fn(pos)
+			pos += n
+			if pos+n > len(t) {
+				return
+			}
+			h = window(pos)
+			continue
+		}
+		if pos+n >= len(t) {
+			return
+		}
+		h = (h-uint64(t[pos])*fi.high)*base + uint64(t[pos+n])
+		pos++
+	}
+}
+
+// equalAt tells whether t holds n at pos (pos+len(n) <= len(t)).
+func equalAt[T ~string | ~[]byte](t T, pos int, n string) bool {
+	for i := 0; i < len(n); i++ {
+		if t[pos+i] != n[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // prefixCut returns the length of the shortest prefix of v of at least n bytes that ends where a UTF-8

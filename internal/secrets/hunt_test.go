@@ -64,7 +64,7 @@ func TestFindsEveryCarelessForm(t *testing.T) {
 		canary,
 		"astx_canary_0123456789abcdef01234567",
 		"pässwörd-€-😀-long enough",
-		strings.Repeat("long material line with / + = and spaces\n", 50_000), // 2 MB: a long secret
+		strings.Repeat("long material line with / + = and spaces\n", 5_000), // 200 KB: a long secret, several pieces
 	}
 	for _, v := range values {
 		var s Set
@@ -147,5 +147,68 @@ func TestFindBytesAndConcurrentAdd(t *testing.T) {
 	<-done
 	if !bytes.Contains(s.MaskJSON([]byte(`{"a":"another-secret-199"}`)), []byte(Marker("raw"))) {
 		t.Fatal("MaskJSON missed a secret added last")
+	}
+}
+
+// TestPeriodicLongSecretStaysLinear feeds texts that make a naive confirmation quadratic: a long periodic
+// material (a zero-filled file), the text holding it twice over, or all of it but its last byte followed by
+// other bytes, so that the form's first bytes match at every position. Each finishes in one pass (a quadratic
+// search would not finish within the test binary's timeout).
+func TestPeriodicLongSecretStaysLinear(t *testing.T) {
+	v := strings.Repeat("\x00", 1<<20)
+	var s Set
+	s.Add(v, "zero-filled file")
+	if m := s.FindString(v + v); len(m) != 1 || m[0].Offset != 0 {
+		t.Fatalf("twice over: %+v", m)
+	}
+	if got := s.Mask(v + v); got != Marker("raw")+Marker("raw") {
+		t.Fatalf("twice over masked to %d bytes", len(got))
+	}
+	if m := s.FindString(v[1:] + strings.Repeat("X", 1<<20)); len(m) != 0 {
+		t.Fatalf("all but one byte matched: %+v", m)
+	}
+	hexed := strings.Repeat("0", 2<<20)
+	if m := s.FindString(hexed[2:] + "zz" + hexed); len(m) != 1 || m[0].Encoding != "hex" || m[0].Offset != len(hexed) {
+		t.Fatalf("hex: %+v", m)
+	}
+}
+
+// TestMaskedBlobIsTheSameForEveryCanary proves that masking a secret inside a base64 or base32 blob leaves
+// nothing that depends on the secret: two different secrets of one length, at every alignment, mask to the
+// same text.
+func TestMaskedBlobIsTheSameForEveryCanary(t *testing.T) {
+	a, b := "astx_canary_00112233445566778899aabb", "astx_canary_ffeeddccbbaa998877665544"
+	for pre := 0; pre < 5; pre++ {
+		for _, enc := range []func([]byte) string{base64.StdEncoding.EncodeToString, base64.RawURLEncoding.EncodeToString, base32.StdEncoding.EncodeToString} {
+			var sa, sb Set
+			sa.Add(a, "x")
+			sb.Add(b, "x")
+			blob := func(v string) string { return enc([]byte(strings.Repeat("p", pre) + v + "suffix")) }
+			ma, mb := sa.Mask(blob(a)), sb.Mask(blob(b))
+			if ma != mb {
+				t.Errorf("prefix %d: masked blobs differ: %q and %q", pre, ma, mb)
+			}
+			if !strings.Contains(ma, "‹secret:base") {
+				t.Errorf("prefix %d: not masked: %q", pre, ma)
+			}
+		}
+	}
+}
+
+// TestManyLongSecretsInOneTextStayLinear puts 20,000 long materials (200 bytes each) into one 4 MB text, as
+// the JSON of a long history holds them: each must be found and masked, in work linear in the text (one pass
+// over the text per long secret would not finish within the test binary's timeout).
+func TestManyLongSecretsInOneTextStayLinear(t *testing.T) {
+	var s Set
+	var b strings.Builder
+	rng := rand.New(rand.NewSource(3))
+	for i := 0; i < 20000; i++ {
+		v := fmt.Sprintf("material %06d ", i) + strings.Repeat(fmt.Sprintf("%016x", rng.Uint64()), 12)[:180]
+		s.Add(v, fmt.Sprintf("file %d", i))
+		b.WriteString(`{"content":"` + v + `"},`)
+	}
+	masked := s.Mask(b.String())
+	if n := strings.Count(masked, Marker("raw")); n != 20000 {
+		t.Fatalf("%d of 20000 materials masked", n)
 	}
 }

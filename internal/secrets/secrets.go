@@ -5,11 +5,13 @@
 //
 // The cost of a search does not grow with the number or the size of the secrets: every encoded form is keyed
 // by a hash of its first bytes (at most 32), one rolling hash per key length runs over the text, and a hit is
-// confirmed against the whole form. A long secret keeps only its value; its encoded forms are written out
-// again when a hit needs confirming. Finding and masking are linear in the length of the text.
+// confirmed against the whole form. A long secret keeps only its value; its encoded forms are written a piece
+// at a time when a hit needs confirming. Finding and masking are linear in the length of the text.
 package secrets
 
 import (
+	"crypto/rand"
+	"encoding/binary"
 	"sort"
 	"sync"
 )
@@ -30,8 +32,9 @@ const (
 	keyLen = 32
 	// prefixBytes of a value are enough to write the first keyLen bytes of every encoded form.
 	prefixBytes = keyLen + 8
-	// maxCacheBytes bounds the encoded forms of long secrets kept after a confirmed hit.
-	maxCacheBytes = 32 << 20
+	// maxShort is the longest value whose encoded forms are kept whole (canaries, tokens, credentials and
+	// most environment values); longer values keep only their value and are confirmed by hash.
+	maxShort = 128
 	// minNeedle is the shortest encoded form hunted.
 	minNeedle = MinLength / 2
 )
@@ -54,7 +57,7 @@ type Match struct {
 type ref struct {
 	secret int32
 	enc    uint8
-	// needle is the whole encoded form, or "" for a long secret (written again on a hit).
+	// needle is the whole encoded form, or "" for a long secret (written a piece at a time on a hit).
 	needle string
 }
 
@@ -68,9 +71,9 @@ type Set struct {
 	idx     index
 	dropped int
 
-	cacheMu    sync.Mutex
-	cache      map[int32]string
-	cacheBytes int
+	base   uint64
+	infoMu sync.Mutex
+	infos  map[int32]formInfo
 }
 
 // Add adds a secret; values shorter than MinLength are ignored. It reports whether the value was added.
@@ -90,10 +93,16 @@ func (s *Set) Add(value, origin string) bool {
 		s.dropped++
 		return false
 	}
+	if s.base == 0 {
+		s.base = randomBase()
+	}
 	s.seen[value] = struct{}{}
 	id := int32(len(s.secrets))
 	s.secrets = append(s.secrets, Secret{Value: value, Origin: origin})
-	cut := prefixCut(value, prefixBytes)
+	cut := len(value)
+	if cut > maxShort {
+		cut = prefixCut(value, prefixBytes)
+	}
 	long := cut < len(value)
 	forms := make(map[string]bool, len(encoders))
 	for ei, e := range encoders {
@@ -144,26 +153,33 @@ func (s *Set) readLock() {
 	}
 }
 
-// needle returns the whole encoded form of a ref. Called with the read lock held.
-func (s *Set) needle(r int32) string {
-	if n := s.refs[r].needle; n != "" {
-		return n
-	}
-	s.cacheMu.Lock()
-	defer s.cacheMu.Unlock()
-	if n, ok := s.cache[r]; ok {
-		return n
+// info returns the length and tail hash of a long form, working them out on first use. Called with the read
+// lock held.
+func (s *Set) info(r int32) formInfo {
+	s.infoMu.Lock()
+	fi, ok := s.infos[r]
+	s.infoMu.Unlock()
+	if ok {
+		return fi
 	}
 	rf := s.refs[r]
-	n := encoders[rf.enc].enc(s.secrets[rf.secret].Value)
-	if s.cache == nil || s.cacheBytes+len(n) > maxCacheBytes {
-		s.cache, s.cacheBytes = map[int32]string{}, 0
+	fi = infoOf(encoders[rf.enc], s.secrets[rf.secret].Value, s.base)
+	s.infoMu.Lock()
+	if s.infos == nil {
+		s.infos = map[int32]formInfo{}
 	}
-	if len(n) <= maxCacheBytes {
-		s.cache[r] = n
-		s.cacheBytes += len(n)
+	s.infos[r] = fi
+	s.infoMu.Unlock()
+	return fi
+}
+
+// randomBase returns an odd multiplier for the hashes of whole forms, unknown to any provider.
+func randomBase() uint64 {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return 0x9e3779b97f4a7c15
 	}
-	return n
+	return binary.LittleEndian.Uint64(b[:]) | 1
 }
 
 // hit is one confirmed occurrence of an encoded form.
@@ -172,28 +188,67 @@ type hit struct {
 	ref    int32
 }
 
-// hits calls fn for every confirmed occurrence of every encoded form in t. Called with the read lock held.
+// hits calls fn for every confirmed occurrence of every encoded form in t, in no particular order. Called
+// with the read lock held. A short form is compared where its key matches. A long form is confirmed where its
+// key and the hash of its last bytes both match, by the hash of the whole form: at each such position while
+// that costs less than one pass over t, else in one rolling pass over t. However many long secrets t holds
+// and however often their first bytes recur, the work stays linear in the length of t.
 func hits[T ~string | ~[]byte](s *Set, t T, fn func(hit)) {
+	type candidates struct {
+		fi   formInfo
+		pos  []int
+		full bool // too many candidates: one rolling pass instead
+	}
+	var long map[int32]*candidates
 	scan(&s.idx, t, func(pos int, r int32) {
-		if rf := s.refs[r]; rf.needle == "" && len(t)-pos < len(s.secrets[rf.secret].Value) {
-			return // every form is at least as long as the value
-		}
-		n := s.needle(r)
-		if len(t)-pos < len(n) || !equalAt(t, pos, n) {
+		rf := s.refs[r]
+		if rf.needle != "" {
+			if len(t)-pos >= len(rf.needle) && equalAt(t, pos, rf.needle) {
+				fn(hit{pos: pos, n: len(rf.needle), ref: r})
+			}
 			return
 		}
-		fn(hit{pos: pos, n: len(n), ref: r})
+		if len(t)-pos < len(s.secrets[rf.secret].Value) {
+			return // every form is at least as long as the value
+		}
+		c := long[r]
+		if c == nil {
+			if long == nil {
+				long = map[int32]*candidates{}
+			}
+			c = &candidates{fi: s.info(r)}
+			long[r] = c
+		}
+		if c.full || len(t)-pos < c.fi.n || hashOf(string(t[pos+c.fi.n-keyLen:pos+c.fi.n])) != c.fi.tail {
+			return
+		}
+		c.pos = append(c.pos, pos)
+		if len(c.pos)*c.fi.n > len(t) {
+			c.full, c.pos = true, nil
+		}
 	})
-}
-
-// equalAt tells whether t holds n at pos (pos+len(n) <= len(t)).
-func equalAt[T ~string | ~[]byte](t T, pos int, n string) bool {
-	for i := 0; i < len(n); i++ {
-		if t[pos+i] != n[i] {
-			return false
+	refs := make([]int32, 0, len(long))
+	for r := range long {
+		refs = append(refs, r)
+	}
+	sort.Slice(refs, func(i, j int) bool { return refs[i] < refs[j] })
+	for _, r := range refs {
+		c := long[r]
+		if c.full {
+			occurrences(t, c.fi, s.base, func(pos int) { fn(hit{pos: pos, n: c.fi.n, ref: r}) })
+			continue
+		}
+		end := 0
+		for _, pos := range c.pos {
+			if pos < end {
+				continue // inside an occurrence already found
+			}
+			if windowHash(t, pos, c.fi.n, s.base) == c.fi.full {
+				fn(hit{pos: pos, n: c.fi.n, ref: r})
+				end = pos + c.fi.n
+			}
 		}
 	}
-	return true
 }
 
 // Find returns every secret found in text, at most one match (the first) per secret and encoding, in order of
@@ -262,7 +317,21 @@ func (s *Set) Mask(text string) string {
 	}
 	s.readLock()
 	var found []hit
-	hits(s, text, func(h hit) { found = append(found, h) })
+	hits(s, text, func(h hit) {
+		// Inside a base64 or base32 blob, the characters either side of a secret's form mix its bits with
+		// its neighbours': mask them too, so that the masked text says nothing of the value and is the same
+		// whichever canary was planted.
+		rf := s.refs[h.ref]
+		if e := encoders[rf.enc]; e.group > 0 {
+			if e.pre > 0 && h.pos > 0 {
+				h.pos, h.n = h.pos-1, h.n+1
+			}
+			if (e.pre+len(s.secrets[rf.secret].Value))%e.group != 0 && h.pos+h.n < len(text) {
+				h.n++
+			}
+		}
+		found = append(found, h)
+	})
 	labels := make([]string, len(found))
 	for i, h := range found {
 		labels[i] = Marker(string(encoders[s.refs[h.ref].enc].name))

@@ -27,7 +27,10 @@ type callSpec struct {
 // call runs a callback on a replica, enforcing its deadline and faults, and records it in the history.
 // It never fails: what went wrong is in the record's Outcome.
 func (p *platform) call(r *replica, cs callSpec) *CallRecord {
-	rec := &CallRecord{Replica: r.name, Method: cs.method, Ctx: cs.ctx, DeadlineS: cs.deadline, Args: recordArgs(cs.args)}
+	rec := &CallRecord{Replica: r.name, Method: Callback(cs.method), Ctx: cs.ctx, DeadlineS: cs.deadline, Args: recordArgs(cs.args)}
+	if cs.fault != nil {
+		rec.Fault = cs.fault.Kind
+	}
 	if p.o.Target == "" {
 		// EP-NONE: no provider, every point takes its default.
 		rec.Key = fmt.Sprintf("%s#-", r.name)
@@ -108,6 +111,7 @@ func (p *platform) call(r *replica, cs callSpec) *CallRecord {
 	if res.reply != nil {
 		rep := res.reply
 		rec.Observations = rep.Observations
+		rec.Coverage = rep.Coverage
 		rec.Stdout = rep.Stdout.String()
 		rec.Stderr = rep.Stderr.String()
 		rec.CancelSent = rep.CancelSent
@@ -235,25 +239,26 @@ func (p *platform) hostLossDuring(r *replica, cs callSpec, done chan callResult,
 }
 
 func describeCall(c *CallRecord) string {
+	m := string(c.Method)
 	switch c.Outcome {
 	case OutcomeReturned:
 		if c.Result != nil {
-			return fmt.Sprintf("%s returned %s", c.Method, c.Result.Type)
+			return fmt.Sprintf("%s returned %s", m, c.Result.Type)
 		}
-		return c.Method + " returned"
+		return m + " returned"
 	case OutcomeRaised:
 		if c.Error != nil {
-			return fmt.Sprintf("%s raised %s", c.Method, c.Error.Type)
+			return fmt.Sprintf("%s raised %s", m, c.Error.Type)
 		}
-		return c.Method + " raised"
+		return m + " raised"
 	case OutcomeCancelled:
-		return c.Method + " was cancelled at its deadline"
+		return m + " was cancelled at its deadline"
 	case OutcomeOverran:
-		return c.Method + " ignored cancellation at its deadline"
+		return m + " ignored cancellation at its deadline"
 	case OutcomeHostLoss:
-		return c.Method + " lost with its host"
+		return m + " lost with its host"
 	default:
-		return c.Method + " did not settle: " + c.ProcessKind
+		return m + " did not settle: " + c.ProcessKind
 	}
 }
 
@@ -299,16 +304,33 @@ func recordArgs(args map[string]any) map[string]any {
 	return deepCopy(args).(map[string]any)
 }
 
-// Sandbox serves the provider's SandboxHandle calls from the fake sandboxes (harness.SandboxServer).
-func (p *platform) Sandbox(_ context.Context, req harness.SandboxRequest) harness.SandboxResponse {
+// replicaSandbox answers one replica's SandboxHandle calls, attributing each to the call whose code made it.
+type replicaSandbox struct {
+	p *platform
+	r *replica
+}
+
+// Sandbox serves a request of the replica's process (harness.SandboxServer). The harness names the call
+// whose code made the request (work a call left running included); without that, the call in flight on the
+// replica.
+func (s replicaSandbox) Sandbox(_ context.Context, req harness.SandboxRequest) harness.SandboxResponse {
+	p := s.p
+	p.mu.Lock()
+	key := ""
+	if proc := s.r.proc; proc != nil && req.Call > 0 {
+		key = p.callTags[fmt.Sprintf("%s|%d:%d", s.r.name, proc.PID(), req.Call)]
+	}
+	if c := p.current[s.r.name]; key == "" && c != nil {
+		key = c.Key
+	}
+	p.mu.Unlock()
+	return p.serveSandbox(req, key)
+}
+
+// serveSandbox serves one SandboxHandle call from the fake sandboxes, recorded as made by call callKey.
+func (p *platform) serveSandbox(req harness.SandboxRequest, callKey string) harness.SandboxResponse {
 	p.mu.Lock()
 	sb := p.sandboxes[req.SandboxID]
-	var callKey string
-	for _, c := range p.current {
-		if c != nil {
-			callKey = c.Key
-		}
-	}
 	p.mu.Unlock()
 	op := &SandboxOp{Call: callKey, SandboxID: req.SandboxID, Op: req.Op, Path: req.Path}
 	resp := harness.SandboxResponse{OK: true}

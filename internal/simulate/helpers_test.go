@@ -96,7 +96,7 @@ func stepEvents(h *History, step int) []*Event {
 }
 
 // callsIn returns the calls of one method made during one step (0: any step).
-func callsIn(h *History, step int, method string) []*CallRecord {
+func callsIn(h *History, step int, method Callback) []*CallRecord {
 	var out []*CallRecord
 	for _, e := range h.Events {
 		if e.Call != nil && e.Call.Method == method && (step == 0 || e.Step == step) {

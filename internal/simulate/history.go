@@ -29,9 +29,31 @@ type History struct {
 	Played *Scenario `json:"played,omitempty"`
 	// Aborted says why the run stopped early, if it did (the provider could not be loaded, say).
 	Aborted string `json:"aborted,omitempty"`
+	// Principals are the scenario's principals with the consent state each starts with, sorted by name
+	// (typed facts for UA-AUTHORITY; later changes are Event.Consent).
+	Principals []ConsentState `json:"principals,omitempty"`
 	// Egress are the connections replicas made to destinations that are not declared services.
 	Egress []EgressAttempt `json:"egress,omitempty"`
+	// Coverage is what the provider's code ran while the platform waited for left-over work (call records
+	// carry the rest); excluded from the canonical history.
+	Coverage []ReplicaCoverage `json:"-"`
 }
+
+// ConsentState is a principal's consent at the identity service: at the start of a scenario (History.
+// Principals) or after a set_consent step (Event.Consent).
+type ConsentState struct {
+	Principal string `json:"principal"`
+	// Consent is granted or pending.
+	Consent string `json:"consent"`
+	// OnCheck, when set, is the state a consent check moves the principal to.
+	OnCheck string `json:"on_check,omitempty"`
+}
+
+// Consent states.
+const (
+	ConsentGranted = "granted"
+	ConsentPending = "pending"
+)
 
 // Secret is a value planted as a secret and its origin ("workload identity token of session s1", ...).
 type Secret struct {
@@ -75,26 +97,37 @@ type Event struct {
 	Stdout string         `json:"stdout,omitempty"`
 	Stderr string         `json:"stderr,omitempty"`
 	Data   map[string]any `json:"data,omitempty"`
+	// Consent is set on the platform event of a set_consent step: the principal's new state.
+	Consent *ConsentState `json:"consent,omitempty"`
+	// Faults, on a step event, are the kinds of fault the step injects (its callback fault and its double
+	// faults); a step without any is fault-free.
+	Faults []string `json:"faults,omitempty"`
 }
+
+// Outcome is how a callback ended (CallRecord.Outcome).
+type Outcome string
 
 // Call outcomes.
 const (
-	OutcomeReturned  = "returned"
-	OutcomeRaised    = "raised"
-	OutcomeCancelled = "cancelled" // the platform cancelled it (deadline or cancel fault) and it ended cancelled
-	OutcomeOverran   = "overran"   // the platform cancelled it but it returned or raised something else
-	OutcomeHostLoss  = "host_loss" // the replica was killed while it ran
-	OutcomeDied      = "died"      // the process exited, crashed, hung or ran out of memory
+	OutcomeReturned  Outcome = "returned"
+	OutcomeRaised    Outcome = "raised"
+	OutcomeCancelled Outcome = "cancelled" // the platform cancelled it (deadline or cancel fault) and it ended cancelled
+	OutcomeOverran   Outcome = "overran"   // the platform cancelled it but it returned or raised something else
+	OutcomeHostLoss  Outcome = "host_loss" // the replica was killed while it ran
+	OutcomeDied      Outcome = "died"      // the process exited, crashed, hung or ran out of memory
 )
 
 // CallRecord is one callback invocation.
 type CallRecord struct {
 	Key     string         `json:"key"` // "r1#7": replica and harness call id
 	Replica string         `json:"replica"`
-	Method  string         `json:"method"`
+	Method  Callback       `json:"method"`
 	Args    map[string]any `json:"args"`
 	Ctx     CallContext    `json:"ctx"`
-	Outcome string         `json:"outcome"`
+	Outcome Outcome        `json:"outcome"`
+	// Fault is the kind of fault the platform injected into this callback (timeout, cancel, host_loss,
+	// supersede), or empty.
+	Fault string `json:"fault,omitempty"`
 	// Result is set when the callback returned.
 	Result *harness.Result `json:"result,omitempty"`
 	// Error is set when it raised (cancellation included).
@@ -112,6 +145,9 @@ type CallRecord struct {
 	ApplyMark int64 `json:"apply_mark"`
 	// Duration is wall time; excluded from the canonical history.
 	DurationNS int64 `json:"-"`
+	// Coverage is what the provider's own code ran, as the reply reported it (nil when coverage is off);
+	// excluded from the canonical history.
+	Coverage *harness.CoverageReport `json:"-"`
 }
 
 // CallContext names what a callback was about.
@@ -227,7 +263,7 @@ func (h *History) Calls() []*CallRecord {
 }
 
 // CallsOf returns the call records of one callback method.
-func (h *History) CallsOf(method string) []*CallRecord {
+func (h *History) CallsOf(method Callback) []*CallRecord {
 	var out []*CallRecord
 	for _, c := range h.Calls() {
 		if c.Method == method {

@@ -51,9 +51,19 @@ type Options struct {
 	// executor jobs, children), after that callback and at the end of the scenario; 0 means DefaultSettle.
 	// Nothing is waited for when nothing was left.
 	Settle time.Duration
+	// Stage, when set, is this scenario's double and replica processes prepared ahead (PrepareStage); Run
+	// takes it, or closes it when it cannot (it failed, or has fewer replicas than the scenario needs) and
+	// starts fresh ones.
+	Stage *Stage
+	// Closing, when set, makes Run stop the scenario's processes and double and remove its host directories
+	// in the background once the history is complete, counted in Closing; whoever set it waits for it.
+	Closing *sync.WaitGroup
 	// Services, when set, are the provider's declared external systems, started by the caller for the run:
 	// each scenario resets them and sends each replica's traffic to them through a proxy and its double.
 	Services *Services
+	// Coverage, when set, has each replica measure which lines of the provider's own code run; each call
+	// record then carries what its reply reported (CallRecord.Coverage).
+	Coverage *harness.CoverageOptions
 }
 
 // DefaultSettle is how long the platform waits, at most, for work a callback left running.
@@ -157,6 +167,8 @@ type platform struct {
 	// windows are the stretches of double requests that arrived while the platform waited for a call's
 	// leftover work: those requests are that work's.
 	windows []settleWindow
+	// spare are the processes of a stage this scenario did not need; they are closed with its own.
+	spare []*replica
 }
 
 // DefaultEpoch is the fixed start of the host clock for reproducible histories.
@@ -190,20 +202,34 @@ func Run(ctx context.Context, sc *Scenario, o Options) (*History, error) {
 	if p.o.Settle <= 0 {
 		p.o.Settle = DefaultSettle
 	}
-	// A fresh double and fresh replica processes for every scenario: nothing of another scenario (state,
-	// threads, requests) reaches this one.
+	// A fresh double and fresh replica processes for every scenario (prepared ahead, or started now):
+	// nothing of another scenario (state, threads, requests) reaches this one. Stages are not used with
+	// declared services (their egress proxies belong to the scenario's platform).
 	if err := o.Services.reset(ctx); err != nil {
 		return nil, fmt.Errorf("reset the declared services: %w", err)
 	}
-	d, err := double.Start(double.Options{Clock: p.clock.Now, Seed: sc.Seed, Upstreams: o.Services.upstreams()})
-	if err != nil {
-		return nil, fmt.Errorf("start the deployment double: %w", err)
+	staged := o.Stage != nil && o.Target != "" && o.Services == nil && o.Stage.take(p, sc.Replicas)
+	if o.Stage != nil && !staged {
+		o.Stage.Close()
 	}
-	p.dbl = d
-	for i := 0; i < sc.Replicas; i++ {
-		p.replicas = append(p.replicas, &replica{name: fmt.Sprintf("r%d", i+1)})
+	if !staged {
+		d, err := double.Start(double.Options{Clock: p.clock.Now, Seed: sc.Seed, Upstreams: o.Services.upstreams()})
+		if err != nil {
+			return nil, fmt.Errorf("start the deployment double: %w", err)
+		}
+		p.dbl = d
+		for i := 0; i < sc.Replicas; i++ {
+			p.replicas = append(p.replicas, &replica{name: fmt.Sprintf("r%d", i+1)})
+		}
 	}
-	defer p.close()
+	if o.Closing != nil {
+		o.Closing.Add(1)
+		defer func() { go func() { defer o.Closing.Done(); p.close() }() }()
+	} else {
+		defer p.close()
+	}
+	p.hist.Principals = startingConsent(sc)
+	d := p.dbl
 	for name, pr := range sc.Principals {
 		url := ""
 		if pr.Consent == "pending" {
@@ -214,7 +240,11 @@ func Run(ctx context.Context, sc *Scenario, o Options) (*History, error) {
 			d.SetConsentOnCheck(name, pr.ConsentOnCheck)
 		}
 	}
-	if o.Target != "" {
+	if staged {
+		for _, r := range p.replicas {
+			p.started(r)
+		}
+	} else if o.Target != "" {
 		if err := p.startReplicas(); err != nil {
 			return nil, err
 		}
@@ -271,7 +301,7 @@ func (p *platform) startReplica(r *replica) error {
 	if err != nil {
 		return err
 	}
-	proc, info, err := spawn(p.ctx, p.o, p.dbl, r.name, p, p.hosts.ForkServer(r.name), append(append([]string(nil), h.env...), env...))
+	proc, info, err := spawn(p.ctx, p.o, p.dbl, r.name, replicaSandbox{p: p, r: r}, p.hosts.ForkServer(r.name), append(append([]string(nil), h.env...), env...))
 	if err != nil {
 		return err
 	}
@@ -322,7 +352,7 @@ func spawn(ctx context.Context, o Options, dbl *double.Double, name string, sb h
 	if err != nil {
 		return nil, nil, fmt.Errorf("start replica %s: %w", name, err)
 	}
-	reply, err := proc.Load(ctx, harness.LoadArgs{Target: o.Target, Paths: o.Paths, ProjectRoot: o.ProjectDir, ForceDebugLogging: o.ForceDebugLogging})
+	reply, err := proc.Load(ctx, harness.LoadArgs{Target: o.Target, Paths: o.Paths, ProjectRoot: o.ProjectDir, ForceDebugLogging: o.ForceDebugLogging, Coverage: o.Coverage})
 	if err != nil {
 		proc.Close()
 		return nil, nil, fmt.Errorf("%w: replica %s: %w", ErrProviderLoad, name, err)
@@ -349,14 +379,7 @@ func spawn(ctx context.Context, o Options, dbl *double.Double, name string, sb h
 
 // close stops the scenario's replica processes and its double, and removes its host directories.
 func (p *platform) close() {
-	var wg sync.WaitGroup
-	for _, r := range p.replicas {
-		if r.proc != nil {
-			wg.Add(1)
-			go func(pr *harness.Process) { defer wg.Done(); pr.Close() }(r.proc)
-		}
-	}
-	wg.Wait()
+	closeAll(append(append([]*replica(nil), p.replicas...), p.spare...))
 	for _, px := range p.proxies {
 		px.Close()
 	}
@@ -375,7 +398,7 @@ func (p *platform) finish() {
 	p.waitRequestsDone(2 * time.Second)
 	methods := map[string]string{} // call key -> callback method
 	for _, c := range p.hist.Calls() {
-		methods[c.Key] = c.Method
+		methods[c.Key] = string(c.Method)
 	}
 	for _, rq := range p.dbl.Requests() {
 		hr := Request{Seq: rq.Seq, Replica: rq.Replica, Service: rq.Service, Host: rq.Host, Method: rq.Method, Path: rq.Path, Operation: rq.Operation,

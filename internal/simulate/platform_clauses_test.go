@@ -102,7 +102,7 @@ func platformShape(h *History) []string {
 		case e.Delivery != nil:
 			out = append(out, e.Op+":deliver:"+e.Delivery.Name)
 		case e.Call != nil:
-			out = append(out, e.Op+":call:"+e.Call.Method)
+			out = append(out, e.Op+":call:"+string(e.Call.Method))
 		}
 	}
 	return out
@@ -148,9 +148,9 @@ func TestEP_DEFAULTS(t *testing.T) {
 	t.Parallel()
 	h := play(t, "defaults", defaultsYAML)
 	dumpOnFailure(t, h)
-	want := map[string]string{"plan": "RuntimePreparationPlan", "synchronize": "none", "prepare_session": "RuntimeMaterials",
+	want := map[Callback]string{"plan": "RuntimePreparationPlan", "synchronize": "none", "prepare_session": "RuntimeMaterials",
 		"prepare_turn": "RuntimeMaterials", "read_user_actions": "SessionUserActionState", "recover": "bool"}
-	seen := map[string]int{}
+	seen := map[Callback]int{}
 	for _, c := range h.Calls() {
 		seen[c.Method]++
 		if strings.HasSuffix(c.Key, "#-") {
@@ -714,7 +714,7 @@ func TestSYNC_UNRESOLVED(t *testing.T) {
 	t.Parallel()
 	h := play(t, "probe", unresolvedYAML)
 	dumpOnFailure(t, h)
-	outcomes := []string{OutcomeRaised, OutcomeCancelled, OutcomeCancelled, OutcomeHostLoss}
+	outcomes := []Outcome{OutcomeRaised, OutcomeCancelled, OutcomeCancelled, OutcomeHostLoss}
 	opIDs := map[string]string{}
 	for i, want := range outcomes {
 		step := i + 1
@@ -1390,7 +1390,7 @@ func TestUA_ENDPOINTS(t *testing.T) {
 	var methods []string
 	for _, e := range ev {
 		if e.Call != nil {
-			methods = append(methods, e.Call.Method)
+			methods = append(methods, string(e.Call.Method))
 		}
 	}
 	if strings.Join(methods, ",") != "read_user_actions,perform_user_action" {

@@ -288,6 +288,9 @@ func yamlError(file string, err error, root *yaml.Node) error {
 		}
 		want := "a mapping"
 		switch {
+		case (m[3] == "int" || m[3] == "int64") && m[1] == "!!float":
+			got = fmt.Sprintf("`%s` (a number that is not a whole number, or too large for one)", m[2])
+			want = "a whole number from -9223372036854775808 to 9223372036854775807"
 		case m[3] == "int" || m[3] == "int64" || m[3] == "float64":
 			want = "a number"
 		case m[3] == "bool":
@@ -365,6 +368,9 @@ func (st *Step) presentFields(n *yaml.Node) {
 	}
 	keys := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
+		if v := n.Content[i+1]; v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
+			continue // `agent:` with no value is an absent agent, as YAML() would write it
+		}
 		keys[n.Content[i].Value] = true
 	}
 	st.keys = keys
@@ -425,6 +431,9 @@ func (s *Scenario) Validate() error {
 	if s.Deadlines == nil {
 		s.Deadlines = &Deadlines{}
 	}
+	if err := s.Deadlines.check(); err != nil {
+		return errAt(s.lineOf("deadlines"), "%v", err)
+	}
 	s.Deadlines.fill()
 	if len(s.Steps) == 0 {
 		return errAt(s.lineOf("steps"), "no `steps`; add at least one step such as `- op: cold_start`")
@@ -455,6 +464,9 @@ func (s *Scenario) Validate() error {
 			if !st.has(f) {
 				return errAt(line, "step %d (%s): missing `%s`", i+1, st.Op, f)
 			}
+		}
+		if err := st.checkDurations(); err != nil {
+			return errAt(line, "step %d (%s): %v", i+1, st.Op, err)
 		}
 		if st.Replica != "" && replicaIndex(st.Replica, s.Replicas) < 0 {
 			return errAt(line, "step %d (%s): replica %q does not exist; this scenario has r1 to r%d", i+1, st.Op, st.Replica, s.Replicas)
@@ -524,6 +536,9 @@ func (s *Scenario) Validate() error {
 				return errAt(line, "step %d (%s): double fault kind %q; use delay, hold, unavailable or drop", i+1, st.Op, d.Kind)
 			}
 		}
+	}
+	if i, err := checkClock(s.Steps); err != nil {
+		return errAt(max(1, s.Steps[i].Line), "%v", err)
 	}
 	return nil
 }

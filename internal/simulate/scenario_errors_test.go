@@ -60,7 +60,7 @@ func TestParseScenarioErrors(t *testing.T) {
 			[]string{`double fault kind "explode"`}},
 		{"bad consent", "name: x\nprincipals:\n  bob: {consent: maybe}\nsteps:\n  - {op: prewarm, agent: agent-1}\n", 2,
 			[]string{`principal "bob": consent must be granted or pending`}},
-		{"negative advance", "name: x\nsteps:\n  - {op: advance, seconds: -1}\n", 3, []string{"seconds must be positive"}},
+		{"negative advance", "name: x\nsteps:\n  - {op: advance, seconds: -1}\n", 3, []string{"`seconds` is -1; it must be a positive number of seconds"}},
 		{"yaml syntax: flow mapping", "name: x\nsteps:\n  - {op: prewarm agent: agent-1}\n", 3, []string{"did not find expected"}},
 		{"yaml syntax: indentation", "name: x\nsteps:\n  - op: prewarm\n   agent: agent-1\n", 4, []string{"did not find expected"}},
 		{"yaml syntax: tab", "name: x\nsteps:\n\t- op: prewarm\n", 3, []string{"cannot start any token"}},

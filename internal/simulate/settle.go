@@ -42,7 +42,7 @@ func (p *platform) settleAfter(r *replica, rec *CallRecord, id int64) {
 	if r.proc == nil || !r.proc.Alive() || rec.Observations.Leftovers.Empty() {
 		return
 	}
-	w := pendingWork{id: id, key: rec.Key, method: rec.Method}
+	w := pendingWork{id: id, key: rec.Key, method: string(rec.Method)}
 	if !p.settle(r, []pendingWork{w}, p.o.Settle) {
 		r.unsettled = append(r.unsettled, w)
 	}
@@ -78,6 +78,7 @@ func (p *platform) settle(r *replica, work []pendingWork, wait time.Duration) bo
 	}
 	from := int64(p.dbl.RequestCount())
 	rep, res, err := r.proc.Settle(p.ctx, ids, wait)
+	p.keepCoverage(r.name, rep)
 	if len(work) == 1 {
 		p.dbl.ClearInFlight(r.name)
 		p.mu.Lock()

@@ -11,7 +11,7 @@ import (
 
 // runStep plays one scenario step.
 func (p *platform) runStep(st *Step) {
-	p.event(&Event{Kind: EventStep, Replica: st.Replica, Message: stepSummary(st)})
+	p.event(&Event{Kind: EventStep, Replica: st.Replica, Message: stepSummary(st), Faults: st.faultKinds()})
 	var faults []double.FaultID
 	for _, df := range st.Double {
 		faults = append(faults, p.dbl.AddFault(toDoubleFault(df, st.Replica)))
@@ -60,7 +60,7 @@ func (p *platform) runStep(st *Step) {
 		}
 		p.dbl.SetConsent(st.Principal, st.Consent, url)
 		p.event(&Event{Kind: EventPlatform, Message: "consent of " + st.Principal + " is now " + st.Consent + " at the identity service",
-			Data: map[string]any{"principal": st.Principal, "consent": st.Consent}})
+			Consent: &ConsentState{Principal: st.Principal, Consent: st.Consent}})
 	case OpRefreshInputs:
 		p.event(&Event{Kind: EventPlatform, Message: "inputs of session " + st.Session + " refreshed (no provider callback: SYNC-WHEN)"})
 	}

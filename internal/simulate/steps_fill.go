@@ -313,7 +313,7 @@ func eachValue(steps []Step, set func(*Step, string), values []string) []Step {
 func (p *platform) writePositions(method string) int {
 	clean := map[string]bool{}
 	for _, e := range p.hist.Events {
-		if e.Call == nil || e.Call.Method != method || e.Call.Outcome != OutcomeReturned || e.Step < 1 || e.Step > len(p.sc.Steps) {
+		if e.Call == nil || string(e.Call.Method) != method || e.Call.Outcome != OutcomeReturned || e.Step < 1 || e.Step > len(p.sc.Steps) {
 			continue
 		}
 		if st := p.sc.Steps[e.Step-1]; st.Fault == nil && len(st.Double) == 0 {

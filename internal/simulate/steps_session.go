@@ -223,49 +223,6 @@ func (p *platform) userActionRefusal(r *replica, rec *CallRecord, s *session) {
 	p.event(&Event{Kind: EventOutcome, Replica: r.name, Code: CodeTurnUserActionRequired, Message: "409 non-retryable user action required: " + string(b), Data: payload})
 }
 
-// ValidateUserAction applies the host's validation of a user action and returns the problems found.
-func ValidateUserAction(message string, url *string, status string) []string {
-	var out []string
-	n := len([]rune(message))
-	if n < 1 || n > 1000 {
-		out = append(out, fmt.Sprintf("message must be 1 to 1000 characters, got %d", n))
-	}
-	for _, c := range message {
-		if c < 0x20 || c == 0x7f {
-			out = append(out, "message holds a non-printable character")
-			break
-		}
-	}
-	switch status {
-	case "pending", "unknown", "failed", "expired":
-	default:
-		out = append(out, fmt.Sprintf("status %q is not one of pending, unknown, failed, expired", status))
-	}
-	if url != nil {
-		u := *url
-		lower := strings.ToLower(u)
-		switch {
-		case len(u) > 2048:
-			out = append(out, "url is longer than 2048 characters")
-		case !strings.HasPrefix(lower, "http://") && !strings.HasPrefix(lower, "https://"):
-			out = append(out, "url is not an absolute http or https URL")
-		default:
-			rest := u[strings.Index(u, "//")+2:]
-			host := rest
-			if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-				host = rest[:i]
-			}
-			if host == "" {
-				out = append(out, "url has no host")
-			}
-			if strings.Contains(host, "@") {
-				out = append(out, "url carries user information")
-			}
-		}
-	}
-	return out
-}
-
 // ValidateState checks a SessionUserActionState the way the host does (UA-STATE): a state that is not ready
 // carries a valid user action, and action ids are non-empty and unique.
 func ValidateState(ready bool, userAction json.RawMessage, actions []harness.ActionCommand) []string {

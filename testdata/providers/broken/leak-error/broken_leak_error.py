@@ -1,45 +1,26 @@
 """Deliberately broken fixture for LEAK-ERROR: one error text holds the model API key.
 
 It subclasses the reference provider (examples/providers/reference, added to sys.path through
-[tool.astrabox] python-path) and overrides only what breaks LEAK-ERROR; everything else stays correct.
+[tool.astrabox] python-path) and overrides only what breaks LEAK-ERROR. When a Session's principal has not
+granted consent, prepare_session refuses it with a RuntimeError whose text "helpfully" shows the model key
+it was configured with. That raise happens only while consent is pending (not a liveness breach), and the
+refusal itself is what the platform expects: only the error text breaks a clause.
 """
 
 from __future__ import annotations
 
-from typing import Optional
-
+from astrabox.seams import PreparationUserActionRequired
 from reference_provider.provider import ReferenceProvider
-
-_KEY: Optional[str] = None
-_RAISED = False
-
-
-def _remember(config) -> None:
-    global _KEY
-    secrets_section = config.get("secrets") or {}
-    key = secrets_section.get("model_api_key")
-    if isinstance(key, str):
-        _KEY = key
 
 
 class Provider(ReferenceProvider):
     name = "broken-leak-error"
 
-    def plan(self, *, config):
-        _remember(config)
-        return super().plan(config=config)
-
-    async def synchronize(self, *, context):
-        _remember(context.config)
-        await super().synchronize(context=context)
-
-    async def prepare_session(self, *, context):
-        _remember(context.config)
-        return await super().prepare_session(context=context)
-
-    async def prepare_turn(self, *, context):
-        global _RAISED
-        if _KEY is not None and not _RAISED:
-            _RAISED = True
-            raise RuntimeError("warm-up probe rejected model key %s; retry the message" % _KEY)
-        return await super().prepare_turn(context=context)
+    async def _enforce_session_consent(self, client, context):
+        try:
+            await super()._enforce_session_consent(client, context)
+        except PreparationUserActionRequired:
+            key = (context.config.get("secrets") or {}).get("model_api_key")
+            raise RuntimeError(
+                "session %s refused: consent pending for %s (configured model key %s)" % (context.session_id, context.principal_id, key)
+            ) from None

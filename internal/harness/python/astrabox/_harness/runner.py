@@ -17,6 +17,7 @@ from typing import Any, Deque, Dict, Optional, Set, Tuple
 import astrabox
 from astrabox._harness import wire
 from astrabox._harness.contexts import ArgumentError, SandboxBridge, callback_kwargs
+from astrabox._harness.coverage import Coverage
 from astrabox._harness.loader import METHODS, Loaded, load
 from astrabox._harness.observe import CURRENT_CALL, Observer, empty_leftovers
 from astrabox._harness.values import encode_error, encode_value, harness_error, safe_repr, type_name
@@ -95,6 +96,7 @@ class Runner:
         self.cookie = cookie
         self.writer = writer
         self.observer = observer
+        self.coverage = Coverage(observer.is_provider_file, observer.quiet)
         self.bridge = SandboxBridge(writer.send)
         self.meter = wire.WriteMeter(writer)
         self.loaded: Optional[Loaded] = None
@@ -270,6 +272,8 @@ class Runner:
         self.last_call = max(self.last_call, call_id)
         self.cancel_requested = False
         self.observer.begin_call(call_id)
+        if method != "load" and method != "settle":  # what runs while settling is still the last callback's
+            self.coverage.begin(method if isinstance(method, str) else "")
         before = self.observer.snapshot(loop)  # never raises
         ctx = contextvars.copy_context()
         ctx.run(CURRENT_CALL.set, call_id)
@@ -302,6 +306,8 @@ class Runner:
         reply = {"kind": "reply", "id": call_id, "ok": ok, "value": value, "error": error,
                  "duration_ns": duration, "observations": obs, "markers": marked,
                  "cancel_received": self.cancel_requested}
+        if self._call[3] != "load":
+            reply["coverage"] = self.coverage.take()
         if self._exit_after is not None:
             reply["exit"] = self._exit_after
         try:
@@ -331,6 +337,8 @@ class Runner:
         if method == "load":
             if self.loaded is not None:
                 return False, None, harness_error("astrabox.harness.AlreadyLoaded", "load was already called")
+            if isinstance(args, dict):
+                self.coverage.start(args.get("coverage"), args.get("project_root"))
             try:
                 self.loaded = ctx.run(load, args, self.observer)
             except ArgumentError as exc:

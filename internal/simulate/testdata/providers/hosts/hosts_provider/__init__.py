@@ -3,8 +3,8 @@ settling tests. Standard library only.
 
 - plan: the declaration holds the replica's view of its host: the string-hash order of a set, HOME, the
   temporary directory, and what a marker file under the temporary directory held before plan wrote it.
-- synchronize: starts a thread that writes PUT /v1/records/late/<agent> 0.4 s after synchronize returned and
-  prints "late-output" 0.2 s after.
+- synchronize: starts a thread that prints "late-output" 0.4 s after synchronize returned and writes
+  PUT /v1/records/late/<agent> 0.2 s later.
 - prepare_session: raises SystemExit(3) for principal "exiter", KeyboardInterrupt for "interrupter".
 """
 from __future__ import annotations
@@ -45,7 +45,7 @@ class Hosts(RuntimePreparationProvider):
         agent = context.operation.agent_id
 
         def later():
-            time.sleep(0.2)
+            time.sleep(0.4)
             print("late-output", flush=True)
             time.sleep(0.2)
             _put("/v1/records/late/" + agent)

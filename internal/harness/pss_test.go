@@ -1,0 +1,62 @@
+package harness
+
+import (
+	"bufio"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// forkedCopies starts a Python process that fills 96 MiB and forks four children that keep the pages shared
+// (they only sleep), and returns its pid once every child is running.
+const forkedCopies = `
+import os, sys, time
+block = bytearray(96 << 20)
+for i in range(0, len(block), 4096):
+    block[i] = 1
+for _ in range(4):
+    if os.fork() == 0:
+        time.sleep(60)
+        os._exit(0)
+print("ready", flush=True)
+time.sleep(60)
+`
+
+// TestTreeMemoryCountsSharedPagesOnce: a provider that forks copies of itself is charged for what the copies
+// add. Summing each process's resident size would charge the shared 96 MiB five times (480 MiB); the
+// proportional set sizes add up to about 96 MiB.
+func TestTreeMemoryCountsSharedPagesOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python")
+	}
+	cmd := exec.Command("python3", "-c", forkedCopies)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		for _, p := range readProcTable().below(cmd.Process.Pid) {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}()
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	if strings.TrimSpace(line) != "ready" {
+		t.Fatalf("the forking process said %q", line)
+	}
+	if _, ok := readPss(cmd.Process.Pid); !ok {
+		t.Skip("this kernel has no /proc/PID/smaps_rollup: the resident size is all there is")
+	}
+	if n := len(readProcTable().below(cmd.Process.Pid)); n != 4 {
+		t.Fatalf("%d children, want 4", n)
+	}
+	got := treeRSS(cmd.Process.Pid, 0) >> 20
+	if got < 96 || got > 200 {
+		t.Fatalf("the tree is charged %d MiB; its one 96 MiB block is shared by five processes (their resident sizes add up to about 500 MiB)", got)
+	}
+}
