@@ -22,6 +22,7 @@ func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
 
 func runGetenv(t *testing.T, getenv func(string) string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	skipIfStartsPython(t, args)
 	io, out, errb := term.Test()
 	f := &Factory{IO: io, Getenv: getenv, Version: "test"}
 	code = Run(f, args)

@@ -20,6 +20,7 @@ import (
 // runWidth runs the command line with Out fitted to width columns.
 func runWidth(t *testing.T, width int, args ...string) (int, string, string) {
 	t.Helper()
+	skipIfStartsPython(t, args)
 	io, out, errb := term.Test()
 	io.Width = width
 	f := &Factory{IO: io, Getenv: func(k string) string { return os.Getenv(k) }, Version: "test"}

@@ -122,7 +122,7 @@ func TestReportFormatExamplesUseRealIDs(t *testing.T) {
 		}
 	}
 	doc := string(data)
-	rows := regexp.MustCompile(`(?m)^  (?:FAIL|WARN|SKIP|PASS|FLAKY) +([A-Z][A-Z0-9-]+)`).FindAllStringSubmatch(doc, -1)
+	rows := regexp.MustCompile(`(?m)^  (?:FAIL|WARN|SKIP|PASS|FLAKY|NOTEX|N/A) +([A-Z][A-Z0-9-]+)`).FindAllStringSubmatch(doc, -1)
 	if len(rows) < 4 {
 		t.Fatalf("found only %d check rows in the text example: the test reads nothing", len(rows))
 	}

@@ -49,8 +49,7 @@ func GeneratedFiles() (map[string][]byte, error) {
 		}
 		var b bytes.Buffer
 		if err := doc.GenMarkdownCustom(c, &b, func(s string) string { return "#" + strings.TrimSuffix(strings.ReplaceAll(s, "_", "-"), ".md") }); err == nil {
-			text := strings.Replace(b.String(), "## ", "## ", 1)
-			md.WriteString("\n" + text)
+			md.WriteString("\n" + b.String())
 		}
 		children := c.Commands()
 		sort.Slice(children, func(i, j int) bool { return children[i].Name() < children[j].Name() })

@@ -54,6 +54,9 @@ func TestManPagesAreReproducible(t *testing.T) {
 // TestBashCompletionCompletesSubcommand loads the generated bash completion in a real bash and completes
 // `astrabox conf<TAB>` through the real binary.
 func TestBashCompletionCompletesSubcommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary (skipped under -short)")
+	}
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Skip("bash is not installed")

@@ -9,6 +9,9 @@ import (
 )
 
 func TestInitScaffoldsAProjectWhoseTestsPass(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the scaffolded project's tests in Python (skipped under -short)")
+	}
 	dir := filepath.Join(t.TempDir(), "Acme Tools")
 	code, stdout, stderr := run(t, "init", dir)
 	if code != ExitOK {

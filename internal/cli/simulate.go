@@ -143,7 +143,7 @@ func replicaName(i, n int) string {
 	if n < 1 {
 		n = 1
 	}
-	return fmt.Sprintf("r%d", (i-1)%n+1)
+	return simulate.ReplicaName((i-1)%n + 1)
 }
 
 func runSimulation(c *cobra.Command, f *Factory, o *SimOptions, sc *simulate.Scenario) error {

@@ -79,8 +79,8 @@ type Evidence struct {
 	Load      *harness.LoadInfo
 	Histories []*simulate.History
 	Secrets   *secrets.Set
-	// Material holds every material byte string and environment value the provider returned (also in
-	// Secrets); MaterialOrigin maps each to where it was returned.
+	// Material maps every material byte string and environment value the provider returned (also in
+	// Secrets) to where it was returned ("file NAME from prepare_session of s1 (r1#1)").
 	Material map[string]string
 	// Config is the base Agent configuration (unsubstituted) and TrustedStrings its non-secret string
 	// values of at least 12 characters (SYNC-NO-LOG-CONFIG).

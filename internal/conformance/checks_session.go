@@ -3,6 +3,7 @@ package conformance
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -226,7 +227,7 @@ func decideSessionFilePath(ev *Evidence) []Finding {
 			names[f.Name] = true
 		}
 		dir := filePathsDir(cs.c)
-		for _, k := range sortedKeys(m.Environment) {
+		for _, k := range slices.Sorted(maps.Keys(m.Environment)) {
 			v := m.Environment[k]
 			n := namedFile(v, names)
 			if n == "" || v == dir+"/"+n {
@@ -375,7 +376,7 @@ func decideSessionEnvReserved(ev *Evidence) []Finding {
 		if m == nil {
 			continue
 		}
-		for _, k := range sortedKeys(m.Environment) {
+		for _, k := range slices.Sorted(maps.Keys(m.Environment)) {
 			if !simulate.IsPlatformOwnedEnv(k) {
 				continue
 			}
@@ -507,7 +508,7 @@ func sessionTexts(h *simulate.History) []sessionText {
 		for _, f := range m.Files {
 			out = append(out, sessionText{cs, "file " + f.Name, string(f.Content)})
 		}
-		for _, k := range sortedKeys(m.Environment) {
+		for _, k := range slices.Sorted(maps.Keys(m.Environment)) {
 			out = append(out, sessionText{cs, "environment value " + k, m.Environment[k]})
 		}
 	}

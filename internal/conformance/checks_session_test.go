@@ -2,7 +2,9 @@ package conformance
 
 import (
 	"encoding/json"
+	"maps"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,7 +15,7 @@ import (
 // sessionCall is a prepare_session of a principal's Session that returned files and environment.
 func sessionCall(key, session, principal string, files map[string]string, env map[string]string) *simulate.CallRecord {
 	r := &harness.Result{Type: "RuntimeMaterials", Environment: env, TurnValiditySeconds: json.RawMessage("null")}
-	for _, n := range sortedKeys(files) {
+	for _, n := range slices.Sorted(maps.Keys(files)) {
 		r.Files = append(r.Files, harness.MaterialFile{Name: n, Content: []byte(files[n])})
 	}
 	return &simulate.CallRecord{Key: key, Replica: strings.Split(key, "#")[0], Method: "prepare_session", Outcome: simulate.OutcomeReturned,
@@ -90,6 +92,9 @@ func TestSessionEnvReserved(t *testing.T) {
 }
 
 func TestPyBytesReprBodyMatchesPython(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	inputs := []string{"plain-ascii-token", "quote'inside", "both'and\"quotes", "tab\tnl\nnul\x00hi\xff\\"}
 	py, err := exec.LookPath("python3")
 	if err != nil {

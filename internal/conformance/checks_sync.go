@@ -364,7 +364,7 @@ func (ev *Evidence) sharedAcrossAgents(agents []string, byAgent map[string][]key
 			if prev.cs.c.Ctx.Agent == a {
 				continue
 			}
-			loc := ev.methodLocation("synchronize")
+			loc := ev.methodLocation(simulate.CallSynchronize)
 			msg := fmt.Sprintf("synchronize of agent %s and of agent %s both wrote the external record %q: one record for several Agents instead of one per Agent ID", prev.cs.c.Ctx.Agent, a, w.key)
 			return Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(prev.cs, fmt.Sprintf("agent %s wrote %q", prev.cs.c.Ctx.Agent, w.key), loc), ev.evidence(w.cs, msg, loc)}}, true
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -227,7 +228,7 @@ func decideTurnFilesOnly(ev *Evidence) []Finding {
 				if len(m.Environment) > 0 && !seen["env"] {
 					seen["env"] = true
 					msg := fmt.Sprintf("prepare_turn returned an environment (%s); turn preparation returns files only and a non-empty environment fails the write (%s)",
-						strings.Join(sortedKeys(m.Environment), ", "), sessionLabel(c))
+						strings.Join(slices.Sorted(maps.Keys(m.Environment)), ", "), sessionLabel(c))
 					out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(cs, msg, loc)}})
 				}
 				for _, f := range m.Files {

@@ -172,7 +172,8 @@ func isWrite(method string) bool {
 	return m == "PUT" || m == "POST" || m == "DELETE" || m == "PATCH"
 }
 
-// canonicalJSON re-encodes a JSON document with sorted keys, so that equal values compare equal.
+// canonicalJSON re-encodes a JSON document with sorted keys, so that equal values compare equal; an empty
+// document is null (simulate's canonicalDeclaration, which hashes declarations, treats empty as {}).
 func canonicalJSON(raw []byte) []byte {
 	if len(raw) == 0 {
 		return []byte("null")

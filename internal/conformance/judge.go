@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"github.com/astrabox-dev/astrabox/internal/secrets"
 	"path/filepath"
 
 	"github.com/astrabox-dev/astrabox/internal/report"
@@ -61,6 +62,11 @@ func (v Verdicts) judge(c *Check, ev *Evidence) report.Result {
 	if c.Exercise != nil {
 		ex = c.Exercise(ev)
 	}
+	if n := ev.unhunted(); n > 0 && c.Area == AreaLeak && ex.Met {
+		// Values past the secret cap were never hunted: a clean scan says nothing about them.
+		ex.Met = false
+		ex.Missing = fmt.Sprintf("%d secret values (past the cap of %d) were not hunted, so no scan could pass them; return fewer or smaller materials per scenario", n, secrets.MaxSecrets)
+	}
 	res.DecidedOver = ex.Over
 	if findings := c.Decide(ev); len(findings) > 0 {
 		applyFindings(&res, c, findings, ev.Project)
@@ -77,6 +83,14 @@ func (v Verdicts) judge(c *Check, ev *Evidence) report.Result {
 		res.Status, res.Message = report.StatusNotExercised, notExercised(c, ex)
 	}
 	return res
+}
+
+// unhunted is how many secret values the run's set dropped past its cap.
+func (ev *Evidence) unhunted() int {
+	if ev.Secrets == nil {
+		return 0
+	}
+	return ev.Secrets.Dropped()
 }
 
 // applyFindings makes a result failed (or warning, when every finding is uncertain or the check can only

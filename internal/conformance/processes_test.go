@@ -59,6 +59,9 @@ func assertNoDescendants(t *testing.T, when string) {
 // TestRunLeavesNoProcess: a run, finished or interrupted, leaves no process behind: no replica, no standby,
 // no fork server.
 func TestRunLeavesNoProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	project, _ := filepath.Abs(filepath.Join("..", "..", "examples", "providers", "reference"))
 	o := Options{Project: project, Python: "python3", Getenv: func(k string) string {
 		if k == "PATH" {

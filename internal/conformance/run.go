@@ -6,11 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
 	"runtime"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -508,7 +509,7 @@ func (ev *Evidence) AddHistory(h *simulate.History) {
 				ev.Material[string(f.Content)] = "file " + f.Name + " from " + where
 			}
 		}
-		for _, k := range sortedKeys(c.Result.Environment) {
+		for _, k := range slices.Sorted(maps.Keys(c.Result.Environment)) {
 			v := c.Result.Environment[k]
 			if strings.HasPrefix(v, "/") && strings.Contains(v, "/.astrabox/runtime/") {
 				continue // a delivered file's path is not a secret
@@ -583,7 +584,7 @@ func (w *Workers) options() simulate.Options {
 func replicaNames(n int) []string {
 	out := make([]string, 0, n)
 	for i := 1; i <= n; i++ {
-		out = append(out, fmt.Sprintf("r%d", i))
+		out = append(out, simulate.ReplicaName(i))
 	}
 	return out
 }
@@ -741,28 +742,30 @@ func nearMissReport(e *NearMissError, o Options) *report.Report {
 	return rep
 }
 
+// deepCopyMap copies a settings map so that merging into the copy never changes the original: nested maps
+// and lists are copied too.
 func deepCopyMap(m map[string]any) map[string]any {
 	out := make(map[string]any, len(m))
 	for k, v := range m {
-		switch t := v.(type) {
-		case map[string]any:
-			out[k] = deepCopyMap(t)
-		case []any:
-			out[k] = append([]any(nil), t...)
-		default:
-			out[k] = v
-		}
+		out[k] = deepCopyValue(v)
 	}
 	return out
 }
 
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+// deepCopyValue copies one settings value, recursing through maps and lists.
+func deepCopyValue(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		return deepCopyMap(t)
+	case []any:
+		s := make([]any, len(t))
+		for i, x := range t {
+			s[i] = deepCopyValue(x)
+		}
+		return s
+	default:
+		return v
 	}
-	sort.Strings(out)
-	return out
 }
 
 // Decide runs the selected checks over the evidence and builds the report, masking every secret.

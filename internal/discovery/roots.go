@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -54,7 +55,7 @@ func codeRoots(dir string, doc map[string]any, cfg *iniFile) ([]string, string) 
 func (r *rootSet) tomlRoots(doc map[string]any) {
 	st, _ := table(doc, "tool", "setuptools")
 	if pd, ok := table(st, "package-dir"); ok {
-		keys := sortedKeys(pd)
+		keys := slices.Sorted(maps.Keys(pd))
 		for _, k := range keys {
 			if v, ok := pd[k].(string); ok {
 				r.packageDir("[tool.setuptools] package-dir", k, v)

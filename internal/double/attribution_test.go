@@ -92,6 +92,9 @@ func TestInFlightIsTakenAtArrival(t *testing.T) {
 // TestPythonClientSeesDroppedConnection checks that the drop fault looks like a lost answer to the kind of
 // client providers use (Python's urllib), not like an HTTP error.
 func TestPythonClientSeesDroppedConnection(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	py, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("python3 not found")

@@ -29,6 +29,9 @@ steps:
 // fixed wait. A provider that waits for its request ends cancelled with its write inside the call; one that
 // does not (the GEN-CANCEL-CLEAN fixture) is caught with its write landing after it settled.
 func TestCancelOnRequest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	sc, err := simulate.ParseScenario("cancel-on-request.yaml", []byte(cancelOnRequestYAML))
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,9 @@ import (
 // requires no failure and no flaky result: the kit must never cry wolf. `make test` explores 40 scenarios per
 // provider; `make explore` sets ASTRABOX_EXPLORE_N=500.
 func TestCorrectProvidersSurviveExploration(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	n := 40
 	if v := os.Getenv("ASTRABOX_EXPLORE_N"); v != "" {
 		var err error

@@ -45,6 +45,9 @@ func setup(t *testing.T, dir string, seed int64) (*conformance.Env, *conformance
 // whose bug needs a particular order, shrinks it to a handful of steps, and that the saved file replays the
 // failure.
 func TestExploreFindsOrderDependentBugs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	cases := []struct{ fixture, check string }{
 		{"turn-idempotent", "TURN-IDEMPOTENT"},       // a retry must land on another replica
 		{"leak-cross-session", "LEAK-CROSS-SESSION"}, // two principals' sessions on one agent

@@ -55,7 +55,7 @@ type gen struct {
 	lost     []int // operations lost with their host while a write was held
 }
 
-func (g *gen) replica() string { return fmt.Sprintf("r%d", 1+g.rng.Intn(g.replicas)) }
+func (g *gen) replica() string { return simulate.ReplicaName(1 + g.rng.Intn(g.replicas)) }
 
 func (g *gen) chance(p float64) bool { return g.rng.Float64() < p }
 

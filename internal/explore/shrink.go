@@ -120,9 +120,8 @@ func withReplicas(sc *simulate.Scenario, n int) *simulate.Scenario {
 		if r == "" {
 			continue
 		}
-		var k int
-		if _, err := fmt.Sscanf(r, "r%d", &k); err == nil && k > n {
-			out.Steps[i].Replica = fmt.Sprintf("r%d", (k-1)%n+1)
+		if k, ok := simulate.ParseReplica(r); ok && k > n {
+			out.Steps[i].Replica = simulate.ReplicaName((k-1)%n + 1)
 		}
 	}
 	return out

@@ -54,6 +54,9 @@ func TestClassify(t *testing.T) {
 }
 
 func TestStartErrorNamesTheProcessLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	err := startError("python3", &osError{syscall.EAGAIN})
 	if !errors.Is(err, syscall.EAGAIN) {
 		t.Fatalf("%v does not wrap EAGAIN", err)

@@ -70,6 +70,9 @@ func turnArgs(dir string) map[string]any {
 }
 
 func TestHarnessByHand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	skipShort(t)
 	sdk, err := SDKDir()
 	if err != nil {
@@ -90,6 +93,9 @@ func TestHarnessByHand(t *testing.T) {
 }
 
 func TestHarnessLoadAndCalls(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	dir := fixtureDir(t, "good")
 	sb := &fakeSandbox{files: map[string][]byte{}}
 	var verbose syncBuffer
@@ -237,6 +243,9 @@ func (s *syncBuffer) String() string {
 // TestHarnessPythonVersions runs load, plan and a session call on every
 // CPython installed under pyenv (3.9 to 3.13); absent versions are skipped.
 func TestHarnessPythonVersions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	skipShort(t)
 	dir := fixtureDir(t, "good")
 	for _, v := range []string{"3.9.18", "3.10.13", "3.11.7", "3.12.1", "3.13.0"} {

@@ -245,6 +245,9 @@ func launchers(t *testing.T) map[string]func(t *testing.T) Options {
 // session, the replica token in the environment, their identity every millisecond) are all gone when the
 // replica is closed, and Close returns within its bound.
 func TestHostileEscapees(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	skipShort(t)
 	for _, name := range []string{"escape", "envwipe", "hopper"} {
 		for via, opts := range launchers(t) {
@@ -329,6 +332,9 @@ func closeWithin(t *testing.T, p *Process, d time.Duration) error {
 // TestHostileJoinGroup: a harness cannot move into its parent's process group (it leads its own session),
 // and one that ignores SIGTERM and blocks its loop is still ended by Close within its bound.
 func TestHostileJoinGroup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	skipShort(t)
 	for via, opts := range launchers(t) {
 		t.Run(via, func(t *testing.T) {
@@ -355,6 +361,9 @@ func TestHostileJoinGroup(t *testing.T) {
 // TestHostileStopKit: a provider that stops the kit with SIGSTOP does not hang it: the supervisor (or the
 // fork server) finds the kit stopped, continues it, and every replica alive fails with a clear error.
 func TestHostileStopKit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	skipShort(t)
 	for via, opts := range launchers(t) {
 		t.Run(via, func(t *testing.T) {
@@ -388,6 +397,9 @@ func TestHostileStopKit(t *testing.T) {
 // below the kit's by a reserve), so that a provider that forks without end cannot take from the kit the
 // processes and threads it needs to end it.
 func TestHarnessProcessLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	skipShort(t)
 	var saved unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NPROC, &saved); err != nil {

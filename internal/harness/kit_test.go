@@ -25,6 +25,9 @@ const kitHelperVar = "ASTRABOX_TEST_KIT_HELPER"
 // TestKitHelper is not a test: it is the stand-in kit of TestKitKilled and TestNoTerminal, and skips unless
 // one of them started it.
 func TestKitHelper(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	mode := os.Getenv(kitHelperVar)
 	if mode == "" {
 		t.Skip("the stand-in kit of TestKitKilled and TestNoTerminal; runs only when they start it")

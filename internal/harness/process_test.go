@@ -94,6 +94,9 @@ func call(t *testing.T, p *Process, method string, args any, timeout time.Durati
 }
 
 func TestStartFailures(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	skipShort(t)
 	short := testLimits()
 	short.StartTimeout = 700 * time.Millisecond
@@ -165,6 +168,9 @@ func pidsWithEnv(kv string) []int {
 }
 
 func TestFakeRoundTripAndAttribution(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	p := startFake(t, Options{})
 	if p.Hello().Protocol != 1 || p.Hello().PID != p.PID() || !p.Alive() {
 		t.Fatalf("hello %+v, pid %d", p.Hello(), p.PID())
@@ -230,6 +236,9 @@ func TestFakeRoundTripAndAttribution(t *testing.T) {
 }
 
 func TestFakeCancelAndHang(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	p := startFake(t, Options{})
 	r, err := call(t, p, "cancellable", nil, 100*time.Millisecond)
 	if err != nil || !r.CancelSent || r.OK || !r.Error.Cancelled {
@@ -260,6 +269,9 @@ func TestFakeCancelAndHang(t *testing.T) {
 }
 
 func TestFakeDeaths(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	tests := []struct {
 		method string
 		args   any
@@ -311,6 +323,9 @@ func (f *fakeSandbox) Sandbox(ctx context.Context, r SandboxRequest) SandboxResp
 }
 
 func TestFakeSandboxRoundTrip(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	sb := &fakeSandbox{files: map[string][]byte{}}
 	p := startFake(t, Options{Sandbox: sb})
 	r, err := call(t, p, "sandbox", nil, 5*time.Second)
@@ -353,6 +368,9 @@ func noLeaks(t *testing.T) {
 }
 
 func TestCloseAndKillAreIdempotentAndLeakFree(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	base := runtime.NumGoroutine()
 	for i := 0; i < 3; i++ {
 		p := startFake(t, Options{})
@@ -383,6 +401,9 @@ func TestCloseAndKillAreIdempotentAndLeakFree(t *testing.T) {
 }
 
 func TestKillDuringCall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	p := startFake(t, Options{})
 	time.AfterFunc(200*time.Millisecond, p.Kill)
 	_, err := call(t, p, "block_forever", nil, 0)

@@ -34,6 +34,9 @@ func pyTestsInterpreter(version string) string {
 // TestPythonSuites runs the Python unittest suites in pytests/ (the SDK's seams and the harness runner
 // spoken to over real pipes) under every supported CPython that is installed.
 func TestPythonSuites(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	skipShort(t)
 	dir, err := filepath.Abs("pytests")
 	if err != nil {

@@ -30,6 +30,9 @@ func startZygote(t *testing.T) *Zygote {
 // TestZygoteForkedHarness: a forked harness is a harness like a started one: its own process group and
 // environment, the provider loaded, output captured and cut per call, and nothing left when it is killed.
 func TestZygoteForkedHarness(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	z := startZygote(t)
 	p, li := startLoaded(t, fixtureDir(t, "good"), "good_provider.provider:Provider", Options{Zygote: z, Replica: "r7"})
 	if !li.Instantiated {
@@ -59,6 +62,9 @@ func TestZygoteForkedHarness(t *testing.T) {
 // TestZygoteExitStatuses: the fork server reports how each forked harness ended, so that a replica that
 // exits, crashes, breaks the protocol or blocks its loop is reported as precisely as a started one.
 func TestZygoteExitStatuses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	z := startZygote(t)
 	o := Options{Zygote: z}
 	pe := hostileFatal(t, "exit", o, 10*time.Second, KindExited, "exited with status 3", "call prepare_session")
@@ -79,12 +85,18 @@ func TestZygoteExitStatuses(t *testing.T) {
 // TestZygoteLingerSwept: a forked replica stamps its token into its environment block, so its descendants are
 // found and swept like those of a started one.
 func TestZygoteLingerSwept(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	lingerAndSweep(t, Options{Zygote: startZygote(t)})
 }
 
 // TestZygoteGoneChildrenStillReported: when the fork server dies first, a forked harness's death is still
 // noticed (with its status unknown), so nothing waits for ever.
 func TestZygoteGoneChildrenStillReported(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	z := startZygote(t)
 	p, _ := startLoaded(t, fixtureDir(t, "good"), "good_provider.provider:Provider", Options{Zygote: z})
 	killGroup(z.pid, 9)
@@ -113,6 +125,9 @@ func TestZygoteGoneChildrenStillReported(t *testing.T) {
 // TestZygoteSilentServerIsStopped: a fork server that does not answer is stopped, and the process starts as its
 // own interpreter on fresh pipes.
 func TestZygoteSilentServerIsStopped(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	z := startZygote(t)
 	saved := zygoteAnswer
 	zygoteAnswer = 300 * time.Millisecond
@@ -140,6 +155,9 @@ func TestZygoteSilentServerIsStopped(t *testing.T) {
 // (parent-death signal) and what it left is re-parented to the fork server, itself a subreaper, which kills
 // it: even a descendant that escaped with setsid and an empty environment.
 func TestZygoteSupervisorKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	skipShort(t)
 	marker := newMarker()
 	p := startHostile(t, "escape", Options{Zygote: startZygote(t), Env: []string{"ASTRABOX_TEST_MARKER=" + marker}})

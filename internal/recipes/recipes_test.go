@@ -376,6 +376,9 @@ func mustExist(t testing.TB, path string) {
 // say why). The runs mostly wait on the harness, so they start together from goroutines instead of queueing
 // behind -parallel.
 func TestRecipesRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	needTools(t, "bash", "python3", "go")
 	bin := buildAstrabox(t)
 	cases := []struct {

@@ -94,6 +94,9 @@ func TestPreCommitFilesPatternCoversTheProject(t *testing.T) {
 // CI), through `pre-commit try-repo` against this repository, in a git repository holding a copy of the
 // reference provider (the hook must pass) and of the leak-log provider (it must fail and name LEAK-LOG).
 func TestPreCommitHookRunsUnderPreCommit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	needTools(t, "git", "python3", "go")
 	preCommit, err := exec.LookPath("pre-commit")
 	if err != nil {

@@ -48,6 +48,9 @@ var junitSchemas = []string{"testdata/jenkins-junit-10.xsd", "testdata/ant-junit
 // GitHub rule set next to the SARIF rules, and returns each complaint as "RULE: message".
 func sarifMultitool(t *testing.T, doc string) []string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("starts Microsoft's SARIF multitool, a .NET process of about 10 s (skipped under -short)")
+	}
 	tool := needTool(t, "sarif-multitool", "npm install -g @microsoft/sarif-multitool")
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "in.sarif"), filepath.Join(dir, "out.sarif")

@@ -1,8 +1,10 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
@@ -83,20 +85,11 @@ func groupByArea(results []Result) []*areaGroup {
 			g.worst = rank(res.Status)
 		}
 	}
-	stableSort(groups, func(a, b *areaGroup) bool { return a.worst > b.worst })
+	slices.SortStableFunc(groups, func(a, b *areaGroup) int { return cmp.Compare(b.worst, a.worst) })
 	for _, g := range groups {
-		stableSort(g.results, func(a, b *Result) bool { return textOrder(a.Status) < textOrder(b.Status) })
+		slices.SortStableFunc(g.results, func(a, b *Result) int { return cmp.Compare(textOrder(a.Status), textOrder(b.Status)) })
 	}
 	return groups
-}
-
-// stableSort is an insertion sort: stable and fine for the few dozen checks of a report.
-func stableSort[T any](xs []T, less func(a, b T) bool) {
-	for i := 1; i < len(xs); i++ {
-		for j := i; j > 0 && less(xs[j], xs[j-1]); j-- {
-			xs[j], xs[j-1] = xs[j-1], xs[j]
-		}
-	}
 }
 
 // textOrder is the order of statuses within an area in the text report.

@@ -407,6 +407,9 @@ func clauseIDs(text string) []string {
 // TestGeneratedUnitTestsPass runs the generated unittest suite on every installed CPython 3.9 to 3.13
 // (python3 at least), with the kit's seams on PYTHONPATH as `astrabox sdk path` would give them.
 func TestGeneratedUnitTestsPass(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	dir := t.TempDir()
 	res := scaffold(t, Options{Dir: dir, Name: "acme.tools"})
 	pythons := []string{"python3"}
@@ -453,6 +456,9 @@ print("ok")
 
 // TestGeneratedUnitTestsExplainAMissingSDK checks the message a user gets without `astrabox sdk path`.
 func TestGeneratedUnitTestsExplainAMissingSDK(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	dir := t.TempDir()
 	scaffold(t, Options{Dir: dir, Name: "tools"})
 	cmd := exec.Command("python3", "-m", "unittest")

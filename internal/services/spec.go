@@ -6,10 +6,12 @@ package services
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -128,7 +130,7 @@ func parseOne(name string, raw any, file, dir string) (Spec, error) {
 	if !ok {
 		return s, bad("", "must be a table with urls and one of run or stubs")
 	}
-	for _, k := range sortedKeys(t) {
+	for _, k := range slices.Sorted(maps.Keys(t)) {
 		v := t[k]
 		switch k {
 		case "urls":
@@ -283,13 +285,4 @@ func number(v any) (float64, bool) {
 		return t, t == t && t < 1e9
 	}
 	return 0, false
-}
-
-func sortedKeys(m map[string]any) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

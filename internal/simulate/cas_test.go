@@ -8,6 +8,9 @@ import (
 // TestSYNC_CAS_EveryField checks that the host refuses a synchronize result when any of the four things it
 // compares changed while synchronize ran: refresh revision, authored version, pool lifetime, generation.
 func TestSYNC_CAS_EveryField(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	for _, change := range []string{"refresh", "version", "pool", "generation"} {
 		change := change
 		t.Run(change, func(t *testing.T) {

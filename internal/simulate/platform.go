@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -219,7 +218,7 @@ func Run(ctx context.Context, sc *Scenario, o Options) (*History, error) {
 		}
 		p.dbl = d
 		for i := 0; i < sc.Replicas; i++ {
-			p.replicas = append(p.replicas, &replica{name: fmt.Sprintf("r%d", i+1)})
+			p.replicas = append(p.replicas, &replica{name: ReplicaName(i + 1)})
 		}
 	}
 	if o.Closing != nil {
@@ -561,11 +560,13 @@ func (p *platform) generation(a *agentState) string {
 	recipe, _ := json.Marshal(a.config)
 	h := sha256.New()
 	fmt.Fprintf(h, "recipe=%s\nversion=%d\nprovider=%s\nbound=%v\ndeclaration=", recipe, a.version, p.hist.Provider, a.sessionBound)
-	h.Write(canonicalJSON(a.declaration))
+	h.Write(canonicalDeclaration(a.declaration))
 	return "gen-" + hex.EncodeToString(h.Sum(nil))[:12]
 }
 
-func canonicalJSON(raw json.RawMessage) []byte {
+// canonicalDeclaration re-encodes a plan's declaration with sorted keys for the generation hash; an absent
+// declaration hashes as the empty object {} (unlike conformance's canonicalJSON, where empty is null).
+func canonicalDeclaration(raw json.RawMessage) []byte {
 	if len(raw) == 0 {
 		return []byte("{}")
 	}
@@ -575,15 +576,6 @@ func canonicalJSON(raw json.RawMessage) []byte {
 	}
 	b, _ := json.Marshal(v) // map keys are sorted by encoding/json
 	return b
-}
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // CallHeader is the header the harness adds to the provider's requests to the deployment double, naming the

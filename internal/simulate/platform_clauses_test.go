@@ -109,6 +109,9 @@ func platformShape(h *History) []string {
 }
 
 func TestEP_NONE(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	t.Parallel()
 	h := play(t, "none", defaultsYAML)
 	dumpOnFailure(t, h)
@@ -145,6 +148,9 @@ func TestEP_NONE(t *testing.T) {
 }
 
 func TestEP_DEFAULTS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	t.Parallel()
 	h := play(t, "defaults", defaultsYAML)
 	dumpOnFailure(t, h)
@@ -201,6 +207,9 @@ func TestEP_DEFAULTS(t *testing.T) {
 }
 
 func TestPLAN_DETACHED(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	t.Parallel()
 	h := play(t, "probe", lifecycleYAML)
 	dumpOnFailure(t, h)
@@ -268,6 +277,9 @@ func walkStrings(v any, f func(key, s string)) {
 }
 
 func TestBOUND_INIT(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	t.Parallel()
 	h := play(t, "probe", lifecycleYAML)
 	dumpOnFailure(t, h)
@@ -302,6 +314,9 @@ func TestBOUND_INIT(t *testing.T) {
 }
 
 func TestBOUND_INVENTORY(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	t.Parallel()
 	h := play(t, "probe", lifecycleYAML)
 	dumpOnFailure(t, h)
@@ -345,6 +360,9 @@ func TestBOUND_INVENTORY(t *testing.T) {
 }
 
 func TestBOUND_CLAIM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	t.Parallel()
 	h := play(t, "probe", lifecycleYAML)
 	dumpOnFailure(t, h)
@@ -393,6 +411,9 @@ steps:
 `
 
 func TestBOUND_DISCARD(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	t.Parallel()
 	h := play(t, "probe", discardYAML)
 	dumpOnFailure(t, h)
@@ -443,6 +464,9 @@ steps:
 `
 
 func TestBOUND_GENERATION(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	t.Parallel()
 	h := play(t, "probe", churnYAML)
 	dumpOnFailure(t, h)
@@ -488,6 +512,9 @@ func TestBOUND_GENERATION(t *testing.T) {
 }
 
 func TestBOUND_VAULT(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	t.Parallel()
 	o := play(t, "probe", ordinaryYAML)
 	dumpOnFailure(t, o)
@@ -537,6 +564,9 @@ func contains(list []string, s string) bool {
 }
 
 func TestSYNC_WHEN(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	t.Parallel()
 	h := play(t, "probe", lifecycleYAML)
 	dumpOnFailure(t, h)
@@ -580,6 +610,9 @@ func TestSYNC_WHEN(t *testing.T) {
 }
 
 func TestSYNC_CONTEXT(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	t.Parallel()
 	h := play(t, "probe", casYAML)
 	dumpOnFailure(t, h)
@@ -650,6 +683,9 @@ func toStrings(v any) []string {
 }
 
 func TestSYNC_CAS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	t.Parallel()
 	h := play(t, "probe", casYAML)
 	dumpOnFailure(t, h)
@@ -711,6 +747,9 @@ steps:
 `
 
 func TestSYNC_UNRESOLVED(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	t.Parallel()
 	h := play(t, "probe", unresolvedYAML)
 	dumpOnFailure(t, h)
@@ -769,6 +808,9 @@ func TestSYNC_UNRESOLVED(t *testing.T) {
 }
 
 func TestRECOVER_DEFAULT(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	t.Parallel()
 	h := play(t, "slow-sync", `name: recover-default
 replicas: 1
@@ -807,6 +849,9 @@ steps:
 }
 
 func TestSESSION_WHEN(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	t.Parallel()
 	h := play(t, "probe", lifecycleYAML)
 	dumpOnFailure(t, h)
@@ -860,6 +905,9 @@ func echoOf(t *testing.T, c *CallRecord) sessionEcho {
 }
 
 func TestSESSION_CONTEXT(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	t.Parallel()
 	h := play(t, "probe", lifecycleYAML)
 	dumpOnFailure(t, h)
@@ -906,6 +954,9 @@ func TestSESSION_CONTEXT(t *testing.T) {
 }
 
 func TestSESSION_DELIVERY(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	t.Parallel()
 	h := play(t, "probe", lifecycleYAML)
 	dumpOnFailure(t, h)
@@ -973,6 +1024,9 @@ steps:
 `
 
 func TestSESSION_ENV_FIXED(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	t.Parallel()
 	h := play(t, "probe", envYAML)
 	dumpOnFailure(t, h)
@@ -1004,6 +1058,9 @@ steps:
 `
 
 func TestSESSION_ENV_ADAPTER(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	t.Parallel()
 	t.Run("claude-code", func(t *testing.T) {
 		h := play(t, "probe", lifecycleYAML)
@@ -1049,6 +1106,9 @@ func noLeak(t *testing.T, h *History, text string) {
 }
 
 func TestTURN_WHEN(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	t.Parallel()
 	h := play(t, "probe", lifecycleYAML)
 	dumpOnFailure(t, h)
@@ -1098,6 +1158,9 @@ steps:
 `
 
 func TestTURN_DEADLINE(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	t.Parallel()
 	h := play(t, "probe", deadlineYAML)
 	dumpOnFailure(t, h)
@@ -1139,6 +1202,9 @@ steps:
 `
 
 func TestTURN_VALIDITY(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	t.Parallel()
 	h := play(t, "probe", validityYAML)
 	dumpOnFailure(t, h)
@@ -1209,6 +1275,9 @@ func TestTURN_VALIDITY(t *testing.T) {
 }
 
 func TestTURN_BACKEND(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	t.Parallel()
 	for _, backend := range []string{"{profile_exclusive: false, owns_sandbox: true}", "{profile_exclusive: true, owns_sandbox: false}"} {
 		h := play(t, "probe", `name: backend
@@ -1248,6 +1317,9 @@ steps:
 `
 
 func TestUA_RAISE(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	t.Parallel()
 	h := play(t, "probe", uaYAML)
 	dumpOnFailure(t, h)
@@ -1278,6 +1350,9 @@ func TestUA_RAISE(t *testing.T) {
 }
 
 func TestUA_NO_RESEND(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	t.Parallel()
 	h := play(t, "probe", uaYAML)
 	dumpOnFailure(t, h)
@@ -1330,6 +1405,9 @@ steps:
 `
 
 func TestUA_ENDPOINTS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	t.Parallel()
 	h := play(t, "probe", uaEndpointsYAML)
 	dumpOnFailure(t, h)
@@ -1417,6 +1495,9 @@ func TestUA_ENDPOINTS(t *testing.T) {
 }
 
 func TestGEN_DELIVERY_ACK(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	t.Parallel()
 	h := play(t, "probe", lifecycleYAML)
 	dumpOnFailure(t, h)

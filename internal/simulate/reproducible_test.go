@@ -13,6 +13,9 @@ import (
 // ports) and requires byte-identical history JSON: wall-clock durations, ports, process ids and tokens must
 // not show. The scenarios talk to the double, lose a host, recover and time out.
 func TestSameSeedSameHistory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	t.Parallel()
 	for _, tc := range []struct {
 		name, provider, yaml string

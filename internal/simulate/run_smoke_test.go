@@ -28,6 +28,9 @@ func runFixture(t *testing.T, provider, scenarioFile string) *History {
 
 // TestSmoke plays testdata/smoke.yaml against the basic provider: one pass over the main operations.
 func TestSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	t.Parallel()
 	h := runFixture(t, "basic", "smoke.yaml")
 	dumpOnFailure(t, h)

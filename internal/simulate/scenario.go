@@ -597,8 +597,8 @@ func (d *Deadlines) fill() {
 }
 
 func replicaIndex(name string, n int) int {
-	var i int
-	if _, err := fmt.Sscanf(name, "r%d", &i); err != nil || fmt.Sprintf("r%d", i) != name || i < 1 || i > n {
+	i, ok := ParseReplica(name)
+	if !ok || i > n {
 		return -1
 	}
 	return i - 1

@@ -144,6 +144,9 @@ func TestShippedScenariosParse(t *testing.T) {
 // TestExampleScenariosPlay plays every file of examples/scenarios against the reference provider through the
 // real harness: each step is played and reaches the provider where it should.
 func TestExampleScenariosPlay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
 	files, _ := filepath.Glob("../../examples/scenarios/*.yaml")
 	dir, _ := filepath.Abs("../../examples/providers/reference")
 	for _, f := range files {

@@ -59,7 +59,7 @@ func (st *Stage) prepare(ctx context.Context, o Options, n int) error {
 	infos := make([]*harness.LoadInfo, n)
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
-		r := &replica{name: fmt.Sprintf("r%d", i+1)}
+		r := &replica{name: ReplicaName(i + 1)}
 		st.replicas = append(st.replicas, r)
 		wg.Add(1)
 		go func(i int, r *replica) {

@@ -125,7 +125,7 @@ func TestFillErrors(t *testing.T) {
 		{"{op: turn, session: s1, attempt: a, double: [{kind: drop, write: last}]}", "`write` is `last`, but it must be a write number"},
 		{"{op: turn, session: s1, attempt: a, double: [{kind: drop, write: $each}, {kind: hold, write: $each}]}", "$each may fill the write of one double fault of a step only"},
 		{"{op: turn, session: s1, attempt: a, double: [{kind: drop, write: -1}]}", "a write number starts at 1"},
-		{"{op: turn, session: s1, attempt: a, live_for: -5}", "live_for -5: use a finite number of host seconds, 0 or more, or $validity"},
+		{"{op: turn, session: s1, attempt: a, live_for: -5}", "`live_for` is -5; it must be a positive number of seconds"},
 	} {
 		text := "name: x\nsteps:\n  - {op: cold_start, session: s1, agent: agent-1, principal: alice}\n  - " + tc.step + "\n"
 		_, err := ParseScenario("x.yaml", []byte(text))

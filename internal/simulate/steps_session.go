@@ -3,7 +3,9 @@ package simulate
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/astrabox-dev/astrabox/internal/harness"
@@ -136,7 +138,7 @@ func (p *platform) prepareSession(r *replica, st *Step, s *session, a *agentStat
 	if !p.deliver(r, rec, s, res.Files) {
 		return false
 	}
-	names := sortedKeys(res.Environment)
+	names := slices.Sorted(maps.Keys(res.Environment))
 	for _, n := range names {
 		if IsPlatformOwnedEnv(n) {
 			p.refuse(r.name, CodeRuntimePreparationFailed, "environment name %s is platform-owned and cannot be overwritten; activation blocked", n)

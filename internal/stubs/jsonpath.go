@@ -3,7 +3,9 @@ package stubs
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -452,7 +454,7 @@ func (e *evaluator) descendants(v any, out []any) []any {
 	out = append(out, v)
 	switch t := v.(type) {
 	case map[string]any:
-		for _, k := range sortedKeys(t) {
+		for _, k := range slices.Sorted(maps.Keys(t)) {
 			out = e.descendants(t[k], out)
 		}
 	case []any:
@@ -523,7 +525,7 @@ func children(v any) []any {
 	switch t := v.(type) {
 	case map[string]any:
 		out := make([]any, 0, len(t))
-		for _, k := range sortedKeys(t) {
+		for _, k := range slices.Sorted(maps.Keys(t)) {
 			out = append(out, t[k])
 		}
 		return out

@@ -22,9 +22,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -329,7 +331,7 @@ func parseMatchers(what string, raw map[string]json.RawMessage, canonical bool) 
 		return nil, nil
 	}
 	out := make(map[string]Matcher, len(raw))
-	for _, k := range sortedKeys(raw) {
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
 		m, err := parseMatcher(raw[k])
 		if err != nil {
 			return nil, fmt.Errorf("%s %q: %w", what, k, err)
@@ -422,7 +424,7 @@ func parseResponse(raw json.RawMessage, files fs.FS) (Response, error) {
 
 func parseHeaders(raw map[string]any) (map[string][]string, error) {
 	out := map[string][]string{}
-	for _, k := range sortedKeys(raw) {
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
 		name := canonicalHeader(k)
 		switch v := raw[k].(type) {
 		case string:

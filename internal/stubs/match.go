@@ -450,12 +450,3 @@ func jsonEqual(a, b any) bool {
 	}
 	return false
 }
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}

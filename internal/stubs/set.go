@@ -3,9 +3,11 @@ package stubs
 import (
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/textproto"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -215,13 +217,13 @@ func (p *RequestPattern) misses(r *Request) []string {
 		out = append(out, string(p.URLKind)+" "+p.URL)
 	}
 	query := r.URL.Query()
-	for _, name := range sortedKeys(p.Query) {
+	for _, name := range slices.Sorted(maps.Keys(p.Query)) {
 		m := p.Query[name]
 		if !matchAny(&m, query[name]) {
 			out = append(out, "query parameter "+name)
 		}
 	}
-	for _, name := range sortedKeys(p.Headers) {
+	for _, name := range slices.Sorted(maps.Keys(p.Headers)) {
 		m := p.Headers[name]
 		if !matchAny(&m, r.Header.Values(name)) {
 			out = append(out, "header "+name)

@@ -1,0 +1,114 @@
+package conformance
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"testing"
+)
+
+// clauseRow is one row of a clause table in spec/clauses.md: | ID | owner | clause |.
+var clauseRow = regexp.MustCompile(`^\| ([A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+) \| (platform|provider) \|`)
+
+// specClauses reads the clause IDs and their owners from the repository's copy of spec/clauses.md
+// (testdata/spec/clauses.md; refresh it with `cp /work/shared/spec/clauses.md testdata/spec/` when the
+// contract changes).
+func specClauses(t *testing.T) map[string]string {
+	t.Helper()
+	f, err := os.Open(filepath.Join("..", "..", "testdata", "spec", "clauses.md"))
+	if err != nil {
+		t.Fatalf("the clause list: %v", err)
+	}
+	defer f.Close()
+	owners := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if m := clauseRow.FindStringSubmatch(sc.Text()); m != nil {
+			owners[m[1]] = m[2]
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(owners) < 50 {
+		t.Fatalf("read only %d clause IDs from clauses.md; the table format changed?", len(owners))
+	}
+	return owners
+}
+
+// TestEveryNamedClauseExists fails on a check that names a clause ID clauses.md does not have, or names none.
+func TestEveryNamedClauseExists(t *testing.T) {
+	owners := specClauses(t)
+	for _, c := range Checks() {
+		if len(c.Clauses) == 0 {
+			t.Errorf("check %s names no clause", c.ID)
+		}
+		for _, id := range c.Clauses {
+			if _, ok := owners[id]; !ok {
+				t.Errorf("check %s names clause %s, which spec/clauses.md does not have", c.ID, id)
+			}
+		}
+	}
+}
+
+// noBrokenFixture lists the checks that have no fixture under testdata/providers/broken/, each with why.
+var noBrokenFixture = map[string]string{
+	"SESSION-CLI-PROBE": "decided by `astrabox image check-wrapper` on an image's CLI wrapper, not by a provider run (Elsewhere); its broken wrappers are under testdata/wrappers/, proven by internal/wrapper's tests",
+}
+
+// TestEveryCheckHasABrokenFixture fails on a check that no broken fixture's expect.json names in `fails`,
+// unless noBrokenFixture says why; and on a stale entry of noBrokenFixture.
+func TestEveryCheckHasABrokenFixture(t *testing.T) {
+	proven := map[string][]string{}
+	dirs, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "providers", "broken", "*", "expect.json"))
+	if len(dirs) == 0 {
+		t.Fatal("no broken fixture found")
+	}
+	for _, p := range dirs {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e struct {
+			Fails []string `json:"fails"`
+		}
+		if err := json.Unmarshal(data, &e); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		for _, id := range e.Fails {
+			proven[id] = append(proven[id], filepath.Base(filepath.Dir(p)))
+		}
+	}
+	known := map[string]bool{}
+	for _, c := range Checks() {
+		known[c.ID] = true
+		_, exempt := noBrokenFixture[c.ID]
+		switch {
+		case len(proven[c.ID]) == 0 && !exempt:
+			t.Errorf("check %s: no fixture under testdata/providers/broken/ names it in expect.json's fails; add one (or say why in noBrokenFixture)", c.ID)
+		case len(proven[c.ID]) > 0 && exempt:
+			t.Errorf("check %s is in noBrokenFixture but %v prove it; drop the entry", c.ID, proven[c.ID])
+		}
+	}
+	var unknown []string
+	for id := range proven {
+		if !known[id] {
+			unknown = append(unknown, id)
+		}
+	}
+	sort.Strings(unknown)
+	for _, id := range unknown {
+		t.Errorf("broken fixtures %v expect check %s, which does not exist", proven[id], id)
+	}
+	for id, why := range noBrokenFixture {
+		if !known[id] {
+			t.Errorf("noBrokenFixture names %s, which is not a check", id)
+		}
+		if why == "" {
+			t.Errorf("noBrokenFixture[%s] gives no reason", id)
+		}
+	}
+}
