@@ -331,6 +331,7 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	if o.After != nil {
 		jobs = o.jobs(1 << 20)
 	}
+	jobs = serialWithServices(jobs, t.Settings)
 	started := time.Now()
 	w, err := env.NewWorkers(ctx, jobs, maxReplicas(scenarios, 3))
 	if err != nil {
@@ -399,6 +400,16 @@ func (o Options) jobs(n int) int {
 		jobs = runtime.NumCPU()
 	}
 	return max(1, min(jobs, n))
+}
+
+// serialWithServices runs one scenario at a time when the project declares services: their stand-ins are
+// started once per run and reset before each scenario, so two scenarios at once would clear each other's
+// state (a fake's records, a fence) and make verdicts depend on timing.
+func serialWithServices(jobs int, s *Settings) int {
+	if s != nil && len(s.Services) > 0 {
+		return 1
+	}
+	return jobs
 }
 
 func maxReplicas(scenarios []*simulate.Scenario, floor int) int {
@@ -666,7 +677,7 @@ func Collect(ctx context.Context, t *Target, info *harness.LoadInfo, seed int64,
 	if err != nil {
 		return nil, err
 	}
-	w, err := env.NewWorkers(ctx, o.jobs(len(scenarios)), maxReplicas(scenarios, 1))
+	w, err := env.NewWorkers(ctx, serialWithServices(o.jobs(len(scenarios)), t.Settings), maxReplicas(scenarios, 1))
 	if err != nil {
 		return nil, err
 	}

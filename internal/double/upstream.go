@@ -2,6 +2,7 @@ package double
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -74,7 +75,10 @@ func (d *Double) applyUpstream(req *Request, up *Upstream, r *http.Request, body
 			return serviceAnswer{status: http.StatusConflict, header: http.Header{"Content-Type": {"application/json"}}, body: []byte(`{"error":"fenced"}` + "\n")}
 		}
 	}
-	out := r.Clone(r.Context())
+	// A request that reached the double is applied even if its sender is gone meanwhile (a lost host whose
+	// held write is released later), as the double applies its own writes: the stand-in must not see the
+	// client's cancellation.
+	out := r.Clone(context.WithoutCancel(r.Context()))
 	out.Header.Del(ServiceHeader)
 	out.Header.Del(HostHeader)
 	out.Body = http.NoBody
