@@ -48,12 +48,16 @@ func runProject(t *testing.T, dir string) (*report.Report, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	abs, _ := filepath.Abs(dir)
-	return Run(ctx, Options{Project: abs, Python: "python3", Jobs: 2, Getenv: func(k string) string {
-		if k == "PATH" {
-			return os.Getenv("PATH")
-		}
-		return ""
-	}})
+	return Run(ctx, Options{Project: abs, Python: "python3", Jobs: 2, Getenv: pathOnly})
+}
+
+// pathOnly is the environment the fixture runs see: PATH and nothing else, so the caller's VIRTUAL_ENV,
+// ASTRABOX_PYTHON or PYENV_VERSION never choose the interpreter.
+func pathOnly(k string) string {
+	if k == "PATH" {
+		return os.Getenv("PATH")
+	}
+	return ""
 }
 
 // TestFixtures runs the suite against every fixture provider and checks that broken ones fail exactly the

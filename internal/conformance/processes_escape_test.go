@@ -20,12 +20,7 @@ func TestProcessesEscapeesGone(t *testing.T) {
 	project, _ := filepath.Abs(filepath.Join("..", "harness", "testdata", "hostile", "escape"))
 	record := filepath.Join(t.TempDir(), "escaped")
 	t.Setenv("ASTRABOX_TEST_RECORD", record)
-	o := Options{Project: project, Python: "python3", Getenv: func(k string) string {
-		if k == "PATH" {
-			return os.Getenv("PATH")
-		}
-		return ""
-	}}
+	o := Options{Project: project, Python: "python3", Getenv: pathOnly}
 	if _, err := Run(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}

@@ -63,12 +63,7 @@ func TestRunLeavesNoProcess(t *testing.T) {
 		t.Skip("starts Python (skipped under -short)")
 	}
 	project, _ := filepath.Abs(filepath.Join("..", "..", "examples", "providers", "reference"))
-	o := Options{Project: project, Python: "python3", Getenv: func(k string) string {
-		if k == "PATH" {
-			return os.Getenv("PATH")
-		}
-		return ""
-	}}
+	o := Options{Project: project, Python: "python3", Getenv: pathOnly}
 	if _, err := Run(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}

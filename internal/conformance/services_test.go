@@ -78,12 +78,7 @@ func TestServiceFakeLifecycle(t *testing.T) {
 		}
 		cancel()
 	}()
-	_, _ = Run(ctx, Options{Project: proj, Python: "python3", Getenv: func(k string) string {
-		if k == "PATH" {
-			return os.Getenv("PATH")
-		}
-		return ""
-	}})
+	_, _ = Run(ctx, Options{Project: proj, Python: "python3", Getenv: pathOnly})
 	if left := fakeProcesses(t, marker); len(left) > 0 {
 		t.Fatalf("fake processes left after an interrupted run: %v", left)
 	}

@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,12 +20,7 @@ func TestLateWorkIsJudgedAgainstItsCall(t *testing.T) {
 	defer cancel()
 	collect := func(dir string) *Evidence {
 		abs, _ := filepath.Abs(dir)
-		o := Options{Project: abs, Python: "python3", Getenv: func(k string) string {
-			if k == "PATH" {
-				return os.Getenv("PATH")
-			}
-			return ""
-		}}
+		o := Options{Project: abs, Python: "python3", Getenv: pathOnly}
 		tg, err := Resolve(ctx, o)
 		if err != nil {
 			t.Fatal(err)

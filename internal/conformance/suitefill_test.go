@@ -24,12 +24,7 @@ func suiteHistories(t *testing.T, dir string) (*harness.LoadInfo, []*simulate.Hi
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	abs, _ := filepath.Abs(dir)
-	o := Options{Project: abs, Python: "python3", Jobs: 2, Getenv: func(k string) string {
-		if k == "PATH" {
-			return os.Getenv("PATH")
-		}
-		return ""
-	}}
+	o := Options{Project: abs, Python: "python3", Jobs: 2, Getenv: pathOnly}
 	tg, err := Resolve(ctx, o)
 	if err != nil {
 		t.Fatal(err)

@@ -180,12 +180,15 @@ func (p *Proxy) acceptDirect(ln net.Listener, s *Service, host string, plain boo
 
 // servePlain serves the plain-HTTP requests of one direct connection.
 func (p *Proxy) servePlain(conn net.Conn, s *Service, host string) {
-	inner := &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			p.serveService(w, r, s, "http", host)
-		}),
-		ReadHeaderTimeout: 30 * time.Second,
-	}
+	p.serveConn(conn, func(w http.ResponseWriter, r *http.Request) {
+		p.serveService(w, r, s, "http", host)
+	})
+}
+
+// serveConn serves the HTTP/1.1 requests of one connection (a terminated tunnel or a direct connection)
+// until the client closes it or the proxy closes.
+func (p *Proxy) serveConn(conn net.Conn, h http.HandlerFunc) {
+	inner := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
 	ln := &oneConnListener{conn: conn, done: make(chan struct{})}
 	go func() {
 		select {
@@ -384,23 +387,10 @@ func (p *Proxy) terminate(conn net.Conn, s *Service, host string) {
 		return
 	}
 	_ = tconn.SetDeadline(time.Time{})
-	inner := &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			r.URL.Scheme, r.URL.Host = "https", host
-			p.serveService(w, r, s, "https", host)
-		}),
-		ReadHeaderTimeout: 30 * time.Second,
-	}
-	ln := &oneConnListener{conn: tconn, done: make(chan struct{})}
-	go func() {
-		select {
-		case <-p.closed:
-		case <-ln.done:
-		}
-		_ = inner.Close()
-	}()
-	_ = inner.Serve(ln)
-	<-ln.done
+	p.serveConn(tconn, func(w http.ResponseWriter, r *http.Request) {
+		r.URL.Scheme, r.URL.Host = "https", host
+		p.serveService(w, r, s, "https", host)
+	})
 }
 
 // tunnel copies bytes both ways to an allowed destination.
