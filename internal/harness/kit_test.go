@@ -137,7 +137,7 @@ func TestKitKilled(t *testing.T) {
 			return
 		}
 		if i == 499 {
-			t.Fatalf("left running after the kit was killed: %v", left)
+			t.Fatalf("left running after the kit was killed: %v\n%s", left, report)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -40,11 +40,20 @@ from typing import Any, Dict, List, Set
 MAX_MESSAGE = 1 << 20
 
 
-def _send(sock: socket.socket, msg: Dict[str, Any]) -> None:
+def _tell(sock: socket.socket, msg: Dict[str, Any]) -> bool:
+    """Send one message to Go; False when Go is gone."""
     try:
         sock.send(json.dumps(msg, separators=(",", ":")).encode("utf-8"))
+        return True
     except OSError:
-        os._exit(0)  # Go is gone: children are Go's to kill, nothing to report to
+        return False
+
+
+def _send(sock: socket.socket, msg: Dict[str, Any]) -> None:
+    """Send one message to Go from the fork server, which ends when Go is gone (its supervisors then get their
+    parent-death signal and end their trees)."""
+    if not _tell(sock, msg):
+        os._exit(0)
 
 
 #: The pids of the supervisors the server forked and has not reaped yet: its only legitimate children.
@@ -252,23 +261,29 @@ def _supervise(runner: Any, sock: socket.socket, wake: List[int], fds: List[int]
         try:
             pid = os.fork()
         except OSError as exc:
-            _send(sock, {"kind": "error", "message": "fork failed: %s" % exc.strerror, "errno": exc.errno or 0})
+            _tell(sock, {"kind": "error", "message": "fork failed: %s" % exc.strerror, "errno": exc.errno or 0})
             os._exit(0)
         if pid == 0:
             _child(runner, sock, fds, env, cwd, os.getppid())
         for fd in fds:
             os.close(fd)
-        _send(sock, {"kind": "spawned", "pid": pid, "supervisor": os.getpid()})
+        # Go may be gone at any point from here (the kit killed: the harness then ends on its closed pipes,
+        # possibly before this process's parent-death signal arrives), so no failed report may skip the drain:
+        # the harness's orphans are this process's children, and nobody else would end them.
+        _tell(sock, {"kind": "spawned", "pid": pid, "supervisor": os.getpid()})
         while True:
             try:
                 got, status = os.waitpid(-1, 0)
             except ChildProcessError:
                 break
             if got == pid:
-                _send(sock, {"kind": "exit", "pid": pid, "status": status})
+                _tell(sock, {"kind": "exit", "pid": pid, "status": status})
                 break
-        _drain()
     except BaseException:  # noqa: B036 - the supervisor must never return into the server loop
+        pass
+    try:
+        _drain()
+    except BaseException:  # noqa: B036
         pass
     os._exit(0)
 
