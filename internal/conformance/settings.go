@@ -1,14 +1,16 @@
 package conformance
 
 import (
-	"github.com/astrabox-dev/astrabox/internal/egress"
-	"github.com/astrabox-dev/astrabox/internal/services"
-
+	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
+	"github.com/astrabox-dev/astrabox/internal/egress"
+	"github.com/astrabox-dev/astrabox/internal/services"
 	"github.com/astrabox-dev/astrabox/internal/simulate"
 )
 
@@ -61,6 +63,8 @@ type SettingsError struct {
 	Line int
 	Key  string
 	Msg  string
+	// Doc is the page that documents the key (docs/configuration.md when empty).
+	Doc string
 }
 
 func (e *SettingsError) Error() string {
@@ -70,197 +74,342 @@ func (e *SettingsError) Error() string {
 	} else if e.Line > 0 {
 		where = fmt.Sprintf("%s:%d", where, e.Line)
 	}
-	return fmt.Sprintf("%s: [tool.astrabox] %s: %s (see docs/configuration.md)", where, e.Key, e.Msg)
+	doc := e.Doc
+	if doc == "" {
+		doc = "docs/configuration.md"
+	}
+	return fmt.Sprintf("%s: [tool.astrabox] %s: %s (see %s)", where, e.Key, e.Msg, doc)
 }
 
 // minOpenFiles is the lowest limits.open-files accepted: the harness needs descriptors 0 to 4 before the
 // provider opens a module, a socket or a file.
 const minOpenFiles = 32
 
-// ParseSettings interprets the raw [tool.astrabox] table.
+// badFunc records a problem with a settings key; the message is a format and its arguments.
+type badFunc func(key, format string, args ...any)
+
+// settingParser interprets one top-level settings key's value into s, reporting each problem through bad.
+type settingParser func(s *Settings, key string, v any, dir string, bad badFunc)
+
+// settingKeys is every top-level settings key and its parser; docs/configuration.md documents each.
+var settingKeys = map[string]settingParser{
+	"python-path":         parsePythonPath,
+	"secret-fields":       parseSecretFields,
+	"config":              parseConfig,
+	"engine":              parseEngine,
+	"replicas":            parseReplicas,
+	"seed":                parseSeed,
+	"force-debug-logging": parseForceDebugLogging,
+	"coverage":            parseCoverage,
+	"coverage-include":    parseCoverageGlobs,
+	"coverage-omit":       parseCoverageGlobs,
+	"deadlines":           parseDeadlines,
+	"settle":              parseSettle,
+	"skip":                parseSkip,
+	"limits":              parseLimits,
+	"egress":              parseEgress,
+	// "services" is parsed by parseServices, which reports services.Error values as settings errors.
+}
+
+// deadlineKeys and limitKeys are the keys of the deadlines and limits tables.
+var (
+	deadlineKeys = []string{"plan", "synchronize", "recover", "session", "turn", "user-action"}
+	limitKeys    = []string{"memory-mb", "address-space-mb", "open-files"}
+)
+
+// ParseSettings interprets the raw [tool.astrabox] table. It reports every problem at once: the error is
+// an errors.Join of *SettingsError values, in the order of their lines, each naming its file and line.
 func ParseSettings(raw map[string]any, file, projectDir string) (*Settings, error) {
 	s := &Settings{File: file, ForceDebugLogging: true, Skip: map[string]string{}}
-	bad := func(key, format string, args ...any) error {
+	var errs []*SettingsError
+	bad := func(key, format string, args ...any) {
 		if key == "" || strings.HasSuffix(key, ".") {
 			key += `""` // an empty TOML key, written "" = ...
 		}
-		return &SettingsError{File: file, Line: settingsLine(file, key), Key: key, Msg: fmt.Sprintf(format, args...)}
+		errs = append(errs, &SettingsError{File: file, Line: settingsLine(file, key), Key: key, Msg: fmt.Sprintf(format, args...)})
 	}
-	keys := make([]string, 0, len(raw))
-	for k := range raw {
-		keys = append(keys, k)
+	for _, k := range sortedAnyKeys(raw) {
+		if k == "services" {
+			errs = append(errs, parseServices(s, raw[k], file, projectDir)...)
+			continue
+		}
+		parse, ok := settingKeys[k]
+		if !ok {
+			bad(k, "%s", unknownMessage("unknown setting", k, topLevelKeys()))
+			continue
+		}
+		parse(s, k, raw[k], projectDir, bad)
 	}
+	if len(errs) == 0 {
+		return s, nil
+	}
+	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
+	out := make([]error, len(errs))
+	for i, e := range errs {
+		out[i] = e
+	}
+	return nil, errors.Join(out...)
+}
+
+// topLevelKeys lists every top-level settings key, sorted.
+func topLevelKeys() []string {
+	keys := append(slices.Collect(maps.Keys(settingKeys)), "services")
 	sort.Strings(keys)
-	for _, k := range keys {
-		v := raw[k]
-		switch k {
-		case "python-path":
-			list, ok := stringList(v)
-			if !ok {
-				return nil, bad(k, "must be a list of directories relative to the project")
-			}
-			for _, p := range list {
-				if !filepath.IsAbs(p) {
-					p = filepath.Join(projectDir, p)
-				}
-				s.PythonPath = append(s.PythonPath, filepath.Clean(p))
-			}
-		case "secret-fields":
-			list, ok := stringList(v)
-			if !ok {
-				return nil, bad(k, "must be a list of dotted configuration paths such as \"deployment.client_secret\"")
-			}
-			s.SecretFields = list
-		case "config":
-			m, ok := v.(map[string]any)
-			if !ok {
-				return nil, bad(k, "must be a table (the Agent configuration fixture)")
-			}
-			if sec, has := m["secrets"]; has {
-				if _, ok := sec.(map[string]any); !ok {
-					return nil, bad(k+".secrets", "is %s, but it must be a table of secret field names, such as { model_api_key = \"\" }: the kit plants a canary in each field, and without them no LEAK-* check has a secret to hunt", tomlKind(sec))
-				}
-			}
-			s.Config = m
-		case "engine":
-			e, ok := v.(string)
-			if !ok || !contains(simulate.AdapterNames(), e) {
-				return nil, bad(k, "must be one of %s", strings.Join(simulate.AdapterNames(), ", "))
-			}
-			s.Engine = e
-		case "replicas":
-			n, ok := v.(int64)
-			if !ok || n < 2 || n > 8 {
-				return nil, bad(k, "must be a whole number from 2 to 8")
-			}
-			s.Replicas = int(n)
-		case "seed":
-			n, ok := v.(int64)
-			if !ok {
-				return nil, bad(k, "is %s, but it must be a whole number from -9223372036854775808 to 9223372036854775807, such as 1", tomlKind(v))
-			}
-			s.Seed = &n
-		case "force-debug-logging":
-			b, ok := v.(bool)
-			if !ok {
-				return nil, bad(k, "must be true or false")
-			}
-			s.ForceDebugLogging = b
-		case "coverage":
-			b, ok := v.(bool)
-			if !ok {
-				return nil, bad(k, "must be true or false")
-			}
-			s.Coverage = &b
-		case "coverage-include", "coverage-omit":
-			list, ok := stringList(v)
-			if !ok {
-				return nil, bad(k, "must be a list of file globs relative to the project, such as \"src/*/vendored/*\"")
-			}
-			if k == "coverage-include" {
-				s.CoverageInclude = list
-			} else {
-				s.CoverageOmit = list
-			}
-		case "deadlines":
-			m, ok := v.(map[string]any)
-			if !ok {
-				return nil, bad(k, "must be a table such as { turn = 5, session = 10 }")
-			}
-			for _, dk := range sortedAnyKeys(m) {
-				f, ok := number(m[dk])
-				if !ok {
-					return nil, bad(k+"."+dk, "is %s, but it must be a positive number of seconds", tomlKind(m[dk]))
-				}
-				if err := simulate.CheckSeconds(f); err != nil {
-					return nil, bad(k+"."+dk, "%v", err)
-				}
-				switch dk {
-				case "plan":
-					s.Deadlines.Plan = f
-				case "synchronize":
-					s.Deadlines.Synchronize = f
-				case "recover":
-					s.Deadlines.Recover = f
-				case "session":
-					s.Deadlines.Session = f
-				case "turn":
-					s.Deadlines.Turn = f
-				case "user-action":
-					s.Deadlines.UserAction = f
-				default:
-					return nil, bad(k+"."+dk, "unknown deadline; use plan, synchronize, recover, session, turn or user-action")
-				}
-			}
-		case "services":
-			specs, err := services.Parse(v, file, projectDir)
-			if err != nil {
-				return nil, err
-			}
-			s.Services = specs
-		case "egress":
-			str, _ := v.(string)
-			switch egress.Policy(str) {
-			case egress.PolicyRefuse, egress.PolicyAllow:
-				s.Egress = egress.Policy(str)
-			default:
-				return nil, bad(k, "must be \"refuse\" (the default: undeclared destinations are refused and reported) or \"allow\"")
-			}
-		case "settle":
-			f, ok := number(v)
-			if !ok || !(f > 0 && f <= maxSettleS) {
-				return nil, bad(k, "must be a number of seconds greater than 0 and at most %d", maxSettleS)
-			}
-			s.SettleS = f
-		case "skip":
-			m, ok := v.(map[string]any)
-			if !ok {
-				return nil, bad(k, "must be a table mapping check IDs to reasons, such as { SYNC-SKIP-UNCHANGED = \"why\" }")
-			}
-			for _, id := range sortedAnyKeys(m) {
-				r, ok := m[id].(string)
-				if !ok || strings.TrimSpace(r) == "" {
-					return nil, bad(k+"."+id, "needs a reason (a non-empty string)")
-				}
-				c, found := Lookup(id)
-				if !found {
-					msg := "is not a check ID"
-					if sug := Suggest(id); len(sug) > 0 {
-						msg += "; did you mean " + strings.Join(sug, ", ") + "?"
-					}
-					return nil, bad(k+"."+id, "%s", msg)
-				}
-				s.Skip[c.ID] = r
-			}
-		case "limits":
-			m, ok := v.(map[string]any)
-			if !ok {
-				return nil, bad(k, "must be a table such as { memory-mb = 1024 }")
-			}
-			for _, lk := range sortedAnyKeys(m) {
-				n, ok := m[lk].(int64)
-				if !ok || n <= 0 {
-					return nil, bad(k+"."+lk, "must be a positive whole number")
-				}
-				if lk == "open-files" && n < minOpenFiles {
-					return nil, bad(k+"."+lk, "is %d, too few for a Python process to start: the harness itself needs descriptors 0 to 4 and the interpreter more; use at least %d (the default is 1024)", n, minOpenFiles)
-				}
-				switch lk {
-				case "memory-mb":
-					s.MemoryMB = int(n)
-				case "address-space-mb":
-					s.AddressSpaceMB = int(n)
-				case "open-files":
-					s.OpenFiles = int(n)
-				default:
-					return nil, bad(k+"."+lk, "unknown limit; use memory-mb, address-space-mb or open-files")
-				}
-			}
-		default:
-			return nil, bad(k, "unknown setting; valid settings are python-path, secret-fields, config, engine, replicas, seed, deadlines, settle, skip, force-debug-logging, limits, coverage, coverage-include, coverage-omit")
+	return keys
+}
+
+// unknownMessage says that key is not one of valid: the closest valid keys by edit distance first ("did you
+// mean"), then the whole list.
+func unknownMessage(what, key string, valid []string) string {
+	msg := what
+	if sug := suggestKeys(key, valid); len(sug) > 0 {
+		msg += "; did you mean " + strings.Join(quoteAll(sug), " or ") + "?"
+	}
+	return msg + "; valid keys are " + strings.Join(valid, ", ")
+}
+
+// suggestKeys returns the valid keys within edit distance 2 of key (or 3 for keys of 8 characters or more),
+// or that start with it, closest first, at most three.
+func suggestKeys(key string, valid []string) []string {
+	type cand struct {
+		k string
+		d int
+	}
+	var cs []cand
+	limit := 2
+	if len(key) >= 8 {
+		limit = 3
+	}
+	for _, v := range valid {
+		d := levenshtein(strings.ToLower(key), v)
+		if d <= limit || (len(key) >= 3 && strings.HasPrefix(v, strings.ToLower(key))) {
+			cs = append(cs, cand{v, d})
 		}
 	}
-	return s, nil
+	sort.Slice(cs, func(i, j int) bool { return cs[i].d < cs[j].d || (cs[i].d == cs[j].d && cs[i].k < cs[j].k) })
+	var out []string
+	for i, c := range cs {
+		if i == 3 {
+			break
+		}
+		out = append(out, c.k)
+	}
+	return out
+}
+
+func quoteAll(list []string) []string {
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i] = `"` + s + `"`
+	}
+	return out
+}
+
+// parseServices reads the services table and turns each service declaration problem into a settings error
+// at its line.
+func parseServices(s *Settings, v any, file, dir string) []*SettingsError {
+	specs, err := services.Parse(v, file, dir, func(key string) int { return settingsLine(file, key) })
+	if err == nil {
+		s.Services = specs
+		return nil
+	}
+	var out []*SettingsError
+	for _, e := range services.Errors(err) {
+		out = append(out, &SettingsError{File: file, Line: e.Line, Key: e.KeyPath(), Msg: e.Msg, Doc: "docs/services.md"})
+	}
+	return out
+}
+
+func parsePythonPath(s *Settings, k string, v any, dir string, bad badFunc) {
+	list, ok := stringList(v)
+	if !ok {
+		bad(k, "must be a list of directories relative to the project")
+		return
+	}
+	for _, p := range list {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		s.PythonPath = append(s.PythonPath, filepath.Clean(p))
+	}
+}
+
+func parseSecretFields(s *Settings, k string, v any, _ string, bad badFunc) {
+	list, ok := stringList(v)
+	if !ok {
+		bad(k, "must be a list of dotted configuration paths such as \"deployment.client_secret\"")
+		return
+	}
+	s.SecretFields = list
+}
+
+func parseConfig(s *Settings, k string, v any, _ string, bad badFunc) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		bad(k, "must be a table (the Agent configuration fixture)")
+		return
+	}
+	if sec, has := m["secrets"]; has {
+		if _, ok := sec.(map[string]any); !ok {
+			bad(k+".secrets", "is %s, but it must be a table of secret field names, such as { model_api_key = \"\" }: the kit plants a canary in each field, and without them no LEAK-* check has a secret to hunt", tomlKind(sec))
+			return
+		}
+	}
+	s.Config = m
+}
+
+func parseEngine(s *Settings, k string, v any, _ string, bad badFunc) {
+	e, ok := v.(string)
+	if !ok || !slices.Contains(simulate.AdapterNames(), e) {
+		bad(k, "must be one of %s", strings.Join(simulate.AdapterNames(), ", "))
+		return
+	}
+	s.Engine = e
+}
+
+func parseReplicas(s *Settings, k string, v any, _ string, bad badFunc) {
+	n, ok := v.(int64)
+	if !ok || n < 2 || n > 8 {
+		bad(k, "must be a whole number from 2 to 8")
+		return
+	}
+	s.Replicas = int(n)
+}
+
+func parseSeed(s *Settings, k string, v any, _ string, bad badFunc) {
+	n, ok := v.(int64)
+	if !ok {
+		bad(k, "is %s, but it must be a whole number from -9223372036854775808 to 9223372036854775807, such as 1", tomlKind(v))
+		return
+	}
+	s.Seed = &n
+}
+
+func parseForceDebugLogging(s *Settings, k string, v any, _ string, bad badFunc) {
+	b, ok := v.(bool)
+	if !ok {
+		bad(k, "must be true or false")
+		return
+	}
+	s.ForceDebugLogging = b
+}
+
+func parseCoverage(s *Settings, k string, v any, _ string, bad badFunc) {
+	b, ok := v.(bool)
+	if !ok {
+		bad(k, "must be true or false")
+		return
+	}
+	s.Coverage = &b
+}
+
+func parseCoverageGlobs(s *Settings, k string, v any, _ string, bad badFunc) {
+	list, ok := stringList(v)
+	if !ok {
+		bad(k, "must be a list of file globs relative to the project, such as \"src/*/vendored/*\"")
+		return
+	}
+	if k == "coverage-include" {
+		s.CoverageInclude = list
+	} else {
+		s.CoverageOmit = list
+	}
+}
+
+func parseDeadlines(s *Settings, k string, v any, _ string, bad badFunc) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		bad(k, "must be a table such as { turn = 5, session = 10 }")
+		return
+	}
+	fields := map[string]*float64{
+		"plan": &s.Deadlines.Plan, "synchronize": &s.Deadlines.Synchronize, "recover": &s.Deadlines.Recover,
+		"session": &s.Deadlines.Session, "turn": &s.Deadlines.Turn, "user-action": &s.Deadlines.UserAction,
+	}
+	for _, dk := range sortedAnyKeys(m) {
+		field, known := fields[dk]
+		if !known {
+			bad(k+"."+dk, "%s", unknownMessage("unknown deadline", dk, deadlineKeys))
+			continue
+		}
+		f, ok := number(m[dk])
+		if !ok {
+			bad(k+"."+dk, "is %s, but it must be a positive number of seconds", tomlKind(m[dk]))
+			continue
+		}
+		if err := simulate.CheckSeconds(f); err != nil {
+			bad(k+"."+dk, "%v", err)
+			continue
+		}
+		*field = f
+	}
+}
+
+func parseSettle(s *Settings, k string, v any, _ string, bad badFunc) {
+	f, ok := number(v)
+	if !ok || !(f > 0 && f <= maxSettleS) {
+		bad(k, "must be a number of seconds greater than 0 and at most %d", maxSettleS)
+		return
+	}
+	s.SettleS = f
+}
+
+func parseSkip(s *Settings, k string, v any, _ string, bad badFunc) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		bad(k, "must be a table mapping check IDs to reasons, such as { SYNC-SKIP-UNCHANGED = \"why\" }")
+		return
+	}
+	for _, id := range sortedAnyKeys(m) {
+		r, ok := m[id].(string)
+		if !ok || strings.TrimSpace(r) == "" {
+			bad(k+"."+id, "needs a reason (a non-empty string)")
+			continue
+		}
+		c, found := Lookup(id)
+		if !found {
+			msg := "is not a check ID"
+			if sug := Suggest(id); len(sug) > 0 {
+				msg += "; did you mean " + strings.Join(sug, ", ") + "?"
+			}
+			bad(k+"."+id, "%s", msg)
+			continue
+		}
+		s.Skip[c.ID] = r
+	}
+}
+
+func parseLimits(s *Settings, k string, v any, _ string, bad badFunc) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		bad(k, "must be a table such as { memory-mb = 1024 }")
+		return
+	}
+	fields := map[string]*int{"memory-mb": &s.MemoryMB, "address-space-mb": &s.AddressSpaceMB, "open-files": &s.OpenFiles}
+	for _, lk := range sortedAnyKeys(m) {
+		field, known := fields[lk]
+		n, ok := m[lk].(int64)
+		switch {
+		case !known:
+			bad(k+"."+lk, "%s", unknownMessage("unknown limit", lk, limitKeys))
+		case !ok || n <= 0:
+			bad(k+"."+lk, "must be a positive whole number")
+		case lk == "open-files" && n < minOpenFiles:
+			bad(k+"."+lk, "is %d, too few for a Python process to start: the harness itself needs descriptors 0 to 4 and the interpreter more; use at least %d (the default is 1024)", n, minOpenFiles)
+		default:
+			*field = int(n)
+		}
+	}
+}
+
+func parseEgress(s *Settings, k string, v any, _ string, bad badFunc) {
+	str, _ := v.(string)
+	switch egress.Policy(str) {
+	case egress.PolicyRefuse, egress.PolicyAllow:
+		s.Egress = egress.Policy(str)
+	default:
+		bad(k, "must be \"refuse\" (the default: undeclared destinations are refused and reported) or \"allow\"")
+	}
 }
 
 func sortedAnyKeys(m map[string]any) []string {
@@ -317,11 +466,4 @@ func number(v any) (float64, bool) {
 	return 0, false
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
+func contains(list []string, s string) bool { return slices.Contains(list, s) }

@@ -41,7 +41,7 @@ run = "./fake-oauth --listen 127.0.0.1:{port}"
 reset = "restart"
 secret-fields = ["/access_token"]
 `)
-	specs, err := Parse(raw, "pyproject.toml", dir)
+	specs, err := Parse(raw, "pyproject.toml", dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,12 +103,12 @@ stubs = "missing"`: "is not a directory",
 	}
 	for src, want := range cases {
 		raw, dir := parseTOML(t, src)
-		_, err := Parse(raw, "pyproject.toml", dir)
+		_, err := Parse(raw, "pyproject.toml", dir, nil)
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.HasPrefix(err.Error(), "pyproject.toml: ") {
 			t.Errorf("%s\n  err = %v, want %q", src, err, want)
 		}
 	}
-	if _, err := Parse("nope", "astrabox.toml", "."); err == nil || !strings.Contains(err.Error(), "must be a table") {
+	if _, err := Parse("nope", "astrabox.toml", ".", nil); err == nil || !strings.Contains(err.Error(), "must be a table") {
 		t.Errorf("non-table: %v", err)
 	}
 }
@@ -295,5 +295,23 @@ func TestResponseSecrets(t *testing.T) {
 	}
 	if got := ResponseSecrets([]byte("not json token=abc"), DefaultSecretFields); got != nil {
 		t.Errorf("non-JSON = %v", got)
+	}
+}
+
+// TestParseServicesReportsEveryErrorWithItsLine: each problem of every service is reported, each with the
+// line the line function gives for its key.
+func TestParseServicesReportsEveryErrorWithItsLine(t *testing.T) {
+	raw, dir := parseTOML(t, "[tool.astrabox.services.a]\nurls = [\"ftp://a.example\"]\nrun = \"x\"\n[tool.astrabox.services.b]\nurls = [\"https://b.example\"]\nrun = \"y {port}\"\nreset = \"often\"\n")
+	lines := map[string]int{"services.a.urls": 2, "services.a.run": 3, "services.b.reset": 7}
+	_, err := Parse(raw, "pyproject.toml", dir, func(k string) int { return lines[k] })
+	errs := Errors(err)
+	if len(errs) != 3 {
+		t.Fatalf("%d errors, want 3: %v", len(errs), err)
+	}
+	for _, e := range errs {
+		want := lines[e.KeyPath()]
+		if e.Line != want || !strings.HasPrefix(e.Error(), "pyproject.toml:"+strconv.Itoa(want)+": "+e.KeyPath()+": ") {
+			t.Errorf("%s: line %d, want %d: %v", e.KeyPath(), e.Line, want, e)
+		}
 	}
 }

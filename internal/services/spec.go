@@ -5,6 +5,7 @@
 package services
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -12,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -65,167 +65,269 @@ type Spec struct {
 	SecretFields []string
 }
 
-// Error is a problem in a service declaration: which service, which key, what to do.
+// Error is a problem in a service declaration: which service, which key, on which line, what to do.
 type Error struct {
 	File, Service, Key, Msg string
+	// Line is the line of the settings file the key is written on (0 when unknown).
+	Line int
+}
+
+// KeyPath is the settings key the error is about, such as "services.vault.urls".
+func (e *Error) KeyPath() string {
+	key := "services"
+	if e.Service != "" {
+		key += "." + e.Service
+	}
+	if e.Key != "" {
+		key += "." + e.Key
+	}
+	return key
 }
 
 func (e *Error) Error() string {
 	where := e.File
 	if where == "" {
 		where = "[tool.astrabox]"
+	} else if e.Line > 0 {
+		where = fmt.Sprintf("%s:%d", where, e.Line)
 	}
-	key := "services." + e.Service
-	if e.Key != "" {
-		key += "." + e.Key
+	return fmt.Sprintf("%s: %s: %s (see docs/services.md)", where, e.KeyPath(), e.Msg)
+}
+
+// Errors returns every *Error an error returned by Parse holds, in order.
+func Errors(err error) []*Error {
+	var out []*Error
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range joined.Unwrap() {
+			out = append(out, Errors(e)...)
+		}
+		return out
 	}
-	return fmt.Sprintf("%s: %s: %s (see docs/services.md)", where, key, e.Msg)
+	var e *Error
+	if errors.As(err, &e) {
+		out = append(out, e)
+	}
+	return out
 }
 
 // maxServices bounds how many services a project may declare.
 const maxServices = 32
 
+// LineFunc returns the line of the settings file a dotted key ("services.vault.urls") is written on, 0 when
+// unknown.
+type LineFunc func(key string) int
+
 // Parse reads the `services` table of the settings. file names the settings file for errors; dir is the
-// project directory that relative paths start from.
-func Parse(raw any, file, dir string) ([]Spec, error) {
+// project directory that relative paths start from; line (nil: no lines) locates a key for errors. Every
+// problem is reported: the error is an errors.Join of *Error values (see Errors).
+func Parse(raw any, file, dir string, line LineFunc) ([]Spec, error) {
+	p := &parser{file: file, dir: dir, line: line}
 	table, ok := raw.(map[string]any)
 	if !ok {
-		return nil, &Error{File: file, Service: "", Msg: "must be a table of services, e.g. [tool.astrabox.services.vault]"}
+		p.add("", "", "must be a table of services, e.g. [tool.astrabox.services.vault]")
+		return nil, p.err()
 	}
 	if len(table) > maxServices {
-		return nil, &Error{File: file, Msg: fmt.Sprintf("at most %d services", maxServices)}
+		p.add("", "", fmt.Sprintf("at most %d services", maxServices))
+		return nil, p.err()
 	}
-	names := make([]string, 0, len(table))
-	for n := range table {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	var out []Spec
 	owner := map[string]string{}
-	for _, n := range names {
-		s, err := parseOne(n, table[n], file, dir)
-		if err != nil {
-			return nil, err
+	for _, n := range slices.Sorted(maps.Keys(table)) {
+		s, ok := p.parseOne(n, table[n])
+		if !ok {
+			continue
 		}
 		for _, h := range s.Hosts {
 			if prev, dup := owner[h]; dup {
-				return nil, &Error{File: file, Service: n, Key: "urls", Msg: fmt.Sprintf("%s is already declared by service %s", h, prev)}
+				p.add(n, "urls", fmt.Sprintf("%s is already declared by service %s", h, prev))
+				continue
 			}
 			owner[h] = n
 		}
 		out = append(out, s)
 	}
+	if err := p.err(); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
-func parseOne(name string, raw any, file, dir string) (Spec, error) {
-	s := Spec{Name: name, Dir: dir, Ready: "/", ReadyTimeout: 10 * time.Second, Reset: ResetRequest}
-	bad := func(key, format string, args ...any) error {
-		return &Error{File: file, Service: name, Key: key, Msg: fmt.Sprintf(format, args...)}
+// parser collects the problems of one services table.
+type parser struct {
+	file, dir string
+	line      LineFunc
+	errs      []error
+}
+
+func (p *parser) add(service, key, msg string) {
+	e := &Error{File: p.file, Service: service, Key: key, Msg: msg}
+	if p.line != nil {
+		e.Line = p.line(e.KeyPath())
 	}
+	p.errs = append(p.errs, e)
+}
+
+func (p *parser) err() error { return errors.Join(p.errs...) }
+
+// keyParser interprets one key of a service declaration into s, reporting each problem through bad.
+type keyParser func(s *Spec, v any, dir string, bad func(format string, args ...any))
+
+// serviceKeys is every key of a service declaration and its parser; docs/services.md documents each.
+var serviceKeys = map[string]keyParser{
+	"urls":             parseURLs,
+	"run":              parseRun,
+	"stubs":            parseStubs,
+	"ready":            parseReady,
+	"ready-timeout":    parseReadyTimeout,
+	"reset":            parseReset,
+	"reads":            parseReads,
+	"operation-header": parseOperationHeader,
+	"secret-fields":    parseSecretFields,
+}
+
+// parseOne reads one service; ok is false when it had a problem (already recorded).
+func (p *parser) parseOne(name string, raw any) (Spec, bool) {
+	s := Spec{Name: name, Dir: p.dir, Ready: "/", ReadyTimeout: 10 * time.Second, Reset: ResetRequest}
+	before := len(p.errs)
 	if !validName(name) {
-		return s, bad("", "a service name is letters, digits, - and _")
+		p.add(name, "", "a service name is letters, digits, - and _")
+		return s, false
 	}
 	t, ok := raw.(map[string]any)
 	if !ok {
-		return s, bad("", "must be a table with urls and one of run or stubs")
+		p.add(name, "", "must be a table with urls and one of run or stubs")
+		return s, false
 	}
 	for _, k := range slices.Sorted(maps.Keys(t)) {
-		v := t[k]
-		switch k {
-		case "urls":
-			list, ok := strings1(v)
-			if !ok || len(list) == 0 {
-				return s, bad(k, "must be a non-empty list of base URLs such as [\"https://vault.corp.example:8200\"]")
-			}
-			for _, u := range list {
-				h, err := hostOf(u)
-				if err != nil {
-					return s, bad(k, "%v", err)
-				}
-				s.URLs, s.Hosts = append(s.URLs, u), append(s.Hosts, h)
-			}
-		case "run":
-			str, ok := v.(string)
-			if !ok || strings.TrimSpace(str) == "" {
-				return s, bad(k, "must be the command that starts your fake, with {port} where the port goes")
-			}
-			if !strings.Contains(str, "{port}") {
-				return s, bad(k, "must contain {port}: the kit picks a free loopback port and the fake listens on it")
-			}
-			s.Run = str
-		case "stubs":
-			str, ok := v.(string)
-			if !ok || str == "" {
-				return s, bad(k, "must be a directory of WireMock mappings, relative to the project")
-			}
-			if !filepath.IsAbs(str) {
-				str = filepath.Join(dir, str)
-			}
-			if st, err := os.Stat(str); err != nil || !st.IsDir() {
-				return s, bad(k, "%s is not a directory", str)
-			}
-			s.Stubs = filepath.Clean(str)
-		case "ready":
-			str, ok := v.(string)
-			if !ok || !strings.HasPrefix(str, "/") {
-				return s, bad(k, "must be a path such as \"/health\"")
-			}
-			s.Ready = str
-		case "ready-timeout":
-			secs, ok := number(v)
-			if !ok || secs <= 0 || secs > 300 {
-				return s, bad(k, "must be a number of seconds from 0 to 300")
-			}
-			s.ReadyTimeout = time.Duration(secs * float64(time.Second))
-		case "reset":
-			str, _ := v.(string)
-			switch ResetMode(str) {
-			case ResetRequest, ResetRestart, ResetNone:
-				s.Reset = ResetMode(str)
-			default:
-				return s, bad(k, "must be \"request\", \"restart\" or \"none\"")
-			}
-		case "reads":
-			list, ok := strings1(v)
-			if !ok {
-				return s, bad(k, "must be a list such as [\"POST /v1/search\"]")
-			}
-			for _, r := range list {
-				method, path, found := strings.Cut(strings.TrimSpace(r), " ")
-				if !found || !strings.HasPrefix(path, "/") {
-					return s, bad(k, "%q must be \"METHOD /path-prefix\"", r)
-				}
-				s.Reads = append(s.Reads, egress.Route{Method: strings.ToUpper(method), PathPrefix: path})
-			}
-		case "operation-header":
-			str, ok := v.(string)
-			if !ok || str == "" {
-				return s, bad(k, "must be a header name")
-			}
-			s.OperationHeader = str
-		case "secret-fields":
-			list, ok := strings1(v)
-			if !ok {
-				return s, bad(k, "must be a list of JSON field names or pointers")
-			}
-			s.SecretFields = list
-		default:
-			return s, bad(k, "unknown key; the keys are urls, run, stubs, ready, ready-timeout, reset, reads, operation-header, secret-fields")
+		parse, known := serviceKeys[k]
+		if !known {
+			p.add(name, k, "unknown key; the keys are urls, run, stubs, ready, ready-timeout, reset, reads, operation-header, secret-fields")
+			continue
 		}
+		parse(&s, t[k], p.dir, func(format string, args ...any) { p.add(name, k, fmt.Sprintf(format, args...)) })
+	}
+	if len(p.errs) > before {
+		return s, false
 	}
 	switch {
 	case len(s.URLs) == 0:
-		return s, bad("urls", "is required: the production base URLs your provider calls")
+		p.add(name, "urls", "is required: the production base URLs your provider calls")
 	case s.Run == "" && s.Stubs == "":
-		return s, bad("", "needs run (your own fake) or stubs (WireMock mappings)")
+		p.add(name, "", "needs run (your own fake) or stubs (WireMock mappings)")
 	case s.Run != "" && s.Stubs != "":
-		return s, bad("", "give run or stubs, not both")
+		p.add(name, "", "give run or stubs, not both")
 	}
 	if s.SecretFields == nil {
 		s.SecretFields = DefaultSecretFields
 	}
-	return s, nil
+	return s, len(p.errs) == before
+}
+
+func parseURLs(s *Spec, v any, _ string, bad func(string, ...any)) {
+	list, ok := strings1(v)
+	if !ok || len(list) == 0 {
+		bad("must be a non-empty list of base URLs such as [\"https://vault.corp.example:8200\"]")
+		return
+	}
+	for _, u := range list {
+		h, err := hostOf(u)
+		if err != nil {
+			bad("%v", err)
+			return
+		}
+		s.URLs, s.Hosts = append(s.URLs, u), append(s.Hosts, h)
+	}
+}
+
+func parseRun(s *Spec, v any, _ string, bad func(string, ...any)) {
+	str, ok := v.(string)
+	switch {
+	case !ok || strings.TrimSpace(str) == "":
+		bad("must be the command that starts your fake, with {port} where the port goes")
+	case !strings.Contains(str, "{port}"):
+		bad("must contain {port}: the kit picks a free loopback port and the fake listens on it")
+	default:
+		s.Run = str
+	}
+}
+
+func parseStubs(s *Spec, v any, dir string, bad func(string, ...any)) {
+	str, ok := v.(string)
+	if !ok || str == "" {
+		bad("must be a directory of WireMock mappings, relative to the project")
+		return
+	}
+	if !filepath.IsAbs(str) {
+		str = filepath.Join(dir, str)
+	}
+	if st, err := os.Stat(str); err != nil || !st.IsDir() {
+		bad("%s is not a directory", str)
+		return
+	}
+	s.Stubs = filepath.Clean(str)
+}
+
+func parseReady(s *Spec, v any, _ string, bad func(string, ...any)) {
+	str, ok := v.(string)
+	if !ok || !strings.HasPrefix(str, "/") {
+		bad("must be a path such as \"/health\"")
+		return
+	}
+	s.Ready = str
+}
+
+func parseReadyTimeout(s *Spec, v any, _ string, bad func(string, ...any)) {
+	secs, ok := number(v)
+	if !ok || secs <= 0 || secs > 300 {
+		bad("must be a number of seconds from 0 to 300")
+		return
+	}
+	s.ReadyTimeout = time.Duration(secs * float64(time.Second))
+}
+
+func parseReset(s *Spec, v any, _ string, bad func(string, ...any)) {
+	str, _ := v.(string)
+	switch ResetMode(str) {
+	case ResetRequest, ResetRestart, ResetNone:
+		s.Reset = ResetMode(str)
+	default:
+		bad("must be \"request\", \"restart\" or \"none\"")
+	}
+}
+
+func parseReads(s *Spec, v any, _ string, bad func(string, ...any)) {
+	list, ok := strings1(v)
+	if !ok {
+		bad("must be a list such as [\"POST /v1/search\"]")
+		return
+	}
+	for _, r := range list {
+		method, path, found := strings.Cut(strings.TrimSpace(r), " ")
+		if !found || !strings.HasPrefix(path, "/") {
+			bad("%q must be \"METHOD /path-prefix\"", r)
+			return
+		}
+		s.Reads = append(s.Reads, egress.Route{Method: strings.ToUpper(method), PathPrefix: path})
+	}
+}
+
+func parseOperationHeader(s *Spec, v any, _ string, bad func(string, ...any)) {
+	str, ok := v.(string)
+	if !ok || str == "" {
+		bad("must be a header name")
+		return
+	}
+	s.OperationHeader = str
+}
+
+func parseSecretFields(s *Spec, v any, _ string, bad func(string, ...any)) {
+	list, ok := strings1(v)
+	if !ok {
+		bad("must be a list of JSON field names or pointers")
+		return
+	}
+	s.SecretFields = list
 }
 
 func hostOf(raw string) (string, error) {
