@@ -1,0 +1,349 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/astrabox-dev/astrabox/internal/discovery"
+	"github.com/astrabox-dev/astrabox/internal/harness"
+	"github.com/astrabox-dev/astrabox/internal/report"
+	"github.com/astrabox-dev/astrabox/internal/secrets"
+	"github.com/astrabox-dev/astrabox/internal/simulate"
+)
+
+// Workers run scenarios, at most a fixed number at a time. Every scenario gets fresh replica processes
+// (forked from the run's fork servers, one per replica name), a fresh deployment double and fresh host
+// directories, all gone when it ends: nothing of one scenario (state, threads, requests, files) reaches
+// another, so a write that lands late is judged in the scenario and against the call that made it. To keep
+// that cheap, each slot prepares its next scenario's double and processes as soon as its current scenario has
+// ended (simulate.PrepareStage), while the caller judges it, and a finished scenario's processes are stopped
+// in the background.
+type Workers struct {
+	env      *Env
+	ctx      context.Context
+	slots    chan *slot
+	all      []*slot
+	replicas int
+	hosts    *simulate.Hosts
+	own      bool // the workers made hosts and so close them
+	closing  sync.WaitGroup
+}
+
+// slot is one scenario at a time, with the stage its next scenario takes.
+type slot struct {
+	next *simulate.Stage
+}
+
+// NewWorkers prepares to run n scenarios at a time with up to `replicas` replicas each: it starts the fork
+// servers of those replicas (unless the environment's target already has them) and prepares each slot's
+// first stage.
+func (e *Env) NewWorkers(ctx context.Context, n, replicas int) (*Workers, error) {
+	if n < 1 {
+		n = 1
+	}
+	w := &Workers{env: e, ctx: ctx, slots: make(chan *slot, n), replicas: max(1, replicas), hosts: e.Sim.Hosts}
+	if w.hosts == nil {
+		w.hosts = simulate.NewHosts(ctx, e.Sim.Python, e.Sim.ProjectDir, e.Seed, nil)
+		w.own = true
+	}
+	w.hosts.Prestart(replicaNames(w.replicas)...)
+	for i := 0; i < n; i++ {
+		s := &slot{next: w.prepare(w.replicas)}
+		w.all = append(w.all, s)
+		w.slots <- s
+	}
+	return w, nil
+}
+
+// prepare starts preparing a stage of n replicas, or returns nil when scenarios start their own (a provider
+// with declared services: their egress proxies belong to each scenario).
+func (w *Workers) prepare(n int) *simulate.Stage {
+	if w.env.Sim.Services != nil {
+		return nil
+	}
+	return simulate.PrepareStage(w.ctx, w.options(), n)
+}
+
+func (w *Workers) options() simulate.Options {
+	o := w.env.Sim
+	o.Hosts = w.hosts
+	return o
+}
+
+// replicaNames are the names of the first n replicas: r1, r2, ...
+func replicaNames(n int) []string {
+	out := make([]string, 0, n)
+	for i := 1; i <= n; i++ {
+		out = append(out, simulate.ReplicaName(i))
+	}
+	return out
+}
+
+// Run plays one scenario on fresh replicas once a slot is free.
+func (w *Workers) Run(ctx context.Context, sc *simulate.Scenario) (*simulate.History, error) {
+	var s *slot
+	select {
+	case s = <-w.slots:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { w.slots <- s }()
+	o := w.options()
+	o.Stage, o.Closing = s.next, &w.closing
+	h, err := simulate.Run(ctx, sc, o)
+	// The next scenario's stage is prepared once this one has ended, never while it runs: preparing forks
+	// processes, and CPU taken from a running scenario would shift its timing.
+	s.next = w.prepare(max(w.replicas, sc.Replicas))
+	return h, err
+}
+
+// StandBy is kept for callers that ask for standby processes before exploring: every slot already prepares
+// its next scenario's processes.
+func (w *Workers) StandBy() {}
+
+// Close stops every prepared stage and every finished scenario's processes, and the fork servers the workers
+// started.
+func (w *Workers) Close() {
+	for _, s := range w.all {
+		if s.next != nil {
+			s.next.Close()
+		}
+	}
+	w.closing.Wait()
+	if w.own {
+		w.hosts.Close()
+	}
+}
+
+// RunAll plays scenarios on the workers, at most len(clusters) at a time, and returns their histories in
+// order.
+func (w *Workers) RunAll(ctx context.Context, scenarios []*simulate.Scenario) ([]*simulate.History, error) {
+	hists := make([]*simulate.History, len(scenarios))
+	errs := make([]error, len(scenarios))
+	var wg sync.WaitGroup
+	for i, sc := range scenarios {
+		wg.Add(1)
+		go func(i int, sc *simulate.Scenario) {
+			defer wg.Done()
+			hists[i], errs[i] = w.Run(ctx, sc)
+		}(i, sc)
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, undecided(fmt.Errorf("the run was interrupted before its scenarios finished (%w); every replica process was stopped", err))
+	}
+	for i, err := range errs {
+		if err != nil {
+			if errors.Is(err, simulate.ErrProviderLoad) {
+				return nil, undecided(fmt.Errorf("scenario %s: %w", scenarios[i].Name, err))
+			}
+			return nil, undecided(fmt.Errorf("scenario %s could not run: %w", scenarios[i].Name, err))
+		}
+	}
+	return hists, nil
+}
+
+// Collect runs the scenarios (the default suite when o.Scenarios is empty) and gathers the evidence checks
+// decide over.
+func Collect(ctx context.Context, t *Target, info *harness.LoadInfo, seed int64, o Options) (*Evidence, error) {
+	if t.Services == nil && info != nil && info.IsSubclass && info.Instantiated {
+		// As in Run: the declared services' stand-ins for the run, and egress control.
+		svcs, err := simulate.StartServices(ctx, t.Settings.Services, t.Settings.Egress)
+		if err != nil {
+			return nil, undecided(fmt.Errorf("start the declared services: %w", err))
+		}
+		t.Services = svcs
+		defer func() { svcs.Close(); t.Services = nil }()
+	}
+	env, err := NewEnv(t, info, seed)
+	if err != nil {
+		return nil, err
+	}
+	env.Sim.Coverage = coverageOptions(t.Settings, o, t.Python.Version)
+	if !env.Runnable() {
+		return env.Evidence(nil), nil
+	}
+	scenarios, err := env.suite(o)
+	if err != nil {
+		return nil, err
+	}
+	w, err := env.NewWorkers(ctx, serialWithServices(o.jobs(len(scenarios)), t.Settings), maxReplicas(scenarios, 1))
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	hists, err := w.RunAll(ctx, scenarios)
+	if err != nil {
+		return nil, err
+	}
+	return env.Evidence(hists), nil
+}
+
+func applyDeadlines(d *simulate.Deadlines, over simulate.Deadlines) {
+	set := func(dst *float64, v float64) {
+		if v > 0 {
+			*dst = v
+		}
+	}
+	set(&d.Plan, over.Plan)
+	set(&d.Synchronize, over.Synchronize)
+	set(&d.Recover, over.Recover)
+	set(&d.Session, over.Session)
+	set(&d.Turn, over.Turn)
+	set(&d.UserAction, over.UserAction)
+}
+
+func staticFacts(t *Target) StaticFacts {
+	return StaticFacts{Pyproject: t.Project.Pyproject, NearMissGroups: nearMissGroups(t.Project)}
+}
+
+// nearMissGroups are discovery's typed facts about entry-point groups that look like a misspelt provider
+// group.
+func nearMissGroups(p *discovery.Project) []discovery.NearMiss { return p.NearMisses }
+
+// NearMissError means the project declares no provider in the platform's group but does in a group that looks
+// like a misspelling of it: the platform would silently run without the provider (EP-GROUP).
+type NearMissError struct {
+	Project *discovery.Project
+	Python  *discovery.Interpreter
+	Err     error
+}
+
+func (e *NearMissError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the discovery error.
+func (e *NearMissError) Unwrap() error { return e.Err }
+
+// nearMissReport is the report for a provider declared only in a near-miss group: EP-GROUP fails, with the
+// declaration's place, and every other check is skipped. It is judged like any run, over evidence that holds
+// only discovery's facts.
+func nearMissReport(e *NearMissError, o Options) *report.Report {
+	rep := &report.Report{Schema: report.Schema, Tool: report.Tool{Name: "astrabox", Version: o.Version}}
+	rep.Provider = report.Provider{Project: e.Project.Dir, Source: e.Project.Pyproject}
+	if e.Python != nil {
+		rep.Provider.Python, rep.Provider.PythonPath = e.Python.VersionString(), e.Python.Path
+	}
+	const nothing = "no provider is declared in the group astrabox.providers.runtime_preparation, so nothing could run"
+	ev := &Evidence{Project: e.Project.Dir, Secrets: &secrets.Set{}, Skipped: map[string]string{"*": nothing},
+		Static: StaticFacts{Pyproject: e.Project.Pyproject, NearMissGroups: nearMissGroups(e.Project)}}
+	for _, c := range Checks() {
+		if c.Static && c.ID != "EP-GROUP" {
+			ev.Skipped[c.ID] = nothing // nothing was loaded
+		}
+	}
+	for _, res := range (Verdicts{Checks: o.Checks, Skip: o.Skip}).Judge(ev) {
+		if res.Check == "EP-GROUP" && res.Status == report.StatusFailed {
+			res.Message += "; the platform would start without this provider"
+		}
+		rep.Results = append(rep.Results, res)
+	}
+	rep.Summarize()
+	return rep
+}
+
+// deepCopyMap copies a settings map so that merging into the copy never changes the original: nested maps
+// and lists are copied too.
+func deepCopyMap(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = deepCopyValue(v)
+	}
+	return out
+}
+
+// deepCopyValue copies one settings value, recursing through maps and lists.
+func deepCopyValue(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		return deepCopyMap(t)
+	case []any:
+		s := make([]any, len(t))
+		for i, x := range t {
+			s[i] = deepCopyValue(x)
+		}
+		return s
+	default:
+		return v
+	}
+}
+
+// Decide runs the selected checks over the evidence and builds the report, masking every secret.
+func Decide(ev *Evidence, t *Target, seed int64, o Options) *report.Report {
+	rep := &report.Report{Schema: report.Schema, Seed: seed}
+	rep.Provider = report.Provider{
+		EntryPoint: t.Resolution.Chosen.Name + " = " + t.Resolution.Chosen.Value, Target: t.Resolution.Chosen.Value, Source: t.Resolution.Chosen.Where(),
+		Project: t.Project.Dir, Python: t.Python.VersionString(), PythonPath: t.Python.Path,
+	}
+	if ev.Load != nil && ev.Load.Name != nil {
+		rep.Provider.Name = *ev.Load.Name
+	}
+	for _, h := range ev.Histories {
+		rep.Scenarios = append(rep.Scenarios, h.Scenario)
+		for _, c := range h.CallsOf(simulate.CallPlan) {
+			if c.Result != nil && c.Result.SessionBound {
+				rep.Provider.SessionBound = true
+			}
+		}
+	}
+	v := Verdicts{Checks: o.Checks, Skip: o.Skip, Skipped: t.Settings.Skip, SkipFile: t.Settings.File}
+	for _, res := range v.Judge(ev) {
+		rep.Results = append(rep.Results, maskResult(res, ev.Secrets))
+	}
+	rep.Coverage = coverageProfile(ev, rep.Results)
+	rep.Summarize()
+	return rep
+}
+
+func selected(c *Check, o Options) bool {
+	if len(o.Checks) > 0 {
+		ok := false
+		for _, p := range o.Checks {
+			if Match(p, c) {
+				ok = true
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	for _, p := range o.Skip {
+		if Match(p, c) {
+			return false
+		}
+	}
+	return true
+}
+
+func relLocation(l *report.Location, project string) *report.Location {
+	if l == nil || l.Path == "" {
+		return nil
+	}
+	out := *l
+	if rel, err := filepath.Rel(project, l.Path); err == nil && !strings.HasPrefix(rel, "..") {
+		out.Path = filepath.ToSlash(rel)
+	}
+	return &out
+}
+
+// Selected tells whether a check is selected by --check and --skip patterns.
+func Selected(c *Check, checks, skip []string) bool {
+	return selected(c, Options{Checks: checks, Skip: skip})
+}
+
+// Failing decides the selected checks over the evidence with the one judge of a run and returns the IDs of
+// those that failed (warnings, not-applicable and not-exercised results excluded), in table order, with their
+// first message, masked.
+func Failing(ev *Evidence, checks, skip []string, skipped map[string]string) (ids []string, messages map[string]string) {
+	messages = map[string]string{}
+	for _, r := range (Verdicts{Checks: checks, Skip: skip, Skipped: skipped}).Judge(ev) {
+		if r.Status == report.StatusFailed {
+			ids = append(ids, r.Check)
+			messages[r.Check] = ev.Secrets.Mask(r.Message)
+		}
+	}
+	return ids, messages
+}
