@@ -96,116 +96,141 @@ func leftoverLocation(l harness.Leftovers) *report.Location {
 }
 
 func decideGenNoDispatch(ev *Evidence) []Finding {
-	var out []Finding
-	seen := map[string]bool{}
+	d := &noDispatch{ev: ev, seen: map[string]bool{}}
 	for _, h := range ev.Histories {
-		byKey := map[string]callSite{}
-		var order []callSite
+		d.h, d.byKey, d.order, d.quiescent = h, map[string]callSite{}, nil, map[int64]bool{}
 		for _, e := range h.Events {
 			if e.Call != nil {
 				cs := callSite{h: h, c: e.Call, e: e}
-				byKey[e.Call.Key] = cs
-				order = append(order, cs)
+				d.byKey[e.Call.Key] = cs
+				d.order = append(d.order, cs)
 			}
 		}
 		// Writes SYNC-QUIESCENT already blames on a synchronize that returned are left to it.
-		quiescent := map[int64]bool{}
-		for _, cs := range order {
+		for _, cs := range d.order {
 			if cs.c.Is(simulate.CallSynchronize) && cs.c.Outcome == simulate.OutcomeReturned {
 				for _, r := range syncLateWrites(cs) {
-					quiescent[r.Seq] = true
+					d.quiescent[r.Seq] = true
 				}
 			}
 		}
-		// Forbidden endpoints.
-		for _, r := range h.Requests {
-			if !r.Forbidden {
-				continue
-			}
-			cs, ok := byKey[r.Call]
-			method := r.Callback
-			if method == "" {
-				method = "background work"
-			}
-			key := "forbidden|" + method + "|" + string(r.Method) + " " + r.Path
-			if seen[key] {
-				continue
-			}
-			seen[key] = true
-			msg := fmt.Sprintf("%s called an endpoint a provider must never call: %s", method, describeRequest(r))
-			if ok {
-				loc := ev.methodLocation(cs.c.Method)
-				out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(cs, msg, loc)}})
-			} else {
-				out = append(out, Finding{Message: msg, Evidence: []report.Evidence{bgEvidence(h, r.Replica, msg, nil)}})
-			}
+		d.forbidden()
+		d.lateAfterSettled()
+		d.background()
+	}
+	return d.out
+}
+
+// noDispatch is the state of GEN-NO-DISPATCH over the histories: the findings so far, the keys already
+// reported, and the current history's calls.
+type noDispatch struct {
+	ev        *Evidence
+	out       []Finding
+	seen      map[string]bool
+	h         *simulate.History
+	byKey     map[string]callSite
+	order     []callSite
+	quiescent map[int64]bool
+}
+
+// forbidden reports requests to endpoints a provider must never call.
+func (d *noDispatch) forbidden() {
+	ev, h, byKey, seen := d.ev, d.h, d.byKey, d.seen
+	for _, r := range h.Requests {
+		if !r.Forbidden {
+			continue
 		}
-		// Writes that landed after the callback that made them returned or raised on its own.
-		for _, cs := range order {
-			if !settledNormally(cs.c) {
-				continue
-			}
-			var late []simulate.Request
-			for _, r := range lateWrites(cs) {
-				if !quiescent[r.Seq] {
-					late = append(late, r)
-				}
-			}
-			if len(late) == 0 {
-				continue
-			}
-			key := "late|" + string(cs.c.Method)
-			if seen[key] {
-				continue
-			}
-			seen[key] = true
-			obs := ev.allObservations(cs)
-			loc := leftoverLocation(obs.Leftovers)
-			if loc == nil {
-				loc = ev.methodLocation(cs.c.Method)
-			}
-			msg := fmt.Sprintf("%s %s, but %d of its write(s) landed afterwards (first: %s)", cs.c.Method, cs.c.Outcome, len(late), describeRequest(late[0]))
-			if s := leftBehindSummary(obs.Leftovers); s != "" {
-				msg += "; it left running: " + s
-			}
-			out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(cs, msg, loc)}})
+		cs, ok := byKey[r.Call]
+		method := r.Callback
+		if method == "" {
+			method = "background work"
 		}
-		// Writes made while no callback ran.
-		for _, r := range h.Requests {
-			if r.Call != "" || !r.Applied || !isWrite(r.Method) || r.Forbidden || quiescent[r.Seq] {
-				continue
-			}
-			key := "background|" + r.Replica
-			if seen[key] {
-				continue
-			}
-			seen[key] = true
-			msg := fmt.Sprintf("a write reached the deployment double from replica %s while no callback ran there: %s", r.Replica, describeRequest(r))
-			// Blame the last callback on that replica that left work running.
-			var blame *callSite
-			for i := range order {
-				cs := order[i]
-				if cs.c.Replica != r.Replica {
-					continue
-				}
-				if !ev.allObservations(cs).Leftovers.Empty() {
-					blame = &order[i]
-				}
-			}
-			if blame != nil {
-				obs := ev.allObservations(*blame)
-				loc := leftoverLocation(obs.Leftovers)
-				if loc == nil {
-					loc = ev.methodLocation(blame.c.Method)
-				}
-				msg += fmt.Sprintf("; %s left running: %s", blame.c.Method, leftBehindSummary(obs.Leftovers))
-				out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(*blame, msg, loc)}})
-				continue
-			}
-			out = append(out, Finding{Message: msg, Evidence: []report.Evidence{bgEvidence(h, r.Replica, msg, nil)}})
+		key := "forbidden|" + method + "|" + string(r.Method) + " " + r.Path
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		msg := fmt.Sprintf("%s called an endpoint a provider must never call: %s", method, describeRequest(r))
+		if ok {
+			loc := ev.methodLocation(cs.c.Method)
+			d.out = append(d.out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(cs, msg, loc)}})
+		} else {
+			d.out = append(d.out, Finding{Message: msg, Evidence: []report.Evidence{bgEvidence(h, r.Replica, msg, nil)}})
 		}
 	}
-	return out
+}
+
+// lateAfterSettled reports writes that landed after the callback that made them returned or raised on its own.
+func (d *noDispatch) lateAfterSettled() {
+	ev, order, seen, quiescent := d.ev, d.order, d.seen, d.quiescent
+	for _, cs := range order {
+		if !settledNormally(cs.c) {
+			continue
+		}
+		var late []simulate.Request
+		for _, r := range lateWrites(cs) {
+			if !quiescent[r.Seq] {
+				late = append(late, r)
+			}
+		}
+		if len(late) == 0 {
+			continue
+		}
+		key := "late|" + string(cs.c.Method)
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		obs := ev.allObservations(cs)
+		loc := leftoverLocation(obs.Leftovers)
+		if loc == nil {
+			loc = ev.methodLocation(cs.c.Method)
+		}
+		msg := fmt.Sprintf("%s %s, but %d of its write(s) landed afterwards (first: %s)", cs.c.Method, cs.c.Outcome, len(late), describeRequest(late[0]))
+		if s := leftBehindSummary(obs.Leftovers); s != "" {
+			msg += "; it left running: " + s
+		}
+		d.out = append(d.out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(cs, msg, loc)}})
+	}
+}
+
+// background reports writes made while no callback ran, blaming the last callback on that replica that left
+// work running.
+func (d *noDispatch) background() {
+	ev, h, order, seen, quiescent := d.ev, d.h, d.order, d.seen, d.quiescent
+	for _, r := range h.Requests {
+		if r.Call != "" || !r.Applied || !isWrite(r.Method) || r.Forbidden || quiescent[r.Seq] {
+			continue
+		}
+		key := "background|" + r.Replica
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		msg := fmt.Sprintf("a write reached the deployment double from replica %s while no callback ran there: %s", r.Replica, describeRequest(r))
+		// Blame the last callback on that replica that left work running.
+		var blame *callSite
+		for i := range order {
+			cs := order[i]
+			if cs.c.Replica != r.Replica {
+				continue
+			}
+			if !ev.allObservations(cs).Leftovers.Empty() {
+				blame = &order[i]
+			}
+		}
+		if blame != nil {
+			obs := ev.allObservations(*blame)
+			loc := leftoverLocation(obs.Leftovers)
+			if loc == nil {
+				loc = ev.methodLocation(blame.c.Method)
+			}
+			msg += fmt.Sprintf("; %s left running: %s", blame.c.Method, leftBehindSummary(obs.Leftovers))
+			d.out = append(d.out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(*blame, msg, loc)}})
+			continue
+		}
+		d.out = append(d.out, Finding{Message: msg, Evidence: []report.Evidence{bgEvidence(h, r.Replica, msg, nil)}})
+	}
 }
 
 func decideGenCancelClean(ev *Evidence) []Finding {
