@@ -28,13 +28,31 @@ const (
 	AreaLeak      = "secrets"
 )
 
-// Check is one conformance check: its stable identity, the clauses it covers, why it matters, and its
-// decision over the evidence of a run. IDs are never reused.
+// Kind says what a check enforces.
+type Kind string
+
+// The kinds of check.
+const (
+	// KindClause (the zero value) is a check of contract clauses: Clauses names them (spec/clauses.md).
+	KindClause Kind = ""
+	// KindKitRule is the kit's own rule, not a platform clause: Clauses is empty and the ID starts with
+	// KitRulePrefix. Such a rule protects the author's run (for example, that a CI run never reaches a real
+	// system), and is documented in docs/checks.md as the kit's, not the platform's.
+	KindKitRule Kind = "kit-rule"
+)
+
+// KitRulePrefix starts the ID of every kit rule.
+const KitRulePrefix = "KIT-"
+
+// Check is one conformance check: its stable identity, the clauses it covers (or, for a kit rule, none),
+// why it matters, and its decision over the evidence of a run. IDs are never reused.
 type Check struct {
-	ID        string
-	Title     string
-	Area      string
-	Severity  report.Severity
+	ID       string
+	Title    string
+	Area     string
+	Severity report.Severity
+	// Kind is KindClause for a check of contract clauses, KindKitRule for the kit's own rule.
+	Kind      Kind
 	Clauses   []string
 	Rationale string
 	// Hint is a one-line fix hint shown under a failure.
@@ -88,6 +106,9 @@ type Evidence struct {
 	TrustedStrings []string
 	// Static holds facts from discovery (near-miss declarations, ...).
 	Static StaticFacts
+	// EgressAllowed is set when the project let connections to undeclared destinations through
+	// (egress = "allow"); otherwise they were refused.
+	EgressAllowed bool
 	// Skipped lists scenario names that could not run, with why.
 	Skipped map[string]string
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/astrabox-dev/astrabox/internal/discovery"
+	"github.com/astrabox-dev/astrabox/internal/egress"
 	"github.com/astrabox-dev/astrabox/internal/harness"
 	"github.com/astrabox-dev/astrabox/internal/report"
 	"github.com/astrabox-dev/astrabox/internal/secrets"
@@ -495,7 +496,8 @@ func (e *Env) Adjust(sc *simulate.Scenario) {
 // and every material the provider returned.
 func (e *Env) Evidence(hists []*simulate.History) *Evidence {
 	ev := &Evidence{Project: e.Target.Project.Dir, Load: e.Info, Secrets: &secrets.Set{}, Material: map[string]string{}, Config: e.Config,
-		Skipped: map[string]string{}, TrustedStrings: e.trusted, Static: staticFacts(e.Target)}
+		Skipped: map[string]string{}, TrustedStrings: e.trusted, Static: staticFacts(e.Target),
+		EgressAllowed: e.Target.Settings != nil && e.Target.Settings.Egress == egress.PolicyAllow}
 	for _, p := range e.planted {
 		ev.Secrets.Add(p[0], p[1])
 	}

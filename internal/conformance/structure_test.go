@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strings"
 	"testing"
 )
 
@@ -43,8 +44,15 @@ func specClauses(t *testing.T) map[string]string {
 func TestEveryNamedClauseExists(t *testing.T) {
 	owners := specClauses(t)
 	for _, c := range Checks() {
-		if len(c.Clauses) == 0 {
-			t.Errorf("check %s names no clause", c.ID)
+		if c.Kind == KindKitRule {
+			// The kit's own rule: no platform clause, and an ID that says so.
+			if len(c.Clauses) != 0 || !strings.HasPrefix(c.ID, KitRulePrefix) {
+				t.Errorf("kit rule %s must name no clause and start with %s", c.ID, KitRulePrefix)
+			}
+			continue
+		}
+		if len(c.Clauses) == 0 || strings.HasPrefix(c.ID, KitRulePrefix) {
+			t.Errorf("check %s names no clause, or has a kit rule's ID without being one", c.ID)
 		}
 		for _, id := range c.Clauses {
 			if _, ok := owners[id]; !ok {
