@@ -23,7 +23,7 @@ func init() {
 		Rationale: "This is the kit's own rule, not a platform clause. During a run every connection the provider makes goes through the kit's egress proxy; one to a host that is not a declared service ([tool.astrabox.services.NAME]) is refused. A provider that tries shows that, in an author's CI, it would reach a real system (production credentials, records, identity) instead of the fakes: the run fails so that this never passes silently.",
 		Hint:      "Declare the host as a service with a fake or stubs (docs/services.md), or stop calling it; egress = \"allow\" lets undeclared destinations through (reported).",
 		Wrong:     "urllib.request.urlopen(\"https://api.example.com/v1/token\")  # not a declared service",
-		Right:     "# pyproject.toml: [tool.astrabox.services.api] urls = [\"https://api.example.com\"], run = \"python3 tests/fakes/api.py --port {port}\"",
+		Right:     "urllib.request.urlopen(\"https://api.example.com/v1/token\")  # api.example.com is declared in [tool.astrabox.services.api], served by your fake",
 		Decide:    decideKitEgressUndeclared,
 	})
 }

@@ -31,14 +31,14 @@ func planCall(bound bool) *simulate.CallRecord {
 
 func TestBoundMaterial(t *testing.T) {
 	empty := sessionCall("r1#1", "s1", "alice", nil, nil)
-	if f := decideBoundMaterial(fakeEvidence(fakeHistory([]*simulate.CallRecord{planCall(false), empty}))); len(f) != 0 {
+	if f := decideBoundMaterial(evidenceOf(fakeHistory([]*simulate.CallRecord{planCall(false), empty}))); len(f) != 0 {
 		t.Fatalf("a provider that is not session-bound may return nothing; got %+v", f)
 	}
-	if f := decideBoundMaterial(fakeEvidence(fakeHistory([]*simulate.CallRecord{planCall(true), empty}))); len(f) != 1 {
+	if f := decideBoundMaterial(evidenceOf(fakeHistory([]*simulate.CallRecord{planCall(true), empty}))); len(f) != 1 {
 		t.Fatalf("expected one finding, got %+v", f)
 	}
 	envOnly := sessionCall("r1#1", "s1", "alice", nil, map[string]string{"MODE": "strict"})
-	if f := decideBoundMaterial(fakeEvidence(fakeHistory([]*simulate.CallRecord{planCall(true), envOnly}))); len(f) != 0 {
+	if f := decideBoundMaterial(evidenceOf(fakeHistory([]*simulate.CallRecord{planCall(true), envOnly}))); len(f) != 0 {
 		t.Fatalf("environment alone is material; got %+v", f)
 	}
 }
@@ -46,17 +46,17 @@ func TestBoundMaterial(t *testing.T) {
 func TestSessionNames(t *testing.T) {
 	for _, name := range []string{"../token.json", ".hidden", "dir/token.json", ""} {
 		c := sessionCall("r1#1", "s1", "alice", map[string]string{name: "content-bytes"}, nil)
-		if f := decideSessionNames(fakeEvidence(fakeHistory([]*simulate.CallRecord{c}))); len(f) != 1 {
+		if f := decideSessionNames(evidenceOf(fakeHistory([]*simulate.CallRecord{c}))); len(f) != 1 {
 			t.Errorf("name %q: expected one finding, got %+v", name, f)
 		}
 	}
 	dup := sessionCall("r1#1", "s1", "alice", map[string]string{"token.json": "a"}, nil)
 	dup.Result.Files = append(dup.Result.Files, harness.MaterialFile{Name: "token.json", Content: []byte("b")})
-	if f := decideSessionNames(fakeEvidence(fakeHistory([]*simulate.CallRecord{dup}))); len(f) != 1 || !strings.Contains(f[0].Message, "2 times") {
+	if f := decideSessionNames(evidenceOf(fakeHistory([]*simulate.CallRecord{dup}))); len(f) != 1 || !strings.Contains(f[0].Message, "2 times") {
 		t.Fatalf("expected one duplicate finding, got %+v", f)
 	}
 	ok := sessionCall("r1#1", "s1", "alice", map[string]string{"token.json": "a", "ca-bundle.pem": "b"}, nil)
-	if f := decideSessionNames(fakeEvidence(fakeHistory([]*simulate.CallRecord{ok}))); len(f) != 0 {
+	if f := decideSessionNames(evidenceOf(fakeHistory([]*simulate.CallRecord{ok}))); len(f) != 0 {
 		t.Fatalf("expected no finding, got %+v", f)
 	}
 }
@@ -76,7 +76,7 @@ func TestSessionFilePath(t *testing.T) {
 	}
 	for _, c := range cases {
 		call := sessionCall("r1#1", "s1", "alice", files, map[string]string{"TOKEN_FILE": c.value})
-		f := decideSessionFilePath(fakeEvidence(fakeHistory([]*simulate.CallRecord{call})))
+		f := decideSessionFilePath(evidenceOf(fakeHistory([]*simulate.CallRecord{call})))
 		if (len(f) > 0) != c.bad {
 			t.Errorf("value %q: findings %+v, want bad=%v", c.value, f, c.bad)
 		}
@@ -85,7 +85,7 @@ func TestSessionFilePath(t *testing.T) {
 
 func TestSessionEnvReserved(t *testing.T) {
 	call := sessionCall("r1#1", "s1", "alice", nil, map[string]string{"HOME": "/x", "ASTRABOX_TOKEN": "y", "MYDEPLOY_TOKEN": "z"})
-	f := decideSessionEnvReserved(fakeEvidence(fakeHistory([]*simulate.CallRecord{call})))
+	f := decideSessionEnvReserved(evidenceOf(fakeHistory([]*simulate.CallRecord{call})))
 	if len(f) != 2 {
 		t.Fatalf("expected HOME and ASTRABOX_TOKEN, got %+v", f)
 	}
@@ -116,7 +116,7 @@ func TestPyBytesReprBodyMatchesPython(t *testing.T) {
 func TestSessionRedaction(t *testing.T) {
 	key := "tab\tseparated-session-key\x01"
 	c := sessionCall("r1#1", "s1", "alice", map[string]string{"session.key": key}, nil)
-	ev := fakeEvidence(fakeHistory([]*simulate.CallRecord{c}))
+	ev := evidenceOf(fakeHistory([]*simulate.CallRecord{c}))
 	ev.Material[key] = "file session.key from prepare_session of s1 (r1#1)"
 	c.Result.Repr = "RuntimeMaterials(files=(RuntimeFile(name='session.key', content=<redacted 27 bytes>),))"
 	if f := decideSessionRedaction(ev); len(f) != 0 {
@@ -130,7 +130,7 @@ func TestSessionRedaction(t *testing.T) {
 	c.Result.Repr = ""
 	turn := &simulate.CallRecord{Key: "r1#2", Replica: "r1", Method: "prepare_turn", Outcome: simulate.OutcomeRaised,
 		Error: &harness.PyError{Type: "RuntimeError", Message: "refresh failed", Traceback: "Traceback ...\nValueError: bad key " + key}}
-	ev = fakeEvidence(fakeHistory([]*simulate.CallRecord{c, turn}))
+	ev = evidenceOf(fakeHistory([]*simulate.CallRecord{c, turn}))
 	ev.Material[key] = "file session.key from prepare_session of s1 (r1#1)"
 	if f := decideSessionRedaction(ev); len(f) != 1 || !strings.Contains(f[0].Message, "RuntimeError traceback") {
 		t.Fatalf("expected one traceback finding, got %+v", f)
@@ -155,7 +155,7 @@ func TestLeakCrossSession(t *testing.T) {
 		sessionCall("r1#2", "s-carol", "carol", map[string]string{"token.json": `{"token":"` + tokC + `"}`, "svc.json": tokSvc}, nil),
 	}, credential("r0#1", "agent-1", 1), credential("r1#1", "alice", 2), credential("r1#2", "carol", 3))
 	good.Secrets = secretsOf(tokSvc, tokA, tokC)
-	if f := decideLeakCrossSession(fakeEvidence(good)); len(f) != 0 {
+	if f := decideLeakCrossSession(evidenceOf(good)); len(f) != 0 {
 		t.Fatalf("expected no finding, got %+v", f)
 	}
 	// Carol's Session receives the credential issued for alice.
@@ -164,13 +164,13 @@ func TestLeakCrossSession(t *testing.T) {
 		sessionCall("r1#2", "s-carol", "carol", map[string]string{"token.json": `{"token":"` + tokA + `"}`}, nil),
 	}, credential("r1#1", "alice", 1))
 	bad.Secrets = secretsOf(tokA)
-	f := decideLeakCrossSession(fakeEvidence(bad))
+	f := decideLeakCrossSession(evidenceOf(bad))
 	if len(f) != 1 || !strings.Contains(f[0].Message, "carol's session s-carol") || !strings.Contains(f[0].Message, "for principal alice") {
 		t.Fatalf("expected one finding for carol, got %+v", f)
 	}
 	// Owners unknown (no matching requests): the first receiver is taken as the owner.
 	bad.Requests = nil
-	if f := decideLeakCrossSession(fakeEvidence(bad)); len(f) != 1 {
+	if f := decideLeakCrossSession(evidenceOf(bad)); len(f) != 1 {
 		t.Fatalf("expected one finding by first receipt, got %+v", f)
 	}
 }

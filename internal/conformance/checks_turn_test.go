@@ -6,23 +6,8 @@ import (
 	"testing"
 
 	"github.com/astrabox-dev/astrabox/internal/harness"
-	"github.com/astrabox-dev/astrabox/internal/secrets"
 	"github.com/astrabox-dev/astrabox/internal/simulate"
 )
-
-// fakeHistory builds a history from call records, one step each, with the given double requests.
-func fakeHistory(calls []*simulate.CallRecord, reqs ...simulate.Request) *simulate.History {
-	h := &simulate.History{Scenario: "fake", Requests: reqs}
-	for i, c := range calls {
-		h.Events = append(h.Events, &simulate.Event{Seq: 2 * i, Step: i + 1, Kind: simulate.EventStep, Message: string(c.Method)})
-		h.Events = append(h.Events, &simulate.Event{Seq: 2*i + 1, Step: i + 1, Kind: simulate.EventCall, Call: c})
-	}
-	return h
-}
-
-func fakeEvidence(hs ...*simulate.History) *Evidence {
-	return &Evidence{Histories: hs, Secrets: &secrets.Set{}, Material: map[string]string{}}
-}
 
 // turnCall is a prepare_turn that returned one token.json file.
 func turnCall(key, replica, attempt string, refresh bool, content string, validity string) *simulate.CallRecord {
@@ -51,7 +36,7 @@ func TestTurnIdempotentAcceptsRepeatsAndRefreshedMaterial(t *testing.T) {
 		write("r2#1", "PUT", "/v1/records/turns/s1/t1", `{"value":1}`, 3),
 		write("r1#2", "POST", "/v1/credentials", `{"principal_id":"alice"}`, 4),
 	)
-	if f := decideTurnIdempotent(fakeEvidence(h)); len(f) != 0 {
+	if f := decideTurnIdempotent(evidenceOf(h)); len(f) != 0 {
 		t.Fatalf("expected no finding, got %+v", f)
 	}
 }
@@ -65,7 +50,7 @@ func TestTurnIdempotentFindsNewMaterialAndNewWrites(t *testing.T) {
 		// The same POST again issues a second credential: not an idempotent repeat.
 		write("r2#1", "POST", "/v1/credentials", `{"principal_id":"alice"}`, 2),
 	)
-	f := decideTurnIdempotent(fakeEvidence(h))
+	f := decideTurnIdempotent(evidenceOf(h))
 	if len(f) != 2 {
 		t.Fatalf("expected a material and a write finding, got %+v", f)
 	}
@@ -79,7 +64,7 @@ func TestTurnIdempotentIgnoresRetryAfterFailedFirstCall(t *testing.T) {
 	first.Outcome, first.Result = simulate.OutcomeCancelled, nil
 	h := fakeHistory([]*simulate.CallRecord{first, turnCall("r2#1", "r2", "t1", false, "material-one", "300")},
 		write("r2#1", "POST", "/v1/credentials", `{"principal_id":"alice"}`, 1))
-	if f := decideTurnIdempotent(fakeEvidence(h)); len(f) != 0 {
+	if f := decideTurnIdempotent(evidenceOf(h)); len(f) != 0 {
 		t.Fatalf("a retry after a call that delivered nothing may issue material; got %+v", f)
 	}
 }
@@ -107,18 +92,18 @@ func TestTurnValidityFresh(t *testing.T) {
 		turnCall("r1#1", "r1", "t1", false, "material-one", "300"),
 		turnCall("r1#2", "r1", "t1", true, "material-one", "300"),
 	})
-	if f := decideTurnValidityFresh(fakeEvidence(stale)); len(f) != 1 || !strings.Contains(f[0].Message, "byte for byte") {
+	if f := decideTurnValidityFresh(evidenceOf(stale)); len(f) != 1 || !strings.Contains(f[0].Message, "byte for byte") {
 		t.Fatalf("expected one stale-refresh finding, got %+v", f)
 	}
 	missing := fakeHistory([]*simulate.CallRecord{
 		turnCall("r1#1", "r1", "t1", false, "material-one", "300"),
 		turnCall("r1#2", "r1", "t1", true, "material-two", "null"),
 	})
-	if f := decideTurnValidityFresh(fakeEvidence(missing)); len(f) != 1 || !strings.Contains(f[0].Message, "no turn_validity_seconds") {
+	if f := decideTurnValidityFresh(evidenceOf(missing)); len(f) != 1 || !strings.Contains(f[0].Message, "no turn_validity_seconds") {
 		t.Fatalf("expected one missing-validity finding, got %+v", f)
 	}
 	invalid := fakeHistory([]*simulate.CallRecord{turnCall("r1#1", "r1", "t1", false, "material-one", `"inf"`)})
-	if f := decideTurnValidityFresh(fakeEvidence(invalid)); len(f) != 1 || !strings.Contains(f[0].Message, "positive, finite") {
+	if f := decideTurnValidityFresh(evidenceOf(invalid)); len(f) != 1 || !strings.Contains(f[0].Message, "positive, finite") {
 		t.Fatalf("expected one invalid-validity finding, got %+v", f)
 	}
 	good := fakeHistory([]*simulate.CallRecord{
@@ -126,7 +111,7 @@ func TestTurnValidityFresh(t *testing.T) {
 		turnCall("r1#2", "r1", "t2", false, "material-one", "300"),
 		turnCall("r1#3", "r1", "t2", true, "material-two", "240.5"),
 	})
-	if f := decideTurnValidityFresh(fakeEvidence(good)); len(f) != 0 {
+	if f := decideTurnValidityFresh(evidenceOf(good)); len(f) != 0 {
 		t.Fatalf("expected no finding, got %+v", f)
 	}
 }
@@ -146,7 +131,7 @@ func TestTurnFilesOnlyUsesLatestSessionDelivery(t *testing.T) {
 	for i, c := range []*simulate.CallRecord{ok, extra, env} {
 		h.Events = append(h.Events, &simulate.Event{Seq: 20 + i, Step: 2 + i, Kind: simulate.EventCall, Call: c})
 	}
-	f := decideTurnFilesOnly(fakeEvidence(h))
+	f := decideTurnFilesOnly(evidenceOf(h))
 	if len(f) != 2 || !strings.Contains(f[0].Message, `"other.json"`) || !strings.Contains(f[1].Message, "TOKEN_FILE") {
 		t.Fatalf("expected an undelivered-name and an environment finding, got %+v", f)
 	}
@@ -158,17 +143,17 @@ func TestTurnWithinDeadline(t *testing.T) {
 	cancelled := &simulate.CallRecord{Key: "r1#2", Replica: "r1", Method: "prepare_turn", Outcome: simulate.OutcomeCancelled, CancelSent: true, Fault: simulate.FaultTimeout}
 	lost := &simulate.CallRecord{Key: "r1#3", Replica: "r1", Method: "prepare_turn", Outcome: simulate.OutcomeHostLoss}
 	hung := &simulate.CallRecord{Key: "r2#1", Replica: "r2", Method: "prepare_turn", Outcome: simulate.OutcomeDied, ProcessKind: string(harness.KindHung)}
-	if f := decideTurnWithinDeadline(fakeEvidence(fakeHistory([]*simulate.CallRecord{cancelled, lost}))); len(f) != 0 {
+	if f := decideTurnWithinDeadline(evidenceOf(fakeHistory([]*simulate.CallRecord{cancelled, lost}))); len(f) != 0 {
 		t.Fatalf("a call cancelled by a fault and a host loss keep the clause; got %+v", f)
 	}
 	// Liveness: with no fault injected, a turn cancelled at its deadline fails.
 	slow := &simulate.CallRecord{Key: "r1#4", Replica: "r1", Method: "prepare_turn", Outcome: simulate.OutcomeCancelled, CancelSent: true, DeadlineS: 2}
-	if f := decideTurnWithinDeadline(fakeEvidence(fakeHistory([]*simulate.CallRecord{slow}))); len(f) != 1 || !strings.Contains(f[0].Message, "no fault injected") {
+	if f := decideTurnWithinDeadline(evidenceOf(fakeHistory([]*simulate.CallRecord{slow}))); len(f) != 1 || !strings.Contains(f[0].Message, "no fault injected") {
 		t.Fatalf("a fault-free turn cancelled at its deadline must fail; got %+v", f)
 	}
 	// A reply that may have crossed the cancel on the wire is only a warning, and nothing at all when the
 	// provider keeps the platform's default prepare_turn.
-	ev := fakeEvidence(fakeHistory([]*simulate.CallRecord{over, cancelled}))
+	ev := evidenceOf(fakeHistory([]*simulate.CallRecord{over, cancelled}))
 	f := decideTurnWithinDeadline(ev)
 	if len(f) != 1 || !f[0].Warning {
 		t.Fatalf("expected one warning, got %+v", f)
@@ -179,7 +164,7 @@ func TestTurnWithinDeadline(t *testing.T) {
 	}
 	// Waiting on a request the double delayed past the cancel proves it; a hang is always a failure.
 	h := fakeHistory([]*simulate.CallRecord{over, cancelled, hung}, simulate.Request{Call: "r1#1", Method: "GET", Path: "/v1/consents/alice", Delayed: true})
-	f = decideTurnWithinDeadline(fakeEvidence(h))
+	f = decideTurnWithinDeadline(evidenceOf(h))
 	if len(f) != 2 || f[0].Warning || f[1].Warning || !strings.Contains(f[0].Message, "ignored the platform's cancellation") || !strings.Contains(f[1].Message, "grace") {
 		t.Fatalf("expected an overrun and a hang failure, got %+v", f)
 	}

@@ -6,51 +6,13 @@ import (
 	"testing"
 
 	"github.com/astrabox-dev/astrabox/internal/harness"
-	"github.com/astrabox-dev/astrabox/internal/secrets"
 	"github.com/astrabox-dev/astrabox/internal/simulate"
 )
-
-// histBuilder assembles a synthetic history for decision tests.
-type histBuilder struct {
-	h *simulate.History
-	n int
-}
-
-func newHist(name string) *histBuilder {
-	return &histBuilder{h: &simulate.History{Scenario: name}}
-}
-
-func (b *histBuilder) platform(msg string) {
-	b.h.Events = append(b.h.Events, &simulate.Event{Kind: simulate.EventPlatform, Message: msg})
-}
-
-func (b *histBuilder) consent(principal, state string) {
-	b.h.Events = append(b.h.Events, &simulate.Event{Kind: simulate.EventPlatform, Message: "consent of " + principal + " is now " + state,
-		Consent: &simulate.ConsentState{Principal: principal, Consent: state}})
-}
-
-func (b *histBuilder) call(c *simulate.CallRecord) *simulate.CallRecord {
-	b.n++
-	if c.Key == "" {
-		c.Key = c.Replica + "#" + string(rune('a'+b.n))
-	}
-	b.h.Events = append(b.h.Events, &simulate.Event{Kind: simulate.EventCall, Replica: c.Replica, Call: c})
-	return c
-}
-
-func (b *histBuilder) request(r simulate.Request) {
-	r.Seq = int64(len(b.h.Requests) + 1)
-	b.h.Requests = append(b.h.Requests, r)
-}
 
 func pendingState() *harness.Result {
 	return &harness.Result{Type: "SessionUserActionState", Ready: false,
 		UserAction: json.RawMessage(`{"message":"Grant consent","status":"pending","url":"https://identity.example/c"}`),
 		Actions:    []harness.ActionCommand{{ID: "check-consent", Label: "Check consent"}}}
-}
-
-func evidenceOf(hs ...*simulate.History) *Evidence {
-	return &Evidence{Histories: hs, Secrets: &secrets.Set{}, Load: &harness.LoadInfo{}}
 }
 
 // TestConsentFromTypedFactsOnly proves UA-AUTHORITY reads consent changes from typed facts: an event whose
