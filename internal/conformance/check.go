@@ -14,6 +14,7 @@ import (
 	"github.com/astrabox-dev/astrabox/internal/report"
 	"github.com/astrabox-dev/astrabox/internal/secrets"
 	"github.com/astrabox-dev/astrabox/internal/simulate"
+	"github.com/astrabox-dev/astrabox/internal/wrapper"
 )
 
 // Areas group checks in reports.
@@ -65,6 +66,9 @@ type Check struct {
 	// Elsewhere, when set, says which other command decides this clause: a conformance run reports the check
 	// as skipped with this reason instead of claiming it passed.
 	Elsewhere string
+	// HereWhen, when set, says whether this run decides the check after all although Elsewhere is set (the
+	// project named what the other command checks, such as its image wrapper).
+	HereWhen func(ev *Evidence) bool
 	// Decide inspects the evidence and returns findings; none means the check held over what it saw.
 	Decide func(ev *Evidence) []Finding
 	// Needs says what the check must have seen to decide ("a retry of an attempt that already had
@@ -109,6 +113,10 @@ type Evidence struct {
 	// EgressAllowed is set when the project let connections to undeclared destinations through
 	// (egress = "allow"); otherwise they were refused.
 	EgressAllowed bool
+	// Wrapper is the check of the project's image wrapper (image-wrapper), nil when none is named;
+	// WrapperUnusable says why a named wrapper could not be run at all.
+	Wrapper         *wrapper.Result
+	WrapperUnusable string
 	// Skipped lists scenario names that could not run, with why.
 	Skipped map[string]string
 }

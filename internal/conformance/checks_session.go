@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -69,14 +70,15 @@ func init() {
 		},
 		&Check{
 			ID: "SESSION-CLI-PROBE", Title: "An image wrapper passes the CLI version probe through", Area: AreaSession, Severity: report.SeverityWarning,
-			Clauses:     []string{"SESSION-CLI-PROBE"},
-			Rationale:   "The Claude Agent SDK runs `claude -v` before it starts the CLI, without the Session environment. An image wrapper that gates the CLI on Session material must pass -v and --version through unchanged, or every Session fails to start before the provider's material is ever used.",
-			Hint:        "In the wrapper, exec the real CLI for -v and --version before looking for Session material; check it with `astrabox image check-wrapper PATH`.",
-			Wrong:       "#!/bin/sh\n[ -r \"$MYDEPLOY_TOKEN_FILE\" ] || { echo 'no token' >&2; exit 1; }\nexec /opt/claude/bin/claude \"$@\"",
-			Right:       "#!/bin/sh\ncase \"$1\" in -v|--version) exec /opt/claude/bin/claude \"$@\";; esac\n[ -r \"$MYDEPLOY_TOKEN_FILE\" ] || { echo 'no token' >&2; exit 1; }\nexec /opt/claude/bin/claude \"$@\"",
-			WarningOnly: "the CLI probe runs in the image's wrapper, outside the provider process, so a provider run cannot observe it; check the wrapper itself with `astrabox image check-wrapper PATH`",
-			Elsewhere:   "decided by `astrabox image check-wrapper PATH` on the image's CLI wrapper, not by a provider run",
-			Decide:      func(*Evidence) []Finding { return nil },
+			Clauses:   []string{"SESSION-CLI-PROBE"},
+			Rationale: "The Claude Agent SDK runs `claude -v` before it starts the CLI, without the Session environment. An image wrapper that gates the CLI on Session material must pass -v and --version through unchanged, or every Session fails to start before the provider's material is ever used.",
+			Hint:      "In the wrapper, exec the real CLI for -v and --version before looking for Session material; check it with `astrabox image check-wrapper PATH`.",
+			Wrong:     "#!/bin/sh\n[ -r \"$MYDEPLOY_TOKEN_FILE\" ] || { echo 'no token' >&2; exit 1; }\nexec /opt/claude/bin/claude \"$@\"",
+			Right:     "#!/bin/sh\ncase \"$1\" in -v|--version) exec /opt/claude/bin/claude \"$@\";; esac\n[ -r \"$MYDEPLOY_TOKEN_FILE\" ] || { echo 'no token' >&2; exit 1; }\nexec /opt/claude/bin/claude \"$@\"",
+			Elsewhere: "decided by `astrabox image check-wrapper PATH` on the image's CLI wrapper, or in this run when the project names it (image-wrapper in [tool.astrabox]); a provider run alone cannot observe the probe",
+			HereWhen:  func(ev *Evidence) bool { return ev.Wrapper != nil || ev.WrapperUnusable != "" },
+			Needs:     "the project's image wrapper (image-wrapper), run with the SDK's version probes", Exercise: exWrapper, Judges: judgesAll,
+			Decide: decideSessionCLIProbe,
 		},
 		&Check{
 			ID: "LEAK-CROSS-SESSION", Title: "One principal's material never reaches another principal's Session", Area: AreaLeak, Severity: report.SeverityError,
@@ -556,6 +558,35 @@ func decideLeakCrossSession(ev *Evidence) []Finding {
 				out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(st.cs, msg, loc)}})
 			}
 		}
+	}
+	return out
+}
+
+// exWrapper is met when the project's image wrapper was run with every probe.
+func exWrapper(ev *Evidence) Exercise {
+	if ev.Wrapper == nil {
+		return Exercise{Missing: "no image wrapper was checked; name it with image-wrapper in [tool.astrabox]"}
+	}
+	return Exercise{Met: true, Over: fmt.Sprintf("%d probes of the image wrapper %s", len(ev.Wrapper.Probes), filepath.Base(ev.Wrapper.Wrapper))}
+}
+
+// decideSessionCLIProbe fails each probe of the project's image wrapper that did not hold, at the wrapper
+// file, or the wrapper itself when it could not be run at all.
+func decideSessionCLIProbe(ev *Evidence) []Finding {
+	if ev.WrapperUnusable != "" {
+		return []Finding{{Message: "the image wrapper cannot be run: " + ev.WrapperUnusable}}
+	}
+	if ev.Wrapper == nil {
+		return nil
+	}
+	loc := &report.Location{Path: ev.Wrapper.Wrapper, Line: 1}
+	var out []Finding
+	for _, p := range ev.Wrapper.Probes {
+		if p.Passed {
+			continue
+		}
+		msg := fmt.Sprintf("the image wrapper %s: `%s` (%s): %s", filepath.Base(ev.Wrapper.Wrapper), p.Command(), p.Expect, p.Summary)
+		out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{{Text: msg, Location: loc}}})
 	}
 	return out
 }

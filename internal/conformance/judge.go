@@ -49,7 +49,7 @@ func (v Verdicts) judge(c *Check, ev *Evidence) report.Result {
 		}
 		return skip("skipped by " + filepath.Base(file) + ": " + reason)
 	}
-	if c.Elsewhere != "" {
+	if c.Elsewhere != "" && (c.HereWhen == nil || !c.HereWhen(ev)) {
 		return skip(c.Elsewhere)
 	}
 	if reason, ok := ev.Skipped[c.ID]; ok {

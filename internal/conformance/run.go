@@ -21,6 +21,7 @@ import (
 	"github.com/astrabox-dev/astrabox/internal/report"
 	"github.com/astrabox-dev/astrabox/internal/secrets"
 	"github.com/astrabox-dev/astrabox/internal/simulate"
+	"github.com/astrabox-dev/astrabox/internal/wrapper"
 )
 
 //go:embed suite/*.yaml
@@ -123,6 +124,10 @@ type Target struct {
 	// Services, when set, are the stand-ins of the project's declared services for the run; whoever set it
 	// closes it.
 	Services *simulate.Services
+	// Wrapper is the check of the project's image wrapper (image-wrapper) made by the run, nil when none was
+	// made; WrapperUnusable says why a named wrapper could not be run at all.
+	Wrapper         *wrapper.Result
+	WrapperUnusable string
 }
 
 // Resolve discovers the project, its provider declaration, its interpreter and its settings.
@@ -297,6 +302,9 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		t.Services = svcs
 		defer svcs.Close()
 	}
+	if err := t.checkWrapper(ctx); err != nil {
+		return nil, err
+	}
 	env, err := NewEnv(t, info, seed)
 	if err != nil {
 		return nil, err
@@ -308,6 +316,25 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		return rep, nil
 	}
 	return runScenarios(ctx, env, o, seed, logf)
+}
+
+// checkWrapper checks the project's image wrapper, when the settings name one, as `astrabox image
+// check-wrapper` does (SESSION-CLI-PROBE). A wrapper that cannot be run is a finding, not an undecided run.
+func (t *Target) checkWrapper(ctx context.Context) error {
+	if t.Settings == nil || t.Settings.ImageWrapper == "" {
+		return nil
+	}
+	res, err := wrapper.Check(ctx, wrapper.Options{Path: t.Settings.ImageWrapper})
+	var unusable *wrapper.UnusableError
+	switch {
+	case errors.As(err, &unusable):
+		t.WrapperUnusable = unusable.Error()
+	case err != nil:
+		return undecided(fmt.Errorf("check the image wrapper %s: %w", t.Settings.ImageWrapper, err))
+	default:
+		t.Wrapper = res
+	}
+	return nil
 }
 
 // logTarget logs, under -v, the interpreter and provider chosen, and every warning of the target.
@@ -497,7 +524,8 @@ func (e *Env) Adjust(sc *simulate.Scenario) {
 func (e *Env) Evidence(hists []*simulate.History) *Evidence {
 	ev := &Evidence{Project: e.Target.Project.Dir, Load: e.Info, Secrets: &secrets.Set{}, Material: map[string]string{}, Config: e.Config,
 		Skipped: map[string]string{}, TrustedStrings: e.trusted, Static: staticFacts(e.Target),
-		EgressAllowed: e.Target.Settings != nil && e.Target.Settings.Egress == egress.PolicyAllow}
+		EgressAllowed: e.Target.Settings != nil && e.Target.Settings.Egress == egress.PolicyAllow,
+		Wrapper:       e.Target.Wrapper, WrapperUnusable: e.Target.WrapperUnusable}
 	for _, p := range e.planted {
 		ev.Secrets.Add(p[0], p[1])
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -51,6 +52,9 @@ type Settings struct {
 	// and CoverageOmit narrow the measured files (globs relative to the project).
 	Coverage                      *bool
 	CoverageInclude, CoverageOmit []string
+	// ImageWrapper is the absolute path of the project's image CLI wrapper script ("" when none is named);
+	// a run checks it for SESSION-CLI-PROBE as `astrabox image check-wrapper` does.
+	ImageWrapper string
 }
 
 // maxSettleS is the largest settle time accepted: the wait is paid after every callback that leaves work.
@@ -108,6 +112,7 @@ var settingKeys = map[string]settingParser{
 	"skip":                parseSkip,
 	"limits":              parseLimits,
 	"egress":              parseEgress,
+	"image-wrapper":       parseImageWrapper,
 	// "services" is parsed by parseServices, which reports services.Error values as settings errors.
 }
 
@@ -410,6 +415,24 @@ func parseEgress(s *Settings, k string, v any, _ string, bad badFunc) {
 	default:
 		bad(k, "must be \"refuse\" (the default: undeclared destinations are refused and reported) or \"allow\"")
 	}
+}
+
+// parseImageWrapper reads image-wrapper: the project's image CLI wrapper script, relative to the project. It
+// must be a regular file; whether it runs and passes the probes is SESSION-CLI-PROBE's to say.
+func parseImageWrapper(s *Settings, k string, v any, dir string, bad badFunc) {
+	str, ok := v.(string)
+	if !ok || strings.TrimSpace(str) == "" {
+		bad(k, "must be the path of the image's CLI wrapper script, relative to the project, such as \"image/claude-wrapper\"")
+		return
+	}
+	if !filepath.IsAbs(str) {
+		str = filepath.Join(dir, str)
+	}
+	if st, err := os.Stat(str); err != nil || !st.Mode().IsRegular() {
+		bad(k, "names %s, which is not a file: give the path of the image's CLI wrapper script, relative to the project", str)
+		return
+	}
+	s.ImageWrapper = filepath.Clean(str)
 }
 
 func sortedAnyKeys(m map[string]any) []string {

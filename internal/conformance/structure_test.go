@@ -64,7 +64,6 @@ func TestEveryNamedClauseExists(t *testing.T) {
 
 // noBrokenFixture lists the checks that have no fixture under testdata/providers/broken/, each with why.
 var noBrokenFixture = map[string]string{
-	"SESSION-CLI-PROBE": "decided by `astrabox image check-wrapper` on an image's CLI wrapper, not by a provider run (Elsewhere); its broken wrappers are under testdata/wrappers/, proven by internal/wrapper's tests",
 }
 
 // TestEveryCheckHasABrokenFixture fails on a check that no broken fixture's expect.json names in `fails`,
