@@ -63,8 +63,7 @@ func TestEveryNamedClauseExists(t *testing.T) {
 }
 
 // noBrokenFixture lists the checks that have no fixture under testdata/providers/broken/, each with why.
-var noBrokenFixture = map[string]string{
-}
+var noBrokenFixture = map[string]string{}
 
 // TestEveryCheckHasABrokenFixture fails on a check that no broken fixture's expect.json names in `fails`,
 // unless noBrokenFixture says why; and on a stale entry of noBrokenFixture.
