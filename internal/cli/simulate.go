@@ -3,17 +3,13 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"sort"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
 	"github.com/astrabox-dev/astrabox/internal/conformance"
-	"github.com/astrabox-dev/astrabox/internal/secrets"
 	"github.com/astrabox-dev/astrabox/internal/simulate"
-	"github.com/astrabox-dev/astrabox/internal/term"
+	"github.com/astrabox-dev/astrabox/internal/timeline"
 )
 
 // SimOptions are the options shared by the `astrabox simulate` commands.
@@ -190,7 +186,7 @@ func runSimulation(c *cobra.Command, f *Factory, o *SimOptions, sc *simulate.Sce
 		}
 		return nil
 	}
-	writeTimeline(f.IO.Out, f.IO.OutStyles(), h, ev.Secrets)
+	timeline.Write(f.IO.Out, f.IO.OutStyles(), h, ev.Secrets)
 	ids, msgs := conformance.Failing(ev, nil, nil, t.Settings.Skip)
 	st := f.IO.OutStyles()
 	if len(ids) == 0 {
@@ -202,99 +198,4 @@ func runSimulation(c *cobra.Command, f *Factory, o *SimOptions, sc *simulate.Sce
 		fmt.Fprintf(f.IO.Out, "  %s  %s\n", st.ID.Render(id), msgs[id])
 	}
 	return errFailed
-}
-
-// writeTimeline prints a history as a readable timeline, secrets masked.
-func writeTimeline(w io.Writer, s term.Styles, h *simulate.History, set *secrets.Set) {
-	fmt.Fprintf(w, "%s  seed %d, %d replicas, engine %s, provider %s\n", s.Heading.Render("scenario "+h.Scenario), h.Seed, h.Replicas, h.Engine, h.Provider)
-	for _, e := range h.Events {
-		at := fmt.Sprintf("t+%6.1fs", e.At)
-		rep := e.Replica
-		if rep == "" {
-			rep = "  "
-		}
-		msg := set.Mask(e.Message)
-		switch e.Kind {
-		case simulate.EventStep:
-			fmt.Fprintf(w, "\n%s %s\n", s.Heading.Render(fmt.Sprintf("%d.", e.Step)), s.Heading.Render(msg))
-			continue
-		case simulate.EventCall:
-			label := s.Pass.Render("call")
-			if e.Call.Outcome != simulate.OutcomeReturned {
-				label = s.Warn.Render("call")
-			}
-			fmt.Fprintf(w, "   %s %s %-4s %s %s\n", s.Dim.Render(at), rep, label, s.Code.Render(e.Call.Key), msg)
-			if e.Call.Error != nil {
-				fmt.Fprintf(w, "   %s         %s\n", strings.Repeat(" ", len(at)), s.Dim.Render(truncate(set.Mask(e.Call.Error.Type+": "+e.Call.Error.Message), 120)))
-			}
-			if e.Call.Result != nil && e.Call.Result.Type == "RuntimeMaterials" {
-				var names []string
-				for _, fl := range e.Call.Result.Files {
-					names = append(names, fmt.Sprintf("%s (%d bytes)", set.Mask(fl.Name), len(fl.Content)))
-				}
-				for _, k := range sortedNames(e.Call.Result.Environment) {
-					names = append(names, set.Mask(k)+"=<redacted>")
-				}
-				if len(names) > 0 {
-					fmt.Fprintf(w, "   %s         %s\n", strings.Repeat(" ", len(at)), s.Dim.Render("material: "+strings.Join(names, ", ")))
-				}
-			}
-			continue
-		case simulate.EventOutcome:
-			if e.Code != "" {
-				msg = s.Fail.Render(e.Code) + " " + msg
-			}
-		case simulate.EventSandbox, simulate.EventBackground:
-			msg = s.Dim.Render(msg)
-		}
-		fmt.Fprintf(w, "   %s %s %-4s %s\n", s.Dim.Render(at), rep, e.Kind[:min(4, len(e.Kind))], msg)
-	}
-	if n := len(h.Requests); n > 0 {
-		fmt.Fprintf(w, "\n%s %d request(s) to the deployment double\n", s.Heading.Render("double:"), n)
-		for _, r := range h.Requests {
-			call := r.Call
-			if call == "" {
-				call = "background"
-			}
-			fmt.Fprintf(w, "   #%-3d %-3s %-6s %s %s -> %d%s\n", r.Seq, r.Replica, r.Method, set.Mask(r.Path), s.Dim.Render("("+call+")"), r.Status, flags(r))
-		}
-	}
-	fmt.Fprintln(w)
-}
-
-func flags(r simulate.Request) string {
-	var out []string
-	for _, f := range []struct {
-		on   bool
-		name string
-	}{{r.Held, "held"}, {r.Delayed, "delayed"}, {r.Fenced, "fenced"}, {r.Dropped, "dropped"}, {r.Forbidden, "FORBIDDEN"}} {
-		if f.on {
-			out = append(out, f.name)
-		}
-	}
-	if len(out) == 0 {
-		return ""
-	}
-	return " [" + strings.Join(out, ", ") + "]"
-}
-
-// truncate cuts s to at most n bytes, at a character boundary, marking the cut. Mask before truncating: a
-// secret cut in two is no longer found.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "..."
-}
-
-func sortedNames(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
