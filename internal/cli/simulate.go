@@ -35,7 +35,11 @@ func newSimulateCmd(f *Factory) *cobra.Command {
 		Short: "Play one lifecycle sequence against the provider and show its timeline",
 		Long: `Play one lifecycle sequence of the platform against the provider and print a timeline: each
 step, each callback with its replica, what was delivered where (material redacted), and the
-platform's answers. --format json prints the full history with every secret masked.`,
+platform's answers. --format json prints the full history with every secret masked.
+
+The project's declared services ([tool.astrabox.services.NAME]) are started as in conformance run,
+behind egress control: the timeline names the service of each request and lists every connection
+to an undeclared destination that was refused (docs/services.md).`,
 	}
 	cmd.PersistentFlags().StringVar(&o.Project, "project", "", "provider project directory (default: the nearest directory upward holding pyproject.toml or setup.cfg)")
 	cmd.PersistentFlags().StringVar(&o.Python, "python", "", "Python interpreter to load the provider with")
