@@ -373,8 +373,8 @@ func writeJSON(w io.Writer, v any) error {
 
 // asUndecided wraps an error as exit code 2 unless it already carries a code.
 func asUndecided(err error) error {
-	var ee *exitError
-	if errors.As(err, &ee) {
+	var ec exitCoder
+	if errors.As(err, &ec) {
 		return err
 	}
 	return &exitError{code: ExitUndecided, err: err}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -35,6 +34,14 @@ type Factory struct {
 	Version string
 }
 
+// exitCoder is an error that carries the process exit code it ends a run with. Typed errors of the packages
+// below cli (discovery's errors, conformance.UndecidedError) and cli's own exitError and usageError
+// implement it; cli reads the code from the error chain and never from the message text.
+type exitCoder interface {
+	error
+	ExitCode() int
+}
+
 // exitError carries an exit code through cobra.
 type exitError struct {
 	code int
@@ -50,6 +57,19 @@ func (e *exitError) Error() string {
 
 func (e *exitError) Unwrap() error { return e.err }
 
+// ExitCode is the code the run exits with.
+func (e *exitError) ExitCode() int { return e.code }
+
+// exitCode is the exit code err carries (the first in its chain), or ExitUndecided for an error that carries
+// none (cobra's own, such as an unknown command).
+func exitCode(err error) int {
+	var ec exitCoder
+	if errors.As(err, &ec) {
+		return ec.ExitCode()
+	}
+	return ExitUndecided
+}
+
 // failed is the error for "at least one check failed": nothing more to print, exit 1.
 var errFailed = &exitError{code: ExitFailed}
 
@@ -58,6 +78,9 @@ type usageError struct{ err error }
 
 func (e *usageError) Error() string { return e.err.Error() }
 func (e *usageError) Unwrap() error { return e.err }
+
+// ExitCode is 2: bad usage decides nothing.
+func (e *usageError) ExitCode() int { return ExitUndecided }
 
 func usagef(format string, args ...any) error { return &usageError{fmt.Errorf(format, args...)} }
 
@@ -128,16 +151,8 @@ func reportError(w io.Writer, s term.Styles, err error) int {
 	if errors.As(err, &ee) && ee.err == nil {
 		return ee.code
 	}
-	code := ExitUndecided
-	if errors.As(err, &ee) {
-		code = ee.code
-	}
-	msg := errorText(err.Error())
-	if strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "unknown flag") || strings.HasPrefix(msg, "unknown shorthand flag") {
-		code = ExitUndecided
-	}
-	fmt.Fprintln(w, s.Fail.Render("error:")+" "+msg)
-	return code
+	fmt.Fprintln(w, s.Fail.Render("error:")+" "+errorText(err.Error()))
+	return exitCode(err)
 }
 
 // moduleVersion reads the module version and VCS revision from the build info.
