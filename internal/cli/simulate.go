@@ -26,9 +26,17 @@ type SimOptions struct {
 	Refresh                   bool
 	Action                    string
 	Boxes                     int
+	// Scenario is the scenario the command built (a canned sequence) or loaded (simulate run), set before
+	// the run.
+	Scenario *simulate.Scenario
 }
 
-func newSimulateCmd(f *Factory) *cobra.Command {
+func newSimulateCmd(f *Factory) *cobra.Command { return NewCmdSimulate(f, nil) }
+
+// NewCmdSimulate builds `astrabox simulate` and its subcommands; runF, when set, replaces the run of every
+// canned sequence and of `simulate run` (tests read the parsed options and the scenario built from them
+// through it).
+func NewCmdSimulate(f *Factory, runF func(*SimOptions) error) *cobra.Command {
 	o := &SimOptions{}
 	cmd := &cobra.Command{
 		Use:   "simulate",
@@ -52,19 +60,43 @@ to an undeclared destination that was refused (docs/services.md).`,
 	cmd.PersistentFlags().StringVar(&o.Consent, "consent", "granted", "the owner's consent at the identity service: granted or pending")
 	_ = cmd.RegisterFlagCompletionFunc("engine", cobra.FixedCompletions(simulate.AdapterNames(), cobra.ShellCompDirectiveNoFileComp))
 
+	cmd.AddCommand(cannedSimulations(f, o, runF)...)
+	cmd.AddCommand(newSimulateRunCmd(f, o, runF), newSimulateExploreCmd(f, o))
+	return cmd
+}
+
+// simulateOrRunF validates the format and runs the scenario, or hands the options to runF.
+func simulateOrRunF(c *cobra.Command, f *Factory, o *SimOptions, sc *simulate.Scenario, runF func(*SimOptions) error) error {
+	if err := textOrJSON(&o.Format); err != nil {
+		return err
+	}
+	o.Scenario = sc
+	if runF != nil {
+		return runF(o)
+	}
+	return runSimulation(c, f, o, sc)
+}
+
+// cannedSimulation is one command of a canned sequence: build makes its steps from the options.
+func cannedSimulation(f *Factory, o *SimOptions, runF func(*SimOptions) error, use, short string, build func(*SimOptions) []simulate.Step) *cobra.Command {
+	return &cobra.Command{
+		Use: use, Short: short, Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			sc := &simulate.Scenario{Name: strings.Fields(use)[0], Seed: o.Seed, Replicas: o.Replicas, Engine: o.Engine,
+				Principals: map[string]simulate.Principal{o.Principal: {Consent: o.Consent}},
+				Agents:     []simulate.AgentSpec{{ID: "agent-1", Creator: o.Principal}}, Steps: build(o)}
+			if err := sc.Validate(); err != nil {
+				return usagef("%v", err)
+			}
+			return simulateOrRunF(c, f, o, sc, runF)
+		},
+	}
+}
+
+// cannedSimulations are the canned sequences of `astrabox simulate`.
+func cannedSimulations(f *Factory, o *SimOptions, runF func(*SimOptions) error) []*cobra.Command {
 	canned := func(use, short string, build func(*SimOptions) []simulate.Step) *cobra.Command {
-		return &cobra.Command{
-			Use: use, Short: short, Args: cobra.NoArgs,
-			RunE: func(c *cobra.Command, args []string) error {
-				sc := &simulate.Scenario{Name: strings.Fields(use)[0], Seed: o.Seed, Replicas: o.Replicas, Engine: o.Engine,
-					Principals: map[string]simulate.Principal{o.Principal: {Consent: o.Consent}},
-					Agents:     []simulate.AgentSpec{{ID: "agent-1", Creator: o.Principal}}, Steps: build(o)}
-				if err := sc.Validate(); err != nil {
-					return usagef("%v", err)
-				}
-				return runSimulation(c, f, o, sc)
-			},
-		}
+		return cannedSimulation(f, o, runF, use, short, build)
 	}
 	session := func(op string) simulate.Step {
 		return simulate.Step{Op: op, Session: "s1", Agent: "agent-1", Principal: o.Principal, Replica: "r1"}
@@ -117,7 +149,12 @@ to an undeclared destination that was refused (docs/services.md).`,
 			{Op: simulate.OpRelease},
 		}
 	})
-	run := &cobra.Command{
+	return []*cobra.Command{cold, claim, reattach, replace, prewarm, turn, ua, recover}
+}
+
+// newSimulateRunCmd builds `simulate run FILE.yaml`.
+func newSimulateRunCmd(f *Factory, o *SimOptions, runF func(*SimOptions) error) *cobra.Command {
+	return &cobra.Command{
 		Use:   "run FILE.yaml",
 		Short: "Play a scenario file (see docs/scenarios.md)",
 		Args:  exactArgs("scenario FILE.yaml", "see docs/scenarios.md"),
@@ -132,11 +169,9 @@ to an undeclared destination that was refused (docs/services.md).`,
 			if c.Flags().Changed("seed") {
 				sc.Seed = o.Seed
 			}
-			return runSimulation(c, f, o, sc)
+			return simulateOrRunF(c, f, o, sc, runF)
 		},
 	}
-	cmd.AddCommand(cold, claim, reattach, replace, prewarm, turn, ua, recover, run, newSimulateExploreCmd(f, o))
-	return cmd
 }
 
 func replicaName(i, n int) string {
@@ -147,9 +182,6 @@ func replicaName(i, n int) string {
 }
 
 func runSimulation(c *cobra.Command, f *Factory, o *SimOptions, sc *simulate.Scenario) error {
-	if err := textOrJSON(&o.Format); err != nil {
-		return err
-	}
 	ctx, cancel := signalContext(c.Context())
 	defer cancel()
 	opts := conformance.Options{Project: o.Project, Python: o.Python, Provider: o.Provider, Getenv: f.Getenv, Scenarios: []*simulate.Scenario{sc}, Jobs: 1}
