@@ -190,31 +190,45 @@ func buildInfo() (version, commit, goVersion string, dirty bool) {
 	return
 }
 
-func newVersionCmd(f *Factory) *cobra.Command {
-	var format string
+// VersionOptions are the options of `astrabox version`.
+type VersionOptions struct {
+	// Format is text or json, validated and lower-cased before the run.
+	Format string
+}
+
+func newVersionCmd(f *Factory) *cobra.Command { return NewCmdVersion(f, nil) }
+
+// NewCmdVersion builds `astrabox version`; runF, when set, replaces the run.
+func NewCmdVersion(f *Factory, runF func(*VersionOptions) error) *cobra.Command {
+	o := &VersionOptions{}
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the kit's version, commit and Go version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := textOrJSON(&format); err != nil {
+			if err := textOrJSON(&o.Format); err != nil {
 				return err
 			}
-			v, c, g, dirty := buildInfo()
-			switch format {
-			case "json":
-				return writeJSON(f.IO.Out, map[string]any{"version": v, "commit": c, "go": g, "modified": dirty})
-			case "text":
-				suffix := ""
-				if dirty {
-					suffix = " (modified)"
-				}
-				fmt.Fprintf(f.IO.Out, "astrabox %s\ncommit %s%s\n%s\n", v, c, suffix, g)
-				return nil
+			if runF != nil {
+				return runF(o)
 			}
-			return usagef("unknown format %q; use text or json", format)
+			v, c, g, dirty := buildInfo()
+			return writeVersion(f.IO.Out, o.Format, v, c, g, dirty)
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	cmd.Flags().StringVar(&o.Format, "format", "text", "output format: text or json")
 	return cmd
+}
+
+// writeVersion prints the kit's version, commit and Go version as text or JSON.
+func writeVersion(w io.Writer, format, version, commit, goVersion string, dirty bool) error {
+	if format == "json" {
+		return writeJSON(w, map[string]any{"version": version, "commit": commit, "go": goVersion, "modified": dirty})
+	}
+	suffix := ""
+	if dirty {
+		suffix = " (modified)"
+	}
+	_, err := fmt.Fprintf(w, "astrabox %s\ncommit %s%s\n%s\n", version, commit, suffix, goVersion)
+	return err
 }

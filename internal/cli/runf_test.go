@@ -151,3 +151,52 @@ func TestSimulateRunFile(t *testing.T) {
 		t.Errorf("no file: %v", err)
 	}
 }
+
+func TestConformanceRunOptions(t *testing.T) {
+	var got *RunOptions
+	build := func(f *Factory) *cobra.Command {
+		return newConformanceRunCmd(f, func(o *RunOptions) error { got = o; return nil })
+	}
+	err, _, _ := execute(t, build, "proj", "--seed", "5", "--check", "TURN-*,LEAK-LOG", "--fail-on", "Warning", "--exit-zero", "--set", "seed=7", "--set", "jobs=1")
+	if err != nil || got == nil {
+		t.Fatalf("err %v", err)
+	}
+	if got.Project != "proj" || got.Seed != 5 || !got.SeedSet || strings.Join(got.Checks, " ") != "TURN-* LEAK-LOG" ||
+		got.Policy != (Policy{FailOn: FailOnWarning, ExitZero: true}) || strings.Join(got.Set, " ") != "seed=7 jobs=1" {
+		t.Errorf("options %+v", got)
+	}
+	got = nil
+	if err, _, _ := execute(t, build, "proj"); err != nil || got.SeedSet || got.Policy.FailOn != FailOnFailed {
+		t.Errorf("defaults: err %v, options %+v", err, got)
+	}
+	got = nil
+	for _, args := range [][]string{{"a", "--project", "b"}, {"a", "b"}, {"--fail-on", "never"}} {
+		err, _, _ := execute(t, build, args...)
+		var ue *usageError
+		if got != nil || !errors.As(err, &ue) || exitCode(err) != ExitUndecided {
+			t.Errorf("%v: err %v, runF called: %v", args, err, got != nil)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	var got *VersionOptions
+	build := func(f *Factory) *cobra.Command {
+		return NewCmdVersion(f, func(o *VersionOptions) error { got = o; return nil })
+	}
+	if err, _, _ := execute(t, build, "--format", "JSON"); err != nil || got.Format != "json" {
+		t.Fatalf("err %v, options %+v", err, got)
+	}
+	got = nil
+	if err, _, _ := execute(t, build, "--format", "xml"); got != nil || exitCode(err) != ExitUndecided {
+		t.Errorf("--format xml: %v", err)
+	}
+	var text, js bytes.Buffer
+	if err := writeVersion(&text, "text", "v1.2.3", "abc123", "go1.26", true); err != nil || text.String() != "astrabox v1.2.3\ncommit abc123 (modified)\ngo1.26\n" {
+		t.Errorf("text: %q (%v)", text.String(), err)
+	}
+	if err := writeVersion(&js, "json", "v1.2.3", "abc123", "go1.26", false); err != nil ||
+		!strings.Contains(js.String(), `"version": "v1.2.3"`) || !strings.Contains(js.String(), `"modified": false`) {
+		t.Errorf("json: %s (%v)", js.String(), err)
+	}
+}
