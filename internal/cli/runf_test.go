@@ -200,3 +200,33 @@ func TestVersion(t *testing.T) {
 		t.Errorf("json: %s (%v)", js.String(), err)
 	}
 }
+
+func TestConformanceListAndExplain(t *testing.T) {
+	var lo *ListOptions
+	list := func(f *Factory) *cobra.Command {
+		return NewCmdConformanceList(f, func(o *ListOptions) error { lo = o; return nil })
+	}
+	if err, _, _ := execute(t, list, "--format", "Json"); err != nil || lo.Format != "json" {
+		t.Fatalf("err %v, options %+v", err, lo)
+	}
+	lo = nil
+	if err, _, _ := execute(t, list, "--format", "sarif"); lo != nil || exitCode(err) != ExitUndecided {
+		t.Errorf("--format sarif: %v", err)
+	}
+	err, out, _ := execute(t, func(f *Factory) *cobra.Command { return NewCmdConformanceList(f, nil) }, "--format", "json")
+	if err != nil || !strings.Contains(out, `"id": "LEAK-LOG"`) {
+		t.Errorf("list json: %v\n%s", err, out)
+	}
+
+	var eo *ExplainOptions
+	explain := func(f *Factory) *cobra.Command {
+		return NewCmdConformanceExplain(f, func(o *ExplainOptions) error { eo = o; return nil })
+	}
+	if err, _, _ := execute(t, explain, "turn-idempotent"); err != nil || eo.CheckID != "turn-idempotent" {
+		t.Fatalf("err %v, options %+v", err, eo)
+	}
+	err, _, _ = execute(t, func(f *Factory) *cobra.Command { return NewCmdConformanceExplain(f, nil) }, "LEAK-LGO")
+	if exitCode(err) != ExitUndecided || !strings.Contains(err.Error(), "did you mean LEAK-LOG") {
+		t.Errorf("unknown check: %v", err)
+	}
+}
