@@ -8,7 +8,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"syscall"
 
 	"github.com/astrabox-dev/astrabox/internal/warden"
@@ -106,21 +106,18 @@ func (wardenLauncher) launch(s launchSpec) (*launched, error) {
 	return &launched{pid: c.PID, supervisor: c.Warden, supervisorStart: c.WardenStart, exit: exit, gone: gone, stopped: c.Stopped}, nil
 }
 
-// launchedOnce is set by the first process start of this kit (see ensureRoom).
-var launchedOnce atomic.Bool
+// runRoom is the room check of the kit's first process start, made once: the whole run needs room (see
+// ensureRoom), and every start of a kit that lacked it is refused with the same error.
+var runRoom = sync.OnceValue(func() error { return proclimit.Ensure("the harnesses of a run", proclimit.RunFloor) })
 
-// ensureRoom refuses to start what would leave too little of the user's process limit: the kit's first
-// harness or fork server needs room for the whole run (proclimit.RunFloor), each later one room for itself
-// and the kit's threads (proclimit.Reserve).
+// ensureRoom refuses to start what would leave too little of the user's process limit: before the kit's first
+// harness or fork server there must be room for the whole run (proclimit.RunFloor), and before each one room
+// for itself and the kit's threads (proclimit.Reserve).
 func ensureRoom(what string) error {
-	need := uint64(proclimit.Reserve)
-	if !launchedOnce.Swap(true) {
-		need = proclimit.RunFloor
+	if err := runRoom(); err != nil {
+		return err
 	}
-	if os.Getenv("DBG_ROOM") != "" {
-		fmt.Fprintf(os.Stderr, "ROOM %s need=%d %+v\n", what, need, proclimit.Current())
-	}
-	return proclimit.Ensure(what, need)
+	return proclimit.Ensure(what, proclimit.Reserve)
 }
 
 // procsCap is the RLIMIT_NPROC given to harnesses: the kit's own soft limit less a reserve, so that a
