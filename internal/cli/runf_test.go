@@ -230,3 +230,21 @@ func TestConformanceListAndExplain(t *testing.T) {
 		t.Errorf("unknown check: %v", err)
 	}
 }
+
+func TestReportMergeOptions(t *testing.T) {
+	var got *MergeOptions
+	build := func(f *Factory) *cobra.Command {
+		return NewCmdReportMerge(f, func(o *MergeOptions) error { got = o; return nil })
+	}
+	if err, _, _ := execute(t, build, "a.json", "b.json", "--format", "SARIF", "-o", "out.sarif", "--source-root", "."); err != nil ||
+		strings.Join(got.Files, " ") != "a.json b.json" || got.format != "sarif" || got.Output != "out.sarif" || got.SourceRoot != "." {
+		t.Fatalf("err %v, options %+v", err, got)
+	}
+	got = nil
+	if err, _, _ := execute(t, build, "a.json", "--format", "yaml"); got != nil || exitCode(err) != ExitUndecided || !strings.Contains(err.Error(), "yaml") {
+		t.Errorf("--format yaml: %v", err)
+	}
+	if err, _, _ := execute(t, build); got != nil || !strings.Contains(err.Error(), "needs at least one REPORT.json") {
+		t.Errorf("no file: %v", err)
+	}
+}
