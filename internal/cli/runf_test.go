@@ -248,3 +248,36 @@ func TestReportMergeOptions(t *testing.T) {
 		t.Errorf("no file: %v", err)
 	}
 }
+
+func TestInitAndCheckWrapperOptions(t *testing.T) {
+	var io *InitOptions
+	initCmd := func(f *Factory) *cobra.Command {
+		return newInitCmdWith(f, func(o *InitOptions) error { io = o; return nil })
+	}
+	if err, _, _ := execute(t, initCmd); err != nil || io.Dir != "." {
+		t.Fatalf("default directory: err %v, options %+v", err, io)
+	}
+	if err, _, _ := execute(t, initCmd, "my-provider", "--name", "acme", "--package", "acme_p", "--force"); err != nil ||
+		*io != (InitOptions{Dir: "my-provider", Name: "acme", Package: "acme_p", Force: true}) {
+		t.Fatalf("err %v, options %+v", err, io)
+	}
+	io = nil
+	if err, _, _ := execute(t, initCmd, "a", "b"); io != nil || exitCode(err) != ExitUndecided {
+		t.Errorf("two directories: %v", err)
+	}
+
+	var wo *CheckWrapperOptions
+	wrap := func(f *Factory) *cobra.Command {
+		return newCheckWrapperCmd(f, func(o *CheckWrapperOptions) error { wo = o; return nil })
+	}
+	if err, _, _ := execute(t, wrap, "./claude", "--format", "JSON", "--timeout", "3s"); err != nil ||
+		wo.Path != "./claude" || wo.Format != "json" || wo.Timeout.String() != "3s" {
+		t.Fatalf("err %v, options %+v", err, wo)
+	}
+	wo = nil
+	for _, args := range [][]string{{"./claude", "--timeout", "0s"}, {"./claude", "--format", "xml"}, {}} {
+		if err, _, _ := execute(t, wrap, args...); wo != nil || exitCode(err) != ExitUndecided {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+}
