@@ -29,7 +29,7 @@ func writeCheckList(w io.Writer, s term.Styles, checks []*conformance.Check, wid
 	idW, areaW, clauseW := len("ID"), len("AREA"), len("CLAUSES")
 	for _, c := range checks {
 		idW, areaW = max(idW, len(c.ID)), max(areaW, len(c.Area))
-		for _, cl := range c.Clauses {
+		for _, cl := range c.ClauseLabels() {
 			clauseW = max(clauseW, len(cl))
 		}
 	}
@@ -55,9 +55,9 @@ func writeCheckList(w io.Writer, s term.Styles, checks []*conformance.Check, wid
 		title := strings.Split(wrapWords(c.Title, titleW), "\n")
 		var clauses []string
 		if columns {
-			clauses = c.Clauses
+			clauses = c.ClauseLabels()
 		} else {
-			title = append(title, strings.Split(wrapWords("clauses: "+strings.Join(c.Clauses, ", "), titleW), "\n")...)
+			title = append(title, strings.Split(wrapWords("clauses: "+strings.Join(c.ClauseLabels(), ", "), titleW), "\n")...)
 		}
 		for i := 0; i < max(len(title), len(clauses)); i++ {
 			var line string
@@ -91,6 +91,6 @@ func writeStackedCheckList(w io.Writer, s term.Styles, checks []*conformance.Che
 	for _, c := range checks {
 		fmt.Fprintf(w, "%s  %s  %s\n", s.ID.Render(c.ID), c.Severity, c.Area)
 		fmt.Fprintln(w, wrap(c.Title))
-		fmt.Fprintln(w, wrap("clauses: "+strings.Join(c.Clauses, ", ")))
+		fmt.Fprintln(w, wrap("clauses: "+strings.Join(c.ClauseLabels(), ", ")))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/astrabox-dev/astrabox/internal/conformance"
 	"github.com/astrabox-dev/astrabox/internal/term"
 )
 
@@ -73,6 +74,7 @@ func TestListJSONShowsClauses(t *testing.T) {
 	var rows []struct {
 		ID      string   `json:"id"`
 		Clauses []string `json:"clauses"`
+		Kind    string   `json:"kind"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &rows); err != nil {
 		t.Fatal(err)
@@ -80,10 +82,23 @@ func TestListJSONShowsClauses(t *testing.T) {
 	if len(rows) < 10 {
 		t.Fatalf("only %d checks listed", len(rows))
 	}
+	kitRules := 0
 	for _, r := range rows {
-		if len(r.Clauses) == 0 {
+		isKit := r.Kind == string(conformance.KindKitRule)
+		switch {
+		case isKit != strings.HasPrefix(r.ID, conformance.KitRulePrefix):
+			t.Errorf("check %s: kind %q does not match its ID", r.ID, r.Kind)
+		case isKit:
+			kitRules++
+			if len(r.Clauses) != 0 {
+				t.Errorf("kit rule %s names clauses %v", r.ID, r.Clauses)
+			}
+		case len(r.Clauses) == 0:
 			t.Errorf("check %s lists no clause", r.ID)
 		}
+	}
+	if kitRules == 0 {
+		t.Error("no kit rule listed (KIT-EGRESS-UNDECLARED)")
 	}
 }
 

@@ -342,11 +342,16 @@ func listChecks(f *Factory, o *ListOptions) error {
 			Area     string   `json:"area"`
 			Severity string   `json:"severity"`
 			Clauses  []string `json:"clauses"`
+			Kind     string   `json:"kind"`
 			Warning  string   `json:"warning_only,omitempty"`
 		}
 		rows := []row{}
 		for _, c := range checks {
-			rows = append(rows, row{c.ID, c.Title, c.Area, string(c.Severity), c.Clauses, c.WarningOnly})
+			kind := "clause"
+			if c.Kind == conformance.KindKitRule {
+				kind = string(conformance.KindKitRule)
+			}
+			rows = append(rows, row{c.ID, c.Title, c.Area, string(c.Severity), append([]string{}, c.Clauses...), kind, c.WarningOnly})
 		}
 		return writeJSON(f.IO.Out, rows)
 	}

@@ -45,6 +45,17 @@ const (
 // KitRulePrefix starts the ID of every kit rule.
 const KitRulePrefix = "KIT-"
 
+// KitRuleLabel stands where a kit rule's clauses would be shown.
+const KitRuleLabel = "kit rule (no platform clause)"
+
+// ClauseLabels are the check's clauses for display: its clause IDs, or KitRuleLabel for a kit rule.
+func (c *Check) ClauseLabels() []string {
+	if c.Kind == KindKitRule {
+		return []string{KitRuleLabel}
+	}
+	return c.Clauses
+}
+
 // Check is one conformance check: its stable identity, the clauses it covers (or, for a kit rule, none),
 // why it matters, and its decision over the evidence of a run. IDs are never reused.
 type Check struct {

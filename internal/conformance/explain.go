@@ -17,7 +17,7 @@ func ExplainWidth(c *Check, s term.Styles, width int) string {
 	width = max(width, 40)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s  %s\n", s.ID.Render(c.ID), s.Heading.Render(c.Title))
-	fmt.Fprintf(&b, "area: %s   severity: %s   clauses: %s\n\n", c.Area, c.Severity, strings.Join(c.Clauses, ", "))
+	fmt.Fprintf(&b, "area: %s   severity: %s   clauses: %s\n\n", c.Area, c.Severity, strings.Join(c.ClauseLabels(), ", "))
 	for _, id := range c.Clauses {
 		if text, ok := ClauseText(id); ok {
 			fmt.Fprintf(&b, "%s: %s\n", s.ID.Render(id), wrapText(text, width-2, "  "))
@@ -77,10 +77,14 @@ func ChecksMarkdown() string {
 	b.WriteString("(see [scenarios.md](scenarios.md)). `astrabox conformance explain ID` prints the same text.\n\n")
 	b.WriteString("| ID | area | severity | clauses | title |\n| --- | --- | --- | --- | --- |\n")
 	for _, c := range Checks() {
-		fmt.Fprintf(&b, "| [%s](#%s) | %s | %s | %s | %s |\n", c.ID, strings.ToLower(c.ID), c.Area, c.Severity, strings.Join(c.Clauses, ", "), c.Title)
+		fmt.Fprintf(&b, "| [%s](#%s) | %s | %s | %s | %s |\n", c.ID, strings.ToLower(c.ID), c.Area, c.Severity, strings.Join(c.ClauseLabels(), ", "), c.Title)
 	}
 	for _, c := range Checks() {
-		fmt.Fprintf(&b, "\n## %s\n\n**%s** (%s, %s; clauses %s)\n\n%s\n", c.ID, c.Title, c.Area, c.Severity, strings.Join(c.Clauses, ", "), c.Rationale)
+		covers := "clauses " + strings.Join(c.Clauses, ", ")
+		if c.Kind == KindKitRule {
+			covers = KitRuleLabel
+		}
+		fmt.Fprintf(&b, "\n## %s\n\n**%s** (%s, %s; %s)\n\n%s\n", c.ID, c.Title, c.Area, c.Severity, covers, c.Rationale)
 		if e := exercisedText(c); e != "" {
 			fmt.Fprintf(&b, "\nDecided over: %s\n", e)
 		}
