@@ -2,7 +2,6 @@ package explore
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"github.com/astrabox-dev/astrabox/internal/simulate"
@@ -63,7 +62,7 @@ func Shrink(ctx context.Context, sc *simulate.Scenario, fails Predicate, budget 
 			} {
 				cand := clone(best)
 				strip(&cand.Steps[i])
-				if sameStep(cand.Steps[i], best.Steps[i]) {
+				if cand.Steps[i].Equal(best.Steps[i]) {
 					continue
 				}
 				ok, err := accept(cand)
@@ -86,7 +85,7 @@ func Shrink(ctx context.Context, sc *simulate.Scenario, fails Predicate, budget 
 			if st.Op == simulate.OpAdvance && st.Seconds > 60 {
 				st.Seconds = 60
 			}
-			if sameStep(*st, best.Steps[i]) {
+			if st.Equal(best.Steps[i]) {
 				continue
 			}
 			if _, err := accept(cand); err != nil {
@@ -107,10 +106,6 @@ func Shrink(ctx context.Context, sc *simulate.Scenario, fails Predicate, budget 
 	return best, runs, nil
 }
 
-func sameStep(a, b simulate.Step) bool {
-	return fmt.Sprintf("%+v %+v %+v", a, a.Fault, a.Double) == fmt.Sprintf("%+v %+v %+v", b, b.Fault, b.Double)
-}
-
 // withReplicas maps every replica rK of a scenario onto n replicas.
 func withReplicas(sc *simulate.Scenario, n int) *simulate.Scenario {
 	out := clone(sc)
@@ -127,36 +122,9 @@ func withReplicas(sc *simulate.Scenario, n int) *simulate.Scenario {
 	return out
 }
 
-// clone deep-copies a scenario through its YAML form, so that shrinking never aliases steps.
-func clone(sc *simulate.Scenario) *simulate.Scenario {
-	out := *sc
-	out.Steps = make([]simulate.Step, len(sc.Steps))
-	for i, st := range sc.Steps {
-		c := st
-		if st.Fault != nil {
-			f := *st.Fault
-			c.Fault = &f
-		}
-		c.Double = append([]simulate.DoubleFault(nil), st.Double...)
-		out.Steps[i] = c
-	}
-	if sc.Principals != nil {
-		out.Principals = map[string]simulate.Principal{}
-		for k, v := range sc.Principals {
-			out.Principals[k] = v
-		}
-	}
-	out.Agents = append([]simulate.AgentSpec(nil), sc.Agents...)
-	if sc.Deadlines != nil {
-		d := *sc.Deadlines
-		out.Deadlines = &d
-	}
-	if sc.Backend != nil {
-		b := *sc.Backend
-		out.Backend = &b
-	}
-	return &out
-}
+// clone deep-copies a scenario (simulate.Scenario.Clone), so that shrinking never aliases steps or
+// configuration.
+func clone(sc *simulate.Scenario) *simulate.Scenario { return sc.Clone() }
 
 // Describe lists a scenario's steps, one per line, for reports.
 func Describe(sc *simulate.Scenario) []string {

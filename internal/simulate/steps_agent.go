@@ -21,49 +21,11 @@ func (p *platform) runStep(st *Step) {
 			p.dbl.RemoveFault(id)
 		}
 	}()
-	switch st.Op {
-	case OpPrewarm:
-		p.prewarm(st)
-	case OpRecover:
-		p.recover(st)
-	case OpRelease:
-		n := p.releaseHeld()
-		p.event(&Event{Kind: EventPlatform, Message: fmt.Sprintf("released %d held request(s) at the double", n)})
-	case OpAdvance:
-		p.advance(time.Duration(st.Seconds * float64(time.Second)))
-	case OpHostLoss:
-		r := p.replicaFor(st)
-		if r.proc != nil {
-			r.proc.Kill()
-		}
-		p.event(&Event{Kind: EventPlatform, Replica: r.name, Message: "host loss: replica " + r.name + " killed; it restarts on its next callback"})
-	case OpConfigChange:
-		p.configChange(st)
-	case OpClaim:
-		p.claim(st)
-	case OpColdStart:
-		p.coldStart(st)
-	case OpReattach:
-		p.reattach(st)
-	case OpReplaceSandbox:
-		p.replaceSandbox(st)
-	case OpTurn, OpRetry:
-		p.turn(st)
-	case OpReadUserActions:
-		p.readUserActions(st)
-	case OpPerformUserAction:
-		p.performUserAction(st)
-	case OpSetConsent:
-		url := ""
-		if st.Consent == "pending" {
-			url = "https://identity.example/consent/" + st.Principal
-		}
-		p.dbl.SetConsent(st.Principal, st.Consent, url)
-		p.event(&Event{Kind: EventPlatform, Message: "consent of " + st.Principal + " is now " + st.Consent + " at the identity service",
-			Consent: &ConsentState{Principal: st.Principal, Consent: st.Consent}})
-	case OpRefreshInputs:
-		p.event(&Event{Kind: EventPlatform, Message: "inputs of session " + st.Session + " refreshed (no provider callback: SYNC-WHEN)"})
+	spec, ok := opRegistry[st.Op]
+	if !ok || spec.run == nil {
+		panic(fmt.Sprintf("simulate: op %q has no run function (Validate admits only registered ops)", st.Op))
 	}
+	spec.run(p, st)
 }
 
 func stepSummary(st *Step) string {
