@@ -14,6 +14,8 @@ type opSpec struct {
 	required []string
 	allowed  []string
 	doc      string
+	// notes, by field, say more about a field in the op table (a default, a range).
+	notes map[string]string
 	// startsSession says the op starts the Session it names; needsSession that the Session must be started by
 	// an earlier step.
 	startsSession, needsSession bool

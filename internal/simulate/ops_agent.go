@@ -6,7 +6,8 @@ import "fmt"
 func init() {
 	registerOps(
 		&opSpec{name: OpPrewarm, required: []string{"agent"}, allowed: []string{"replica", "boxes", "fault", "double"},
-			doc: "Prepare boxes of waiting inventory for the Agent.", validate: validatePrewarm, run: (*platform).prewarm},
+			notes: map[string]string{"boxes": "default 1, 0 to 16"},
+			doc:   "Prepare boxes of waiting inventory for the Agent.", validate: validatePrewarm, run: (*platform).prewarm},
 		&opSpec{name: OpRecover, required: []string{"operation"}, allowed: []string{"replica", "fault", "double"},
 			doc: "Ask the provider to recover an unresolved synchronize operation.", run: (*platform).recover},
 		&opSpec{name: OpRelease, allowed: []string{"operation"},

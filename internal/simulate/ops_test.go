@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -17,6 +18,11 @@ func TestOpRegistryComplete(t *testing.T) {
 	slices.Sort(want)
 	if got := Ops(); !slices.Equal(got, want) {
 		t.Fatalf("registered ops %v, op constants %v", got, want)
+	}
+	order := slices.Clone(opOrder)
+	slices.Sort(order)
+	if !slices.Equal(order, want) {
+		t.Fatalf("opOrder (the documented order) %v, op constants %v", opOrder, want)
 	}
 	for _, name := range Ops() {
 		s := opRegistry[name]
@@ -91,3 +97,24 @@ var stepFieldNames = func() []string {
 	}
 	return out
 }()
+
+// TestScenariosDocOpTableIsCurrent fails when the op table of docs/scenarios.md is not the one the registry
+// generates (run `go run ./internal/tools/gendocs`).
+func TestScenariosDocOpTableIsCurrent(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/scenarios.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := ReplaceOpsTable(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(doc) != string(want) {
+		t.Errorf("docs/scenarios.md's op table is stale; run `go run ./internal/tools/gendocs`. want:\n%s", OpsTable())
+	}
+	for _, name := range Ops() {
+		if !strings.Contains(string(doc), "| `"+name+"` |") {
+			t.Errorf("op %s is not documented in docs/scenarios.md", name)
+		}
+	}
+}
