@@ -2,7 +2,6 @@ package explore
 
 import (
 	"context"
-	"strings"
 
 	"github.com/astrabox-dev/astrabox/internal/simulate"
 )
@@ -125,31 +124,3 @@ func withReplicas(sc *simulate.Scenario, n int) *simulate.Scenario {
 // clone deep-copies a scenario (simulate.Scenario.Clone), so that shrinking never aliases steps or
 // configuration.
 func clone(sc *simulate.Scenario) *simulate.Scenario { return sc.Clone() }
-
-// Describe lists a scenario's steps, one per line, for reports.
-func Describe(sc *simulate.Scenario) []string {
-	var out []string
-	for _, st := range sc.Steps {
-		var parts []string
-		add := func(k, v string) {
-			if v != "" {
-				parts = append(parts, k+"="+v)
-			}
-		}
-		add("session", st.Session)
-		add("attempt", st.Attempt)
-		add("principal", st.Principal)
-		add("operation", st.Operation)
-		add("action", st.Action)
-		add("consent", st.Consent)
-		add("replica", st.Replica)
-		if st.Fault != nil {
-			add("fault", st.Fault.Kind)
-		}
-		for _, d := range st.Double {
-			add("double", d.Kind)
-		}
-		out = append(out, strings.TrimSpace(st.Op+" "+strings.Join(parts, " ")))
-	}
-	return out
-}

@@ -11,7 +11,7 @@ import (
 
 // runStep plays one scenario step.
 func (p *platform) runStep(st *Step) {
-	p.event(&Event{Kind: EventStep, Replica: st.Replica, Message: stepSummary(st), Faults: st.faultKinds()})
+	p.event(&Event{Kind: EventStep, Replica: st.Replica, Message: st.String(), Faults: st.faultKinds()})
 	var faults []double.FaultID
 	for _, df := range st.Double {
 		faults = append(faults, p.dbl.AddFault(toDoubleFault(df, st.Replica)))
@@ -26,29 +26,6 @@ func (p *platform) runStep(st *Step) {
 		panic(fmt.Sprintf("simulate: op %q has no run function (Validate admits only registered ops)", st.Op))
 	}
 	spec.run(p, st)
-}
-
-func stepSummary(st *Step) string {
-	s := st.Op
-	add := func(k, v string) {
-		if v != "" {
-			s += " " + k + "=" + v
-		}
-	}
-	add("agent", st.Agent)
-	add("session", st.Session)
-	add("principal", st.Principal)
-	add("attempt", st.Attempt)
-	add("operation", st.Operation)
-	add("action", st.Action)
-	add("replica", st.Replica)
-	if st.Op == OpAdvance {
-		s += fmt.Sprintf(" %gs", st.Seconds)
-	}
-	if st.Fault != nil {
-		s += " fault=" + st.Fault.Kind
-	}
-	return s
 }
 
 func toDoubleFault(df DoubleFault, replica string) double.Fault {
