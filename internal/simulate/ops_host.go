@@ -49,3 +49,18 @@ func (p *platform) setConsent(st *Step) {
 	p.event(&Event{Kind: EventPlatform, Message: "consent of " + st.Principal + " is now " + st.Consent + " at the identity service",
 		Consent: &ConsentState{Principal: st.Principal, Consent: st.Consent}})
 }
+
+// seedConsent sets each principal's starting consent (and the state a consent check moves it to) at the
+// identity service.
+func (p *platform) seedConsent() {
+	for name, pr := range p.sc.Principals {
+		url := ""
+		if pr.Consent == "pending" {
+			url = "https://identity.example/consent/" + name
+		}
+		p.dbl.SetConsent(name, pr.Consent, url)
+		if pr.ConsentOnCheck != "" {
+			p.dbl.SetConsentOnCheck(name, pr.ConsentOnCheck)
+		}
+	}
+}
