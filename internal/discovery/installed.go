@@ -48,9 +48,9 @@ type installedJSON struct {
 func InstalledEntryPoints(ctx context.Context, python, projectDir string) ([]Declaration, error) {
 	ctx, cancel := context.WithTimeout(ctx, InstalledTimeout)
 	defer cancel()
-	tmp, err := os.MkdirTemp("", "astrabox-discovery-")
+	tmp, err := scratchDir("astrabox-discovery-")
 	if err != nil {
-		return nil, fmt.Errorf("create a scratch directory for the interpreter: %w", err)
+		return nil, err
 	}
 	defer os.RemoveAll(tmp)
 

@@ -238,11 +238,15 @@ func probeIn(path, reason, dir string) (*Interpreter, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ProbeTimeout)
 	defer cancel()
+	if dir == "" {
+		tmp, err := usableTempDir()
+		if err != nil {
+			return nil, err
+		}
+		dir = tmp
+	}
 	cmd := exec.CommandContext(ctx, path, "-E", "-s", "-c", probeScript)
 	cmd.Dir = dir
-	if dir == "" {
-		cmd.Dir = os.TempDir()
-	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	setProcessGroup(cmd)

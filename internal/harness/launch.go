@@ -3,10 +3,12 @@ package harness
 import (
 	"errors"
 	"fmt"
+	"github.com/astrabox-dev/astrabox/internal/proclimit"
 	"os"
 	"os/exec"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/astrabox-dev/astrabox/internal/warden"
@@ -104,16 +106,31 @@ func (wardenLauncher) launch(s launchSpec) (*launched, error) {
 	return &launched{pid: c.PID, supervisor: c.Warden, supervisorStart: c.WardenStart, exit: exit, gone: gone, stopped: c.Stopped}, nil
 }
 
+// runRoom is the room check of the kit's first process start, made once: the whole run needs room (see
+// ensureRoom), and every start of a kit that lacked it is refused with the same error.
+var runRoom = sync.OnceValue(func() error { return proclimit.Ensure("the harnesses of a run", proclimit.RunFloor) })
+
+// ensureRoom refuses to start what would leave too little of the user's process limit: before the kit's first
+// harness or fork server there must be room for the whole run (proclimit.RunFloor), and before each one room
+// for itself and the kit's threads (proclimit.Reserve).
+func ensureRoom(what string) error {
+	if err := runRoom(); err != nil {
+		return err
+	}
+	return proclimit.Ensure(what, proclimit.Reserve)
+}
+
 // procsCap is the RLIMIT_NPROC given to harnesses: the kit's own soft limit less a reserve, so that a
 // provider that forks without end leaves the kit room for the threads and processes it needs to end it (the
-// limit counts every process and thread of the user). 0 means no cap: no limit, or one below 256, too low
-// to spare a reserve (replicas and their threads need most of it: a conformance run needs about 40).
+// limit counts every process and thread of the user). The reserve is an eighth of the limit, at least
+// proclimit.Reserve and at most 64. 0 means no cap: no limit, or one below 64, where the replicas and their
+// threads need all of it (a conformance run uses about 30).
 func procsCap() uint64 {
 	var rl unix.Rlimit
-	if unix.Getrlimit(unix.RLIMIT_NPROC, &rl) != nil || rl.Cur == unix.RLIM_INFINITY || rl.Cur < 256 {
+	if unix.Getrlimit(unix.RLIMIT_NPROC, &rl) != nil || rl.Cur == unix.RLIM_INFINITY || rl.Cur < 64 {
 		return 0
 	}
-	return rl.Cur - min(rl.Cur/8, 64)
+	return rl.Cur - min(max(rl.Cur/8, proclimit.Reserve), 64)
 }
 
 // startError turns a failure to start a process into a clear message; a reached process limit (EAGAIN from

@@ -256,6 +256,9 @@ func (p *Process) launch(sdk string) error {
 		// The fork server's harness sets it itself (zygote.py); a warden sets it on the harness it starts.
 		spec.zygoteEnv = []string{fmt.Sprintf("ASTRABOX_LIMIT_NPROC=%d", n)}
 	}
+	if err := ensureRoom("a harness for replica " + p.o.Replica); err != nil {
+		return &ProcessError{Kind: KindStart, Replica: p.o.Replica, ExitCode: -1, Err: err}
+	}
 	launchers := []launcher{wardenLauncher{}}
 	if p.o.Zygote != nil {
 		launchers = []launcher{p.o.Zygote, wardenLauncher{}}

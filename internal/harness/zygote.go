@@ -66,6 +66,9 @@ func StartZygote(ctx context.Context, python, dir string, env ...string) (*Zygot
 	if err != nil {
 		return nil, fmt.Errorf("start the fork server: %w", err)
 	}
+	if err := ensureRoom("the fork server"); err != nil {
+		return nil, err
+	}
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("start the fork server: socketpair: %w", err)

@@ -12,14 +12,16 @@ import signal
 import sys
 import threading
 import time
-from typing import Any, Deque, Dict, Optional, Set, Tuple
+from typing import Any, Deque, Dict, NamedTuple, Optional, Set
 
 import astrabox
 from astrabox._harness import wire
 from astrabox._harness.contexts import ArgumentError, SandboxBridge, callback_kwargs
 from astrabox._harness.coverage import Coverage
+from astrabox._harness.host import apply_limits, become_host, dump_profile, start_profile
 from astrabox._harness.loader import METHODS, Loaded, load
-from astrabox._harness.observe import CURRENT_CALL, Observer, empty_leftovers
+from astrabox._harness.observe import CURRENT_CALL, Observer, Snapshot
+from astrabox._harness.records import Leftovers, LeftoverThread, Observations
 from astrabox._harness.values import encode_error, encode_value, harness_error, safe_repr, type_name
 
 PROTOCOL = 1
@@ -44,42 +46,13 @@ def safe_encode_error(exc: BaseException, observer: Observer, cancelled: bool = 
         return err
 
 
-def _limit(name: str, resource_id: int, notes: list) -> None:
-    import resource
+class CallInFlight(NamedTuple):
+    """The call being served: its id, what was alive before it, its context, and its method name."""
 
-    raw = os.environ.get(name, "0") or "0"
-    try:
-        value = int(raw)
-    except ValueError:
-        notes.append("%s=%r is not an integer; left as is" % (name, raw))
-        return
-    if value <= 0:
-        return
-    try:
-        _, hard = resource.getrlimit(resource_id)
-        if hard != resource.RLIM_INFINITY and value > hard:
-            value = hard
-        resource.setrlimit(resource_id, (value, value))
-    except (ValueError, OSError) as exc:
-        notes.append("could not apply %s=%d: %s" % (name, value, exc))
-
-
-def apply_limits() -> None:
-    """``RLIMIT_CORE=0`` and the address-space and open-files limits from the environment."""
-    import resource
-
-    notes: list = []
-    try:
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    except (ValueError, OSError) as exc:
-        notes.append("could not disable core dumps: %s" % exc)
-    _limit("ASTRABOX_LIMIT_AS", resource.RLIMIT_AS, notes)
-    _limit("ASTRABOX_LIMIT_NOFILE", resource.RLIMIT_NOFILE, notes)
-    for note in notes:
-        try:
-            os.write(2, ("astrabox harness: %s\n" % note).encode())
-        except OSError:
-            pass
+    id: int
+    before: Snapshot
+    ctx: contextvars.Context
+    method: str
 
 
 class Runner:
@@ -113,7 +86,7 @@ class Runner:
         self._bg_scheduled = False
         self._marker_prefix = ("\n\x00astrabox-sync:%s:" % cookie).encode("utf-8", "replace")
         # The call in flight: id, snapshot, context and start time, kept until its reply is sent.
-        self._call: Optional[Tuple[int, Any, Any, str]] = None
+        self._call: Optional[CallInFlight] = None
         self._started = 0
         # How the process must end once the reply of the call in flight is sent: a callback raised SystemExit
         # or KeyboardInterrupt, which on the platform's asyncio host end the process.
@@ -199,7 +172,7 @@ class Runner:
     def send_background(self) -> None:
         obs = self.observer.take_background()
         if obs is not None:
-            self.writer.send({"kind": "background", "observations": obs})
+            self.writer.send({"kind": "background", "observations": obs.wire()})
 
     # -- calls -----------------------------------------------------------------------------------------
 
@@ -277,7 +250,7 @@ class Runner:
         before = self.observer.snapshot(loop)  # never raises
         ctx = contextvars.copy_context()
         ctx.run(CURRENT_CALL.set, call_id)
-        self._call = (call_id, before, ctx, method if isinstance(method, str) else "")
+        self._call = CallInFlight(call_id, before, ctx, method if isinstance(method, str) else "")
         self._started = time.perf_counter_ns()
         try:
             outcome = self._dispatch(ctx, call_id, method, msg.get("args"))
@@ -291,22 +264,22 @@ class Runner:
         """Send the reply of the call in flight, with what it left behind."""
         duration = time.perf_counter_ns() - self._started
         assert self._call is not None and self.loop is not None
-        call_id, before, _, method = self._call
+        call_id, before, method = self._call.id, self._call.before, self._call.method
         self.observer.mark_returned(call_id)
         if method == "settle":  # what settling itself saw running is in its value, never its own leftovers
-            leftovers, cut = empty_leftovers(), 0
+            leftovers, cut = Leftovers(), 0
         else:
             leftovers, cut = self.observer.safe_leftovers(self.loop, before, call_id, self.own_tasks)
         self.call_task = None
         marked = self._sync_markers(call_id)
         self.send_background()
         obs = self.observer.take_current()
-        obs["leftovers"] = leftovers
-        obs["dropped"] += cut
+        obs.leftovers = leftovers
+        obs.dropped += cut
         reply = {"kind": "reply", "id": call_id, "ok": ok, "value": value, "error": error,
-                 "duration_ns": duration, "observations": obs, "markers": marked,
+                 "duration_ns": duration, "observations": obs.wire(), "markers": marked,
                  "cancel_received": self.cancel_requested}
-        if self._call[3] != "load":
+        if method != "load":
             reply["coverage"] = self.coverage.take()
         if self._exit_after is not None:
             reply["exit"] = self._exit_after
@@ -318,9 +291,7 @@ class Runner:
             try:
                 self.writer.send(reply)
             except wire.FrameTooLarge:
-                reply["observations"] = {"logs": [], "warnings": [], "audit": [],
-                                         "leftovers": {"threads": [], "tasks": [], "timers": [], "children": []},
-                                         "dropped": len(obs["logs"]) + len(obs["warnings"]) + len(obs["audit"])}
+                reply["observations"] = Observations(dropped=len(obs.logs) + len(obs.warnings) + len(obs.audit)).wire()
                 self.writer.send(reply)
         if self._exit_after is not None:
             self._end_process(self._exit_after)
@@ -418,15 +389,13 @@ class Runner:
             try:
                 left = self.observer.work_of(loop, calls)
             except BaseException as exc:  # noqa: B036 - a provider object that cannot be inspected
-                left = empty_leftovers()
-                left["threads"].append({"name": "?", "daemon": False, "target": "inspecting work raised %s" % type_name(type(exc)),
-                                        "file": None, "line": None})
+                left = Leftovers(threads=[LeftoverThread("?", False, "inspecting work raised %s" % type_name(type(exc)), None, None)])
                 break
-            if not any(left.values()) or loop.time() >= end:
+            if left.empty() or loop.time() >= end:
                 break
             await asyncio.sleep(min(0.01, max(0.0, end - loop.time())))
         waited = loop.time() - start
-        return "settled", {"type": "settle", "settled": not any(left.values()), "remaining": left,
+        return "settled", {"type": "settle", "settled": left.empty(), "remaining": left.wire(),
                            "waited_s": round(waited, 3)}, None
 
     def _end_process(self, how: Dict[str, Any]) -> None:
@@ -462,7 +431,7 @@ class Runner:
     def _async_done(self, task: "asyncio.Task[Any]") -> None:
         """Done callback of the call's task: encode its outcome, reply, and start the next queued call."""
         assert self._call is not None
-        method = self._call[3]
+        method = self._call.method
         try:
             outcome = self._async_outcome(task, method)
         except Exception as exc:  # a harness bug must still produce exactly one reply
@@ -495,14 +464,6 @@ class Runner:
         return True, value, None
 
 
-def become_host() -> None:
-    """Forget what a fork server computed from its own environment, so that this replica sees its own host:
-    ``tempfile`` caches the temporary directory it chose (TMPDIR and HOME come per replica from Go)."""
-    mod = sys.modules.get("tempfile")
-    if mod is not None:
-        mod.tempdir = None  # type: ignore[attr-defined]
-
-
 def exit_info(exc: BaseException) -> Optional[Dict[str, Any]]:
     """How an exception raised by a callback ends the platform's host process, or None when it does not:
     ``SystemExit`` exits with its code (None is 0, a non-integer is printed and gives 1, as Python does),
@@ -523,31 +484,6 @@ def exit_info(exc: BaseException) -> Optional[Dict[str, Any]]:
             pass
         status = 1
     return {"exception": "SystemExit", "code": status}
-
-
-_PROFILE: Any = None
-
-
-def start_profile() -> None:
-    """With ``ASTRABOX_PROFILE_DIR`` set (a developer knob, see docs/performance.md), profile this process with
-    cProfile from here to its shutdown."""
-    global _PROFILE
-    if os.environ.get("ASTRABOX_PROFILE_DIR"):
-        import cProfile
-
-        _PROFILE = cProfile.Profile()
-        _PROFILE.enable()
-
-
-def dump_profile() -> None:
-    """Write the profile to ``ASTRABOX_PROFILE_DIR/harness-<pid>.prof`` (pstats format), if one runs."""
-    if _PROFILE is None:
-        return
-    _PROFILE.disable()
-    try:
-        _PROFILE.dump_stats(os.path.join(os.environ["ASTRABOX_PROFILE_DIR"], "harness-%d.prof" % os.getpid()))
-    except (OSError, KeyError):
-        pass
 
 
 def main() -> None:

@@ -1,0 +1,57 @@
+"""The harness's typed observation records write exactly the JSON keys of their Go mirrors in messages.go."""
+
+import os
+import re
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
+
+from astrabox._harness import records  # noqa: E402
+
+
+def go_fields(type_name):
+    """The json tags of a Go struct in messages.go, in order."""
+    with open(os.path.join(os.path.dirname(HERE), "messages.go"), encoding="utf-8") as fh:
+        src = fh.read()
+    m = re.search(r"^type %s struct \{\n(.*?)^\}" % type_name, src, re.S | re.M)
+    if m is None:
+        raise AssertionError("no type %s in messages.go" % type_name)
+    return re.findall(r'json:"([a-z_0-9]+)[,"]', m.group(1))
+
+
+class RecordsMirrorGo(unittest.TestCase):
+    def test_every_record_writes_the_go_keys(self):
+        samples = {
+            "LogRecord": records.LogRecord("l", "INFO", 20, "m", None, "/f.py", 1, "f", "MainThread"),
+            "WarningRecord": records.WarningRecord("UserWarning", "m", "/f.py", 2),
+            "AuditEvent": records.AuditEvent("open", "/x r", "/f.py", 3, "f"),
+            "LeftoverThread": records.LeftoverThread("t", True, "m.f", "/f.py", 4),
+            "LeftoverTask": records.LeftoverTask("Task-1", "m.c", "/f.py", 5),
+            "LeftoverTimer": records.LeftoverTimer("m.cb", 0.5),
+            "LeftoverChild": records.LeftoverChild(42, "sleep 9"),
+            "Leftovers": records.Leftovers(),
+            "Observations": records.Observations(),
+        }
+        for name, rec in samples.items():
+            with self.subTest(name):
+                self.assertEqual(sorted(rec.wire()), sorted(go_fields(name)))
+
+    def test_bounds_and_routing_fields(self):
+        obs = records.Observations()
+        for i in range(records.LIST_LIMIT + 3):
+            obs.add(records.WarningRecord("W", str(i), "f", i))
+        self.assertEqual(len(obs.warnings), records.LIST_LIMIT)
+        self.assertEqual(obs.dropped, 3)
+        self.assertFalse(obs.empty())
+        left = records.Leftovers(timers=[records.LeftoverTimer("cb", 1.0)] * (records.LIST_LIMIT + 2))
+        self.assertEqual(left.trim(), 2)
+        self.assertEqual(len(left.timers), records.LIST_LIMIT)
+        wire = obs.wire()
+        self.assertEqual(wire["warnings"][0], {"category": "W", "message": "0", "file": "f", "line": 0,
+                                               "call": None, "after_return": False})
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,175 @@
+"""Typed observation records: the Python mirror of the observation types in internal/harness/messages.go.
+
+Each record knows its wire form (``wire()``), a dict with exactly the keys and key order the harness has
+always sent, so the frames are byte-compatible with what Go decodes (docs/protocol.md, "Observations").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+#: At most this many entries of one kind per message; the rest are counted in ``dropped``.
+LIST_LIMIT = 1000
+
+
+@dataclass
+class LogRecord:
+    """One logging record the provider created (Go: ``LogRecord``)."""
+
+    KIND = "logs"
+    logger: str
+    level: str
+    levelno: int
+    message: str
+    exc_text: Optional[str]
+    file: Any
+    line: Any
+    function: Any
+    thread: Any
+    call: Optional[int] = None
+    after_return: bool = False
+
+    def wire(self) -> Dict[str, Any]:
+        return {"logger": self.logger, "level": self.level, "levelno": self.levelno, "message": self.message,
+                "exc_text": self.exc_text, "file": self.file, "line": self.line, "function": self.function,
+                "thread": self.thread, "call": self.call, "after_return": self.after_return}
+
+
+@dataclass
+class WarningRecord:
+    """One warning shown while the provider ran (Go: ``WarningRecord``)."""
+
+    KIND = "warnings"
+    category: str
+    message: str
+    file: str
+    line: Optional[int]
+    call: Optional[int] = None
+    after_return: bool = False
+
+    def wire(self) -> Dict[str, Any]:
+        return {"category": self.category, "message": self.message, "file": self.file, "line": self.line,
+                "call": self.call, "after_return": self.after_return}
+
+
+@dataclass
+class AuditEvent:
+    """One PEP 578 audit event the provider caused (Go: ``AuditEvent``)."""
+
+    KIND = "audit"
+    event: str
+    summary: str
+    file: Optional[str]
+    line: Optional[int]
+    function: Optional[str]
+    call: Optional[int] = None
+    after_return: bool = False
+
+    def wire(self) -> Dict[str, Any]:
+        return {"event": self.event, "summary": self.summary, "file": self.file, "line": self.line,
+                "function": self.function, "call": self.call, "after_return": self.after_return}
+
+
+@dataclass
+class LeftoverThread:
+    """A thread (or pending executor job) a call started that is still alive (Go: ``LeftoverThread``)."""
+
+    name: str
+    daemon: bool
+    target: Optional[str]
+    file: Optional[str]
+    line: Optional[int]
+
+    def wire(self) -> Dict[str, Any]:
+        return {"name": self.name, "daemon": self.daemon, "target": self.target, "file": self.file,
+                "line": self.line}
+
+
+@dataclass
+class LeftoverTask:
+    """An asyncio task a call started that is still pending (Go: ``LeftoverTask``)."""
+
+    name: str
+    coro: str
+    file: Optional[str]
+    line: Optional[int]
+
+    def wire(self) -> Dict[str, Any]:
+        return {"name": self.name, "coro": self.coro, "file": self.file, "line": self.line}
+
+
+@dataclass
+class LeftoverTimer:
+    """A pending ``call_later``/``call_at`` handle (Go: ``LeftoverTimer``)."""
+
+    callback: str
+    when_s: float
+
+    def wire(self) -> Dict[str, Any]:
+        return {"callback": self.callback, "when_s": self.when_s}
+
+
+@dataclass
+class LeftoverChild:
+    """A child process of the harness still alive (Go: ``LeftoverChild``)."""
+
+    pid: int
+    cmdline: str
+
+    def wire(self) -> Dict[str, Any]:
+        return {"pid": self.pid, "cmdline": self.cmdline}
+
+
+@dataclass
+class Leftovers:
+    """Work a call left running (Go: ``Leftovers``; also the ``remaining`` of a settle value)."""
+
+    threads: List[LeftoverThread] = field(default_factory=list)
+    tasks: List[LeftoverTask] = field(default_factory=list)
+    timers: List[LeftoverTimer] = field(default_factory=list)
+    children: List[LeftoverChild] = field(default_factory=list)
+
+    def empty(self) -> bool:
+        return not (self.threads or self.tasks or self.timers or self.children)
+
+    def trim(self, limit: int = LIST_LIMIT) -> int:
+        """Cut every list to ``limit`` entries; returns how many were cut."""
+        cut = 0
+        for items in (self.threads, self.tasks, self.timers, self.children):
+            if len(items) > limit:
+                cut += len(items) - limit
+                del items[limit:]
+        return cut
+
+    def wire(self) -> Dict[str, Any]:
+        return {"threads": [t.wire() for t in self.threads], "tasks": [t.wire() for t in self.tasks],
+                "timers": [t.wire() for t in self.timers], "children": [c.wire() for c in self.children]}
+
+
+@dataclass
+class Observations:
+    """Bounded observations waiting for a ``reply`` or ``background`` message (Go: ``Observations``)."""
+
+    logs: List[LogRecord] = field(default_factory=list)
+    warnings: List[WarningRecord] = field(default_factory=list)
+    audit: List[AuditEvent] = field(default_factory=list)
+    leftovers: Leftovers = field(default_factory=Leftovers)
+    dropped: int = 0
+
+    def add(self, entry: Any) -> None:
+        """Append a log, warning or audit record to its list, or count it as dropped past the bound."""
+        items = getattr(self, entry.KIND)
+        if len(items) >= LIST_LIMIT:
+            self.dropped += 1
+        else:
+            items.append(entry)
+
+    def empty(self) -> bool:
+        """No log, warning or audit record and nothing dropped (leftovers are not looked at)."""
+        return not (self.logs or self.warnings or self.audit or self.dropped)
+
+    def wire(self) -> Dict[str, Any]:
+        return {"logs": [r.wire() for r in self.logs], "warnings": [r.wire() for r in self.warnings],
+                "audit": [r.wire() for r in self.audit], "dropped": self.dropped,
+                "leftovers": self.leftovers.wire()}
