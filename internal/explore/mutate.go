@@ -38,7 +38,7 @@ func mutate(rng *rand.Rand, base *simulate.Scenario, seeds []*simulate.Scenario,
 		case 4:
 			st := &sc.Steps[rng.Intn(len(sc.Steps))]
 			if st.Replica != "" {
-				st.Replica = replicaName(1 + rng.Intn(sc.Replicas))
+				st.Replica = simulate.ReplicaName(1 + rng.Intn(sc.Replicas))
 			}
 		case 5:
 			changeReplicas(rng, sc)
@@ -73,8 +73,6 @@ func pickOp(rng *rand.Rand) int {
 	}
 	return 0
 }
-
-func replicaName(i int) string { return "r" + string(rune('0'+i)) }
 
 // changeFault removes a step's faults, or gives it one the generator gives steps of its kind.
 func changeFault(rng *rand.Rand, st *simulate.Step) {
@@ -114,7 +112,7 @@ func changeReplicas(rng *rand.Rand, sc *simulate.Scenario) {
 	sc.Replicas = 2
 	for i := range sc.Steps {
 		if sc.Steps[i].Replica == "r3" {
-			sc.Steps[i].Replica = replicaName(1 + rng.Intn(2))
+			sc.Steps[i].Replica = simulate.ReplicaName(1 + rng.Intn(2))
 		}
 	}
 }

@@ -145,7 +145,7 @@ func withReplicas(sc *simulate.Scenario, n int) *simulate.Scenario {
 			continue
 		}
 		if k, ok := simulate.ParseReplica(r); ok && k > n {
-			out.Steps[i].Replica = simulate.ReplicaName((k-1)%n + 1)
+			out.Steps[i].Replica = simulate.FoldReplica(k, n)
 		}
 	}
 	return out

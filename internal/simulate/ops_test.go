@@ -118,3 +118,24 @@ func TestScenariosDocOpTableIsCurrent(t *testing.T) {
 		}
 	}
 }
+
+func TestReplicaNames(t *testing.T) {
+	for i := 1; i <= 16; i++ {
+		if got, ok := ParseReplica(ReplicaName(i)); !ok || got != i {
+			t.Errorf("ParseReplica(ReplicaName(%d)) = %d, %v", i, got, ok)
+		}
+	}
+	for _, bad := range []string{"r0", "r01", "x1", "r", "r-1"} {
+		if _, ok := ParseReplica(bad); ok {
+			t.Errorf("ParseReplica(%q) accepted", bad)
+		}
+	}
+	for _, c := range []struct {
+		i, n int
+		want string
+	}{{1, 2, "r1"}, {2, 2, "r2"}, {3, 2, "r1"}, {4, 3, "r1"}, {5, 3, "r2"}, {2, 0, "r1"}} {
+		if got := FoldReplica(c.i, c.n); got != c.want {
+			t.Errorf("FoldReplica(%d, %d) = %s, want %s", c.i, c.n, got, c.want)
+		}
+	}
+}

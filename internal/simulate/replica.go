@@ -47,3 +47,12 @@ func (p *platform) startReplicas() error {
 	}
 	return nil
 }
+
+// FoldReplica is the name of replica i (1-based) when there are only n replicas: they are taken round, so
+// r3 of two replicas is r1 (n below 1 counts as 1).
+func FoldReplica(i, n int) string {
+	if n < 1 {
+		n = 1
+	}
+	return ReplicaName((i-1)%n + 1)
+}
