@@ -85,11 +85,11 @@ func changeFault(rng *rand.Rand, st *simulate.Step) {
 		switch rng.Intn(3) {
 		case 0:
 			st.Fault = &simulate.Fault{Kind: simulate.FaultCancel, After: 0.05, On: "request"}
-			st.Double = []simulate.DoubleFault{{Kind: "delay", Delay: 0.03}}
+			st.Double = []simulate.DoubleFault{{Kind: simulate.DoubleDelay, Delay: 0.03}}
 		case 1:
-			st.Double = []simulate.DoubleFault{{Kind: "unavailable", Times: 1}}
+			st.Double = []simulate.DoubleFault{{Kind: simulate.DoubleUnavailable, Times: 1}}
 		default:
-			st.Double = []simulate.DoubleFault{{Kind: "drop", Method: "POST", Times: 1}}
+			st.Double = []simulate.DoubleFault{{Kind: simulate.DoubleDrop, Method: "POST", Times: 1}}
 		}
 	case simulate.OpPrewarm:
 		st.Boxes = 1
@@ -97,7 +97,7 @@ func changeFault(rng *rand.Rand, st *simulate.Step) {
 			st.Fault = &simulate.Fault{Kind: simulate.FaultSupersede}
 		} else {
 			st.Fault = &simulate.Fault{Kind: simulate.FaultHostLoss}
-			st.Double = []simulate.DoubleFault{{Kind: "hold", Method: "PUT", Times: 1}}
+			st.Double = []simulate.DoubleFault{{Kind: simulate.DoubleHold, Method: "PUT", Times: 1}}
 		}
 	}
 }

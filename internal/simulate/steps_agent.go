@@ -37,17 +37,17 @@ func toDoubleFault(df DoubleFault, replica string) double.Fault {
 		}
 	}
 	switch df.Kind {
-	case "delay":
+	case DoubleDelay:
 		f.Kind = double.Delay
 		f.Duration = time.Duration(df.Delay * float64(time.Second))
 		if f.Duration <= 0 {
 			f.Duration = 100 * time.Millisecond
 		}
-	case "hold":
+	case DoubleHold:
 		f.Kind = double.Hold
-	case "unavailable":
+	case DoubleUnavailable:
 		f.Kind = double.Unavailable
-	case "drop":
+	case DoubleDrop:
 		f.Kind = double.DropAfterApply
 	}
 	return f
@@ -241,7 +241,7 @@ func (p *platform) synchronize(r *replica, st *Step, a *agentState, b *box) {
 
 func hasHold(st *Step) bool {
 	for _, d := range st.Double {
-		if d.Kind == "hold" {
+		if d.Kind == DoubleHold {
 			return true
 		}
 	}
