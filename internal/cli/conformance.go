@@ -303,62 +303,95 @@ func writeFile(file, what string, render func(io.Writer) error) error {
 	return nil
 }
 
-func newConformanceListCmd(f *Factory) *cobra.Command {
-	var format string
+// ListOptions are the options of `astrabox conformance list`.
+type ListOptions struct {
+	// Format is text or json, validated and lower-cased before the run.
+	Format string
+}
+
+func newConformanceListCmd(f *Factory) *cobra.Command { return NewCmdConformanceList(f, nil) }
+
+// NewCmdConformanceList builds `astrabox conformance list`; runF, when set, replaces the run.
+func NewCmdConformanceList(f *Factory, runF func(*ListOptions) error) *cobra.Command {
+	o := &ListOptions{}
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List every check with its severity and the clauses it covers",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := textOrJSON(&format); err != nil {
+			if err := textOrJSON(&o.Format); err != nil {
 				return err
 			}
-			checks := conformance.Checks()
-			switch format {
-			case "json":
-				type row struct {
-					ID       string   `json:"id"`
-					Title    string   `json:"title"`
-					Area     string   `json:"area"`
-					Severity string   `json:"severity"`
-					Clauses  []string `json:"clauses"`
-					Warning  string   `json:"warning_only,omitempty"`
-				}
-				rows := []row{}
-				for _, c := range checks {
-					rows = append(rows, row{c.ID, c.Title, c.Area, string(c.Severity), c.Clauses, c.WarningOnly})
-				}
-				return writeJSON(f.IO.Out, rows)
-			case "text":
-				writeCheckList(f.IO.Out, f.IO.OutStyles(), checks, f.IO.Width)
-				return nil
+			if runF != nil {
+				return runF(o)
 			}
-			return usagef("unknown format %q; use text or json", format)
+			return listChecks(f, o)
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	cmd.Flags().StringVar(&o.Format, "format", "text", "output format: text or json")
 	return cmd
 }
 
-func newConformanceExplainCmd(f *Factory) *cobra.Command {
+// listChecks prints every check of the check table as text or JSON.
+func listChecks(f *Factory, o *ListOptions) error {
+	checks := conformance.Checks()
+	if o.Format == "json" {
+		type row struct {
+			ID       string   `json:"id"`
+			Title    string   `json:"title"`
+			Area     string   `json:"area"`
+			Severity string   `json:"severity"`
+			Clauses  []string `json:"clauses"`
+			Warning  string   `json:"warning_only,omitempty"`
+		}
+		rows := []row{}
+		for _, c := range checks {
+			rows = append(rows, row{c.ID, c.Title, c.Area, string(c.Severity), c.Clauses, c.WarningOnly})
+		}
+		return writeJSON(f.IO.Out, rows)
+	}
+	writeCheckList(f.IO.Out, f.IO.OutStyles(), checks, f.IO.Width)
+	return nil
+}
+
+// ExplainOptions are the options of `astrabox conformance explain`.
+type ExplainOptions struct {
+	// CheckID is the check to explain, as given.
+	CheckID string
+}
+
+func newConformanceExplainCmd(f *Factory) *cobra.Command { return NewCmdConformanceExplain(f, nil) }
+
+// NewCmdConformanceExplain builds `astrabox conformance explain`; runF, when set, replaces the run.
+func NewCmdConformanceExplain(f *Factory, runF func(*ExplainOptions) error) *cobra.Command {
+	o := &ExplainOptions{}
 	return &cobra.Command{
 		Use:               "explain CHECK-ID",
 		Short:             "Explain a check: the clause, why it matters, a wrong and a right snippet",
 		Args:              exactArgs("CHECK-ID", "see `astrabox conformance list` for the IDs"),
 		ValidArgsFunction: completeCheckIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ok := conformance.Lookup(args[0])
-			if !ok {
-				msg := fmt.Sprintf("unknown check %q", args[0])
-				if s := conformance.Suggest(args[0]); len(s) > 0 {
-					msg += "; did you mean " + strings.Join(s, ", ") + "?"
-				}
-				return usagef("%s (see `astrabox conformance list`)", msg)
+			o.CheckID = args[0]
+			if runF != nil {
+				return runF(o)
 			}
-			fmt.Fprint(f.IO.Out, conformance.ExplainWidth(c, f.IO.OutStyles(), f.IO.Width))
-			return nil
+			return explainCheck(f, o)
 		},
 	}
+}
+
+// explainCheck prints a check's explanation, or a usage error with suggestions for an unknown ID.
+func explainCheck(f *Factory, o *ExplainOptions) error {
+	c, ok := conformance.Lookup(o.CheckID)
+	if !ok {
+		msg := fmt.Sprintf("unknown check %q", o.CheckID)
+		if s := conformance.Suggest(o.CheckID); len(s) > 0 {
+			msg += "; did you mean " + strings.Join(s, ", ") + "?"
+		}
+		return usagef("%s (see `astrabox conformance list`)", msg)
+	}
+	fmt.Fprint(f.IO.Out, conformance.ExplainWidth(c, f.IO.OutStyles(), f.IO.Width))
+	return nil
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -373,8 +406,8 @@ func writeJSON(w io.Writer, v any) error {
 
 // asUndecided wraps an error as exit code 2 unless it already carries a code.
 func asUndecided(err error) error {
-	var ee *exitError
-	if errors.As(err, &ee) {
+	var ec exitCoder
+	if errors.As(err, &ec) {
 		return err
 	}
 	return &exitError{code: ExitUndecided, err: err}

@@ -35,7 +35,7 @@ var canaryPattern = regexp.MustCompile(`astx_(canary|cred|wid)_[0-9A-Za-z]{4}`)
 // TestReportsNeverPrintASecret runs leaking providers and requires that no report format carries a planted
 // secret, in any encoding the kit searches for.
 func TestReportsNeverPrintASecret(t *testing.T) {
-	for _, fixture := range []string{"leak-log", "leak-error", "leak-user-action"} {
+	for _, fixture := range []string{"leak-log", "leak-error", "leak-user-action", "leak-error-load-canary"} {
 		fixture := fixture
 		t.Run(fixture, func(t *testing.T) {
 			project := repoPath("testdata/providers/broken/" + fixture)
@@ -69,6 +69,10 @@ func TestReportsNeverPrintASecret(t *testing.T) {
 					t.Fatal(err)
 				}
 				outputs[k] = string(b)
+			}
+			if fixture == "leak-error-load-canary" && !strings.Contains(outputs["json"], "‹secret:raw›") {
+				// The provider raises the canary when its module loads: proof that it was there, masked.
+				t.Fatalf("the load error does not carry the masked canary:\n%s", outputs["json"])
 			}
 			prefixes := &secrets.Set{}
 			prefixes.Add(conformance.CanaryPrefix, "a configuration canary")

@@ -64,6 +64,12 @@ executable or cannot be started, or on bad usage.`,
 		Args: exactArgs("WRAPPER path", "for example images/agent/claude-wrapper.sh"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Path = args[0]
+			if err := textOrJSON(&o.Format); err != nil {
+				return err
+			}
+			if o.Timeout <= 0 {
+				return usagef("--timeout must be positive, not %s", o.Timeout)
+			}
 			if runF != nil {
 				return runF(o)
 			}
@@ -77,12 +83,6 @@ executable or cannot be started, or on bad usage.`,
 }
 
 func runCheckWrapper(cmd *cobra.Command, f *Factory, o *CheckWrapperOptions) error {
-	if err := textOrJSON(&o.Format); err != nil {
-		return err
-	}
-	if o.Timeout <= 0 {
-		return usagef("--timeout must be positive, not %s", o.Timeout)
-	}
 	ctx, cancel := signalContext(cmd.Context())
 	defer cancel()
 	res, err := wrapper.Check(ctx, wrapper.Options{Path: o.Path, Timeout: o.Timeout})

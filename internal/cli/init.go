@@ -111,6 +111,10 @@ func runInit(f *Factory, o *InitOptions) error {
 	if res.RepoRoot != "" && res.RepoRoot != res.Dir && res.Workflow != "" {
 		fmt.Fprintf(f.IO.Err, "\nThe workflow is in %s: GitHub reads workflows only at the repository root (%s).\n", res.Workflow, res.RepoRoot)
 	}
+	if res.FloatingPin {
+		fmt.Fprintf(f.IO.Err, "\nwarning: this astrabox has no release version and no commit (built outside a git checkout), so the "+
+			"workflow's action follows @main, which moves: pin a release tag or a commit in %s.\n", res.Workflow)
+	}
 	fmt.Fprintf(f.IO.Err, "\nProvider %q (%s.provider:%s) is ready in %s. Next:\n\n", res.Name, res.Package, res.Class, res.Dir)
 	fmt.Fprintf(f.IO.Err, "  cd %s\n  PYTHONPATH=\"$(astrabox sdk path)\" python3 -m unittest\n  astrabox conformance run\n", shellQuote(res.Dir))
 	return nil

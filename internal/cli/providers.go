@@ -11,8 +11,19 @@ import (
 	"github.com/astrabox-dev/astrabox/internal/term"
 )
 
-func newProvidersCmd(f *Factory) *cobra.Command {
-	var project, python, provider, format string
+// ProvidersOptions are the options of `astrabox providers`.
+type ProvidersOptions struct {
+	Project, Python, Provider string
+	// Format is text or json, validated and lower-cased before the run.
+	Format string
+}
+
+func newProvidersCmd(f *Factory) *cobra.Command { return NewCmdProviders(f, nil) }
+
+// NewCmdProviders builds `astrabox providers`; runF, when set, replaces the run (tests read the parsed and
+// validated options through it).
+func NewCmdProviders(f *Factory, runF func(*ProvidersOptions) error) *cobra.Command {
+	o := &ProvidersOptions{}
 	cmd := &cobra.Command{
 		Use:   "providers",
 		Short: "List the provider declarations found, load each, and show what it implements",
@@ -26,40 +37,48 @@ RuntimePreparationProvider subclass with a valid name; 2 otherwise (it does not 
 has an invalid name, or several providers conflict), so the command works as a smoke check.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := textOrJSON(&format); err != nil {
+			if err := textOrJSON(&o.Format); err != nil {
 				return err
 			}
-			ctx, cancel := signalContext(cmd.Context())
-			defer cancel()
-			t, decls, err := conformance.ResolveAll(ctx, conformance.Options{Project: project, Python: python, Provider: provider, Getenv: f.Getenv})
-			if err != nil {
-				return asUndecided(err)
+			if runF != nil {
+				return runF(o)
 			}
-			if f.Verbose {
-				fmt.Fprintf(f.IO.Err, "interpreter: %s (Python %s, chosen by %s)\n", t.Python.Path, t.Python.VersionString(), t.Python.Reason)
-			}
-			if !f.Quiet {
-				for _, w := range t.Warnings {
-					fmt.Fprintln(f.IO.Err, "warning: "+w)
-				}
-			}
-			var descs []*conformance.Description
-			for _, d := range decls {
-				descs = append(descs, conformance.Describe(ctx, t, d))
-			}
-			if format == "json" {
-				if err := writeJSON(f.IO.Out, map[string]any{"project": t.Project.Dir, "python": t.Python.Path, "providers": descs}); err != nil {
-					return err
-				}
-				return providersVerdict(descs, provider)
-			}
-			writeDescriptions(f.IO.Out, f.IO.OutStyles(), descs)
-			return providersVerdict(descs, provider)
+			return providersRun(cmd, f, o)
 		},
 	}
-	projectFlags(cmd, &project, &python, &provider)
-	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	projectFlags(cmd, &o.Project, &o.Python, &o.Provider)
+	cmd.Flags().StringVar(&o.Format, "format", "text", "output format: text or json")
 	return cmd
+}
+
+// providersRun resolves the project, describes every declaration and prints them.
+func providersRun(cmd *cobra.Command, f *Factory, o *ProvidersOptions) error {
+	ctx, cancel := signalContext(cmd.Context())
+	defer cancel()
+	t, decls, err := conformance.ResolveAll(ctx, conformance.Options{Project: o.Project, Python: o.Python, Provider: o.Provider, Getenv: f.Getenv})
+	if err != nil {
+		return asUndecided(err)
+	}
+	if f.Verbose {
+		fmt.Fprintf(f.IO.Err, "interpreter: %s (Python %s, chosen by %s)\n", t.Python.Path, t.Python.VersionString(), t.Python.Reason)
+	}
+	if !f.Quiet {
+		for _, w := range t.Warnings {
+			fmt.Fprintln(f.IO.Err, "warning: "+w)
+		}
+	}
+	var descs []*conformance.Description
+	for _, d := range decls {
+		descs = append(descs, conformance.Describe(ctx, t, d))
+	}
+	if o.Format == "json" {
+		if err := writeJSON(f.IO.Out, map[string]any{"project": t.Project.Dir, "python": t.Python.Path, "providers": descs}); err != nil {
+			return err
+		}
+		return providersVerdict(descs, o.Provider)
+	}
+	writeDescriptions(f.IO.Out, f.IO.OutStyles(), descs)
+	return providersVerdict(descs, o.Provider)
 }
 
 func completeProviders(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {

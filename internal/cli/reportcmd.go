@@ -12,13 +12,30 @@ import (
 	"github.com/astrabox-dev/astrabox/internal/term"
 )
 
+// MergeOptions are the options of `astrabox report merge`.
+type MergeOptions struct {
+	// Files are the JSON reports to merge.
+	Files []string
+	// Format is the output format as given; it is validated by report.ParseFormat before the run.
+	Format     string
+	Output     string
+	SourceRoot string
+	Coverage   CoverageOptions
+	format     report.Format
+}
+
 func newReportCmd(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "report",
 		Short: "Work with JSON reports",
 	}
-	var format, output, root string
-	var cov CoverageOptions
+	cmd.AddCommand(NewCmdReportMerge(f, nil))
+	return cmd
+}
+
+// NewCmdReportMerge builds `astrabox report merge`; runF, when set, replaces the run.
+func NewCmdReportMerge(f *Factory, runF func(*MergeOptions) error) *cobra.Command {
+	o := &MergeOptions{}
 	merge := &cobra.Command{
 		Use:   "merge REPORT.json...",
 		Short: "Merge the JSON reports of sharded runs into one and render it",
@@ -32,60 +49,68 @@ when the merged report has a failure.`,
   astrabox report merge shard-*.json --format junit --source-root . --output junit.xml`,
 		Args: minArgs("REPORT.json"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			fm, err := report.ParseFormat(format)
+			fm, err := report.ParseFormat(o.Format)
 			if err != nil {
 				return usagef("%v", err)
 			}
-			var reps []*report.Report
-			for _, p := range args {
-				fh, err := os.Open(p)
-				if err != nil {
-					return asUndecided(fmt.Errorf("read report: %w", err))
-				}
-				r, err := report.ReadJSON(fh)
-				fh.Close()
-				if err != nil {
-					return asUndecided(fmt.Errorf("%s: %w", p, err))
-				}
-				reps = append(reps, r)
+			o.Files, o.format = args, fm
+			if runF != nil {
+				return runF(o)
 			}
-			merged, err := report.Merge(reps...)
-			if err != nil {
-				return asUndecided(err)
-			}
-			merged = mapInstalledSources(merged)
-			opts := report.Options{Root: sourceRoot(f, root, merged.Provider.Project), Manifest: projectManifest(merged.Provider.Project)}
-			render := func(w io.Writer, color bool, width int) error {
-				o := opts
-				o.Styles, o.Width = term.NewStyles(color), width
-				r, err := report.New(fm, o)
-				if err != nil {
-					return err
-				}
-				return r.Render(w, merged)
-			}
-			if output != "" {
-				err = writeFile(output, "", func(w io.Writer) error { return render(w, false, term.DefaultWidth) })
-			} else {
-				err = render(f.IO.Out, f.IO.ColorOut, f.IO.Width)
-			}
-			if err != nil {
-				return asUndecided(err)
-			}
-			if err := writeCoverageFiles(f, merged, &cov, opts.Root); err != nil {
-				return asUndecided(err)
-			}
-			if merged.HasFailures() {
-				return errFailed
-			}
-			return nil
+			return mergeReports(f, o)
 		},
 	}
-	merge.Flags().StringVarP(&format, "format", "f", "json", "output format: "+strings.Join(report.Formats(), ", "))
-	merge.Flags().StringVarP(&output, "output", "o", "", "write to this file instead of stdout")
-	merge.Flags().StringVar(&root, "source-root", "", "directory report paths are relative to (default: GITHUB_WORKSPACE or CI_PROJECT_DIR, else the git repository holding the project, else the project)")
+	merge.Flags().StringVarP(&o.Format, "format", "f", "json", "output format: "+strings.Join(report.Formats(), ", "))
+	merge.Flags().StringVarP(&o.Output, "output", "o", "", "write to this file instead of stdout")
+	merge.Flags().StringVar(&o.SourceRoot, "source-root", "", "directory report paths are relative to (default: GITHUB_WORKSPACE or CI_PROJECT_DIR, else the git repository holding the project, else the project)")
 	_ = merge.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(report.Formats(), cobra.ShellCompDirectiveNoFileComp))
-	lcovXMLFlags(merge, &cov)
-	cmd.AddCommand(merge)
-	return cmd
+	lcovXMLFlags(merge, &o.Coverage)
+	return merge
+}
+
+// mergeReports reads, merges and renders the reports; exit 1 when the merged report has a failure.
+func mergeReports(f *Factory, o *MergeOptions) error {
+	var reps []*report.Report
+	for _, p := range o.Files {
+		fh, err := os.Open(p)
+		if err != nil {
+			return asUndecided(fmt.Errorf("read report: %w", err))
+		}
+		r, err := report.ReadJSON(fh)
+		fh.Close()
+		if err != nil {
+			return asUndecided(fmt.Errorf("%s: %w", p, err))
+		}
+		reps = append(reps, r)
+	}
+	merged, err := report.Merge(reps...)
+	if err != nil {
+		return asUndecided(err)
+	}
+	merged = mapInstalledSources(merged)
+	opts := report.Options{Root: sourceRoot(f, o.SourceRoot, merged.Provider.Project), Manifest: projectManifest(merged.Provider.Project)}
+	render := func(w io.Writer, color bool, width int) error {
+		ro := opts
+		ro.Styles, ro.Width = term.NewStyles(color), width
+		r, err := report.New(o.format, ro)
+		if err != nil {
+			return err
+		}
+		return r.Render(w, merged)
+	}
+	if o.Output != "" {
+		err = writeFile(o.Output, "", func(w io.Writer) error { return render(w, false, term.DefaultWidth) })
+	} else {
+		err = render(f.IO.Out, f.IO.ColorOut, f.IO.Width)
+	}
+	if err != nil {
+		return asUndecided(err)
+	}
+	if err := writeCoverageFiles(f, merged, &o.Coverage, opts.Root); err != nil {
+		return asUndecided(err)
+	}
+	if merged.HasFailures() {
+		return errFailed
+	}
+	return nil
 }

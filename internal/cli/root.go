@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -35,6 +34,14 @@ type Factory struct {
 	Version string
 }
 
+// exitCoder is an error that carries the process exit code it ends a run with. Typed errors of the packages
+// below cli (discovery's errors, conformance.UndecidedError) and cli's own exitError and usageError
+// implement it; cli reads the code from the error chain and never from the message text.
+type exitCoder interface {
+	error
+	ExitCode() int
+}
+
 // exitError carries an exit code through cobra.
 type exitError struct {
 	code int
@@ -50,6 +57,19 @@ func (e *exitError) Error() string {
 
 func (e *exitError) Unwrap() error { return e.err }
 
+// ExitCode is the code the run exits with.
+func (e *exitError) ExitCode() int { return e.code }
+
+// exitCode is the exit code err carries (the first in its chain), or ExitUndecided for an error that carries
+// none (cobra's own, such as an unknown command).
+func exitCode(err error) int {
+	var ec exitCoder
+	if errors.As(err, &ec) {
+		return ec.ExitCode()
+	}
+	return ExitUndecided
+}
+
 // failed is the error for "at least one check failed": nothing more to print, exit 1.
 var errFailed = &exitError{code: ExitFailed}
 
@@ -58,6 +78,9 @@ type usageError struct{ err error }
 
 func (e *usageError) Error() string { return e.err.Error() }
 func (e *usageError) Unwrap() error { return e.err }
+
+// ExitCode is 2: bad usage decides nothing.
+func (e *usageError) ExitCode() int { return ExitUndecided }
 
 func usagef(format string, args ...any) error { return &usageError{fmt.Errorf(format, args...)} }
 
@@ -128,16 +151,8 @@ func reportError(w io.Writer, s term.Styles, err error) int {
 	if errors.As(err, &ee) && ee.err == nil {
 		return ee.code
 	}
-	code := ExitUndecided
-	if errors.As(err, &ee) {
-		code = ee.code
-	}
-	msg := errorText(err.Error())
-	if strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "unknown flag") || strings.HasPrefix(msg, "unknown shorthand flag") {
-		code = ExitUndecided
-	}
-	fmt.Fprintln(w, s.Fail.Render("error:")+" "+msg)
-	return code
+	fmt.Fprintln(w, s.Fail.Render("error:")+" "+errorText(err.Error()))
+	return exitCode(err)
 }
 
 // moduleVersion reads the module version and VCS revision from the build info.
@@ -175,31 +190,45 @@ func buildInfo() (version, commit, goVersion string, dirty bool) {
 	return
 }
 
-func newVersionCmd(f *Factory) *cobra.Command {
-	var format string
+// VersionOptions are the options of `astrabox version`.
+type VersionOptions struct {
+	// Format is text or json, validated and lower-cased before the run.
+	Format string
+}
+
+func newVersionCmd(f *Factory) *cobra.Command { return NewCmdVersion(f, nil) }
+
+// NewCmdVersion builds `astrabox version`; runF, when set, replaces the run.
+func NewCmdVersion(f *Factory, runF func(*VersionOptions) error) *cobra.Command {
+	o := &VersionOptions{}
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the kit's version, commit and Go version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := textOrJSON(&format); err != nil {
+			if err := textOrJSON(&o.Format); err != nil {
 				return err
 			}
-			v, c, g, dirty := buildInfo()
-			switch format {
-			case "json":
-				return writeJSON(f.IO.Out, map[string]any{"version": v, "commit": c, "go": g, "modified": dirty})
-			case "text":
-				suffix := ""
-				if dirty {
-					suffix = " (modified)"
-				}
-				fmt.Fprintf(f.IO.Out, "astrabox %s\ncommit %s%s\n%s\n", v, c, suffix, g)
-				return nil
+			if runF != nil {
+				return runF(o)
 			}
-			return usagef("unknown format %q; use text or json", format)
+			v, c, g, dirty := buildInfo()
+			return writeVersion(f.IO.Out, o.Format, v, c, g, dirty)
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	cmd.Flags().StringVar(&o.Format, "format", "text", "output format: text or json")
 	return cmd
+}
+
+// writeVersion prints the kit's version, commit and Go version as text or JSON.
+func writeVersion(w io.Writer, format, version, commit, goVersion string, dirty bool) error {
+	if format == "json" {
+		return writeJSON(w, map[string]any{"version": version, "commit": commit, "go": goVersion, "modified": dirty})
+	}
+	suffix := ""
+	if dirty {
+		suffix = " (modified)"
+	}
+	_, err := fmt.Fprintf(w, "astrabox %s\ncommit %s%s\n%s\n", version, commit, suffix, goVersion)
+	return err
 }

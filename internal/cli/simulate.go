@@ -3,17 +3,13 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"sort"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
 	"github.com/astrabox-dev/astrabox/internal/conformance"
-	"github.com/astrabox-dev/astrabox/internal/secrets"
 	"github.com/astrabox-dev/astrabox/internal/simulate"
-	"github.com/astrabox-dev/astrabox/internal/term"
+	"github.com/astrabox-dev/astrabox/internal/timeline"
 )
 
 // SimOptions are the options shared by the `astrabox simulate` commands.
@@ -30,16 +26,28 @@ type SimOptions struct {
 	Refresh                   bool
 	Action                    string
 	Boxes                     int
+	// Scenario is the scenario the command built (a canned sequence) or loaded (simulate run), set before
+	// the run.
+	Scenario *simulate.Scenario
 }
 
-func newSimulateCmd(f *Factory) *cobra.Command {
+func newSimulateCmd(f *Factory) *cobra.Command { return NewCmdSimulate(f, nil) }
+
+// NewCmdSimulate builds `astrabox simulate` and its subcommands; runF, when set, replaces the run of every
+// canned sequence and of `simulate run` (tests read the parsed options and the scenario built from them
+// through it).
+func NewCmdSimulate(f *Factory, runF func(*SimOptions) error) *cobra.Command {
 	o := &SimOptions{}
 	cmd := &cobra.Command{
 		Use:   "simulate",
 		Short: "Play one lifecycle sequence against the provider and show its timeline",
 		Long: `Play one lifecycle sequence of the platform against the provider and print a timeline: each
 step, each callback with its replica, what was delivered where (material redacted), and the
-platform's answers. --format json prints the full history with every secret masked.`,
+platform's answers. --format json prints the full history with every secret masked.
+
+The project's declared services ([tool.astrabox.services.NAME]) are started as in conformance run,
+behind egress control: the timeline names the service of each request and lists every connection
+to an undeclared destination that was refused (docs/services.md).`,
 	}
 	cmd.PersistentFlags().StringVar(&o.Project, "project", "", "provider project directory (default: the nearest directory upward holding pyproject.toml or setup.cfg)")
 	cmd.PersistentFlags().StringVar(&o.Python, "python", "", "Python interpreter to load the provider with")
@@ -52,19 +60,43 @@ platform's answers. --format json prints the full history with every secret mask
 	cmd.PersistentFlags().StringVar(&o.Consent, "consent", "granted", "the owner's consent at the identity service: granted or pending")
 	_ = cmd.RegisterFlagCompletionFunc("engine", cobra.FixedCompletions(simulate.AdapterNames(), cobra.ShellCompDirectiveNoFileComp))
 
+	cmd.AddCommand(cannedSimulations(f, o, runF)...)
+	cmd.AddCommand(newSimulateRunCmd(f, o, runF), newSimulateExploreCmd(f, o))
+	return cmd
+}
+
+// simulateOrRunF validates the format and runs the scenario, or hands the options to runF.
+func simulateOrRunF(c *cobra.Command, f *Factory, o *SimOptions, sc *simulate.Scenario, runF func(*SimOptions) error) error {
+	if err := textOrJSON(&o.Format); err != nil {
+		return err
+	}
+	o.Scenario = sc
+	if runF != nil {
+		return runF(o)
+	}
+	return runSimulation(c, f, o, sc)
+}
+
+// cannedSimulation is one command of a canned sequence: build makes its steps from the options.
+func cannedSimulation(f *Factory, o *SimOptions, runF func(*SimOptions) error, use, short string, build func(*SimOptions) []simulate.Step) *cobra.Command {
+	return &cobra.Command{
+		Use: use, Short: short, Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			sc := &simulate.Scenario{Name: strings.Fields(use)[0], Seed: o.Seed, Replicas: o.Replicas, Engine: o.Engine,
+				Principals: map[string]simulate.Principal{o.Principal: {Consent: o.Consent}},
+				Agents:     []simulate.AgentSpec{{ID: "agent-1", Creator: o.Principal}}, Steps: build(o)}
+			if err := sc.Validate(); err != nil {
+				return usagef("%v", err)
+			}
+			return simulateOrRunF(c, f, o, sc, runF)
+		},
+	}
+}
+
+// cannedSimulations are the canned sequences of `astrabox simulate`.
+func cannedSimulations(f *Factory, o *SimOptions, runF func(*SimOptions) error) []*cobra.Command {
 	canned := func(use, short string, build func(*SimOptions) []simulate.Step) *cobra.Command {
-		return &cobra.Command{
-			Use: use, Short: short, Args: cobra.NoArgs,
-			RunE: func(c *cobra.Command, args []string) error {
-				sc := &simulate.Scenario{Name: strings.Fields(use)[0], Seed: o.Seed, Replicas: o.Replicas, Engine: o.Engine,
-					Principals: map[string]simulate.Principal{o.Principal: {Consent: o.Consent}},
-					Agents:     []simulate.AgentSpec{{ID: "agent-1", Creator: o.Principal}}, Steps: build(o)}
-				if err := sc.Validate(); err != nil {
-					return usagef("%v", err)
-				}
-				return runSimulation(c, f, o, sc)
-			},
-		}
+		return cannedSimulation(f, o, runF, use, short, build)
 	}
 	session := func(op string) simulate.Step {
 		return simulate.Step{Op: op, Session: "s1", Agent: "agent-1", Principal: o.Principal, Replica: "r1"}
@@ -117,7 +149,12 @@ platform's answers. --format json prints the full history with every secret mask
 			{Op: simulate.OpRelease},
 		}
 	})
-	run := &cobra.Command{
+	return []*cobra.Command{cold, claim, reattach, replace, prewarm, turn, ua, recover}
+}
+
+// newSimulateRunCmd builds `simulate run FILE.yaml`.
+func newSimulateRunCmd(f *Factory, o *SimOptions, runF func(*SimOptions) error) *cobra.Command {
+	return &cobra.Command{
 		Use:   "run FILE.yaml",
 		Short: "Play a scenario file (see docs/scenarios.md)",
 		Args:  exactArgs("scenario FILE.yaml", "see docs/scenarios.md"),
@@ -132,11 +169,9 @@ platform's answers. --format json prints the full history with every secret mask
 			if c.Flags().Changed("seed") {
 				sc.Seed = o.Seed
 			}
-			return runSimulation(c, f, o, sc)
+			return simulateOrRunF(c, f, o, sc, runF)
 		},
 	}
-	cmd.AddCommand(cold, claim, reattach, replace, prewarm, turn, ua, recover, run, newSimulateExploreCmd(f, o))
-	return cmd
 }
 
 func replicaName(i, n int) string {
@@ -147,9 +182,6 @@ func replicaName(i, n int) string {
 }
 
 func runSimulation(c *cobra.Command, f *Factory, o *SimOptions, sc *simulate.Scenario) error {
-	if err := textOrJSON(&o.Format); err != nil {
-		return err
-	}
 	ctx, cancel := signalContext(c.Context())
 	defer cancel()
 	opts := conformance.Options{Project: o.Project, Python: o.Python, Provider: o.Provider, Getenv: f.Getenv, Scenarios: []*simulate.Scenario{sc}, Jobs: 1}
@@ -190,7 +222,7 @@ func runSimulation(c *cobra.Command, f *Factory, o *SimOptions, sc *simulate.Sce
 		}
 		return nil
 	}
-	writeTimeline(f.IO.Out, f.IO.OutStyles(), h, ev.Secrets)
+	timeline.Write(f.IO.Out, f.IO.OutStyles(), h, ev.Secrets)
 	ids, msgs := conformance.Failing(ev, nil, nil, t.Settings.Skip)
 	st := f.IO.OutStyles()
 	if len(ids) == 0 {
@@ -202,99 +234,4 @@ func runSimulation(c *cobra.Command, f *Factory, o *SimOptions, sc *simulate.Sce
 		fmt.Fprintf(f.IO.Out, "  %s  %s\n", st.ID.Render(id), msgs[id])
 	}
 	return errFailed
-}
-
-// writeTimeline prints a history as a readable timeline, secrets masked.
-func writeTimeline(w io.Writer, s term.Styles, h *simulate.History, set *secrets.Set) {
-	fmt.Fprintf(w, "%s  seed %d, %d replicas, engine %s, provider %s\n", s.Heading.Render("scenario "+h.Scenario), h.Seed, h.Replicas, h.Engine, h.Provider)
-	for _, e := range h.Events {
-		at := fmt.Sprintf("t+%6.1fs", e.At)
-		rep := e.Replica
-		if rep == "" {
-			rep = "  "
-		}
-		msg := set.Mask(e.Message)
-		switch e.Kind {
-		case simulate.EventStep:
-			fmt.Fprintf(w, "\n%s %s\n", s.Heading.Render(fmt.Sprintf("%d.", e.Step)), s.Heading.Render(msg))
-			continue
-		case simulate.EventCall:
-			label := s.Pass.Render("call")
-			if e.Call.Outcome != simulate.OutcomeReturned {
-				label = s.Warn.Render("call")
-			}
-			fmt.Fprintf(w, "   %s %s %-4s %s %s\n", s.Dim.Render(at), rep, label, s.Code.Render(e.Call.Key), msg)
-			if e.Call.Error != nil {
-				fmt.Fprintf(w, "   %s         %s\n", strings.Repeat(" ", len(at)), s.Dim.Render(truncate(set.Mask(e.Call.Error.Type+": "+e.Call.Error.Message), 120)))
-			}
-			if e.Call.Result != nil && e.Call.Result.Type == "RuntimeMaterials" {
-				var names []string
-				for _, fl := range e.Call.Result.Files {
-					names = append(names, fmt.Sprintf("%s (%d bytes)", set.Mask(fl.Name), len(fl.Content)))
-				}
-				for _, k := range sortedNames(e.Call.Result.Environment) {
-					names = append(names, set.Mask(k)+"=<redacted>")
-				}
-				if len(names) > 0 {
-					fmt.Fprintf(w, "   %s         %s\n", strings.Repeat(" ", len(at)), s.Dim.Render("material: "+strings.Join(names, ", ")))
-				}
-			}
-			continue
-		case simulate.EventOutcome:
-			if e.Code != "" {
-				msg = s.Fail.Render(e.Code) + " " + msg
-			}
-		case simulate.EventSandbox, simulate.EventBackground:
-			msg = s.Dim.Render(msg)
-		}
-		fmt.Fprintf(w, "   %s %s %-4s %s\n", s.Dim.Render(at), rep, e.Kind[:min(4, len(e.Kind))], msg)
-	}
-	if n := len(h.Requests); n > 0 {
-		fmt.Fprintf(w, "\n%s %d request(s) to the deployment double\n", s.Heading.Render("double:"), n)
-		for _, r := range h.Requests {
-			call := r.Call
-			if call == "" {
-				call = "background"
-			}
-			fmt.Fprintf(w, "   #%-3d %-3s %-6s %s %s -> %d%s\n", r.Seq, r.Replica, r.Method, set.Mask(r.Path), s.Dim.Render("("+call+")"), r.Status, flags(r))
-		}
-	}
-	fmt.Fprintln(w)
-}
-
-func flags(r simulate.Request) string {
-	var out []string
-	for _, f := range []struct {
-		on   bool
-		name string
-	}{{r.Held, "held"}, {r.Delayed, "delayed"}, {r.Fenced, "fenced"}, {r.Dropped, "dropped"}, {r.Forbidden, "FORBIDDEN"}} {
-		if f.on {
-			out = append(out, f.name)
-		}
-	}
-	if len(out) == 0 {
-		return ""
-	}
-	return " [" + strings.Join(out, ", ") + "]"
-}
-
-// truncate cuts s to at most n bytes, at a character boundary, marking the cut. Mask before truncating: a
-// secret cut in two is no longer found.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "..."
-}
-
-func sortedNames(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -56,6 +56,10 @@ type Result struct {
 	RepoRoot string
 	// GitignoreAppended says .gitignore existed and got the .astrabox/ line appended.
 	GitignoreAppended bool
+	// FloatingPin says the workflow's action follows the main branch: this astrabox has neither a release
+	// version nor the commit it was built from (a build outside a git checkout), so there was nothing fixed
+	// to pin. The workflow says so too; the author should pin a release tag or commit.
+	FloatingPin bool
 }
 
 // ExistsError is returned when a file the scaffold would write already exists and Force is off. Nothing
@@ -192,6 +196,8 @@ const gitignore = ".gitignore"
 // data is what the templates see.
 type data struct {
 	Name, Package, Class, EntryKey, KitRef string
+	// FloatingPin: KitRef is a branch, not a release or a commit (see Result.FloatingPin).
+	FloatingPin bool
 	// ProjectRel is the project directory relative to the repository root ("." when it is the root);
 	// WorkflowPath is where the workflow goes, relative to the project directory.
 	ProjectRel, WorkflowPath string
@@ -227,6 +233,7 @@ func Resolve(o Options) (Options, error) {
 // the disk. o must come from Resolve.
 func Render(o Options) ([]string, map[string][]byte, error) {
 	d := data{Name: o.Name, Package: o.Package, Class: ClassFor(o.Name), EntryKey: o.Name, KitRef: kitRef(o.KitVersion, o.KitCommit)}
+	d.FloatingPin = d.KitRef == floatingRef
 	d.ProjectRel, d.WorkflowPath = workflowPlace(o.Dir, o.Name)
 	if !bareKeyRE.MatchString(d.EntryKey) {
 		d.EntryKey = `"` + d.EntryKey + `"`
@@ -273,8 +280,11 @@ func kitRef(version, commit string) string {
 	if commitRE.MatchString(commit) {
 		return commit
 	}
-	return "main"
+	return floatingRef
 }
+
+// floatingRef is the pin of a workflow written by an astrabox with no version and no commit.
+const floatingRef = "main"
 
 var commitRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
@@ -318,7 +328,8 @@ func Write(o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Dir: o.Dir, Name: o.Name, Package: o.Package, Class: ClassFor(o.Name), RepoRoot: RepoRoot(o.Dir)}
+	res := &Result{Dir: o.Dir, Name: o.Name, Package: o.Package, Class: ClassFor(o.Name), RepoRoot: RepoRoot(o.Dir),
+		FloatingPin: kitRef(o.KitVersion, o.KitCommit) == floatingRef}
 	if st, err := os.Stat(o.Dir); err == nil && !st.IsDir() {
 		return nil, fmt.Errorf("%s is a file, not a directory; give a directory to scaffold into", o.Dir)
 	}

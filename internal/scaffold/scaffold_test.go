@@ -290,9 +290,23 @@ func TestWorkflowPinsTheActionAndGuardsForks(t *testing.T) {
 		if strings.Contains(text, "@latest") {
 			t.Errorf("the workflow installs @latest:\n%s", text)
 		}
+		if floating := c.want == "@main"; floating != strings.Contains(text, "replace @main with a release tag or a commit") {
+			t.Errorf("version %q commit %q: the workflow's note on a moving pin is wrong:\n%s", c.version, c.commit, text)
+		}
 		if all := strings.Join(runs, "\n"); !strings.Contains(all, `sdk path)" python3 -m unittest`) {
 			t.Errorf("workflow does not run the unit tests with python3:\n%s", all)
 		}
+	}
+}
+
+// TestFloatingPinIsReported: a kit with neither version nor commit tells its caller the pin moves; a
+// released one does not.
+func TestFloatingPinIsReported(t *testing.T) {
+	if res := scaffold(t, Options{Dir: t.TempDir(), Name: "tools"}); !res.FloatingPin {
+		t.Error("a kit without version or commit wrote a workflow pinned to main without saying so")
+	}
+	if res := scaffold(t, Options{Dir: t.TempDir(), Name: "tools", KitVersion: "v1.4.0"}); res.FloatingPin {
+		t.Error("a released kit's pin reported as floating")
 	}
 }
 
