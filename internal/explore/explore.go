@@ -287,7 +287,7 @@ func settle(ctx context.Context, j Judge, sc *simulate.Scenario, index int, chec
 	}
 	shrunk.Name = fmt.Sprintf("%s-%s", strings.ToLower(check), shrunkName(sc))
 	fl.Scenario = shrunk
-	fl.Shrunk = Describe(shrunk)
+	fl.Shrunk = shrunk.StepLines()
 	file, err := save(o.FailuresDir, check, shrunk, fl)
 	if err != nil {
 		// The verdict stands without the file: report it, and warn that the scenario was not kept.

@@ -147,7 +147,7 @@ func (g *gen) prewarm() {
 	case g.chance(0.25):
 		st.Boxes = 1
 		st.Fault = &simulate.Fault{Kind: simulate.FaultHostLoss}
-		st.Double = []simulate.DoubleFault{{Kind: "hold", Method: "PUT", Times: 1}}
+		st.Double = []simulate.DoubleFault{{Kind: simulate.DoubleHold, Method: "PUT", Times: 1}}
 		g.held = true
 		g.lost = append(g.lost, g.ops+1)
 	case g.chance(0.05):
@@ -182,11 +182,11 @@ func (g *gen) turn() {
 		// cancel, and a short delay (a provider that does not wait for its request is far past its reply
 		// when the write lands).
 		st.Fault = &simulate.Fault{Kind: simulate.FaultCancel, After: 0.05, On: "request"}
-		st.Double = []simulate.DoubleFault{{Kind: "delay", Delay: 0.03}}
+		st.Double = []simulate.DoubleFault{{Kind: simulate.DoubleDelay, Delay: 0.03}}
 	case g.chance(0.05):
-		st.Double = []simulate.DoubleFault{{Kind: "unavailable", Times: 1}}
+		st.Double = []simulate.DoubleFault{{Kind: simulate.DoubleUnavailable, Times: 1}}
 	case g.chance(0.05):
-		st.Double = []simulate.DoubleFault{{Kind: "drop", Method: "POST", Times: 1}}
+		st.Double = []simulate.DoubleFault{{Kind: simulate.DoubleDrop, Method: "POST", Times: 1}}
 	}
 	g.add(st)
 }

@@ -73,7 +73,7 @@ func TestShrinkFindsASmallestFailingScenario(t *testing.T) {
 		t.Fatal("the shrunk scenario no longer fails")
 	}
 	if len(shrunk.Steps) != 3 {
-		t.Fatalf("shrunk to %d steps (want 3: start, turn, retry elsewhere): %v", len(shrunk.Steps), Describe(shrunk))
+		t.Fatalf("shrunk to %d steps (want 3: start, turn, retry elsewhere): %v", len(shrunk.Steps), shrunk.StepLines())
 	}
 	if shrunk.Replicas != 2 {
 		t.Errorf("shrunk to %d replicas, want 2", shrunk.Replicas)

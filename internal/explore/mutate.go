@@ -38,7 +38,7 @@ func mutate(rng *rand.Rand, base *simulate.Scenario, seeds []*simulate.Scenario,
 		case 4:
 			st := &sc.Steps[rng.Intn(len(sc.Steps))]
 			if st.Replica != "" {
-				st.Replica = replicaName(1 + rng.Intn(sc.Replicas))
+				st.Replica = simulate.ReplicaName(1 + rng.Intn(sc.Replicas))
 			}
 		case 5:
 			changeReplicas(rng, sc)
@@ -74,8 +74,6 @@ func pickOp(rng *rand.Rand) int {
 	return 0
 }
 
-func replicaName(i int) string { return "r" + string(rune('0'+i)) }
-
 // changeFault removes a step's faults, or gives it one the generator gives steps of its kind.
 func changeFault(rng *rand.Rand, st *simulate.Step) {
 	if st.Fault != nil || len(st.Double) > 0 {
@@ -87,11 +85,11 @@ func changeFault(rng *rand.Rand, st *simulate.Step) {
 		switch rng.Intn(3) {
 		case 0:
 			st.Fault = &simulate.Fault{Kind: simulate.FaultCancel, After: 0.05, On: "request"}
-			st.Double = []simulate.DoubleFault{{Kind: "delay", Delay: 0.03}}
+			st.Double = []simulate.DoubleFault{{Kind: simulate.DoubleDelay, Delay: 0.03}}
 		case 1:
-			st.Double = []simulate.DoubleFault{{Kind: "unavailable", Times: 1}}
+			st.Double = []simulate.DoubleFault{{Kind: simulate.DoubleUnavailable, Times: 1}}
 		default:
-			st.Double = []simulate.DoubleFault{{Kind: "drop", Method: "POST", Times: 1}}
+			st.Double = []simulate.DoubleFault{{Kind: simulate.DoubleDrop, Method: "POST", Times: 1}}
 		}
 	case simulate.OpPrewarm:
 		st.Boxes = 1
@@ -99,7 +97,7 @@ func changeFault(rng *rand.Rand, st *simulate.Step) {
 			st.Fault = &simulate.Fault{Kind: simulate.FaultSupersede}
 		} else {
 			st.Fault = &simulate.Fault{Kind: simulate.FaultHostLoss}
-			st.Double = []simulate.DoubleFault{{Kind: "hold", Method: "PUT", Times: 1}}
+			st.Double = []simulate.DoubleFault{{Kind: simulate.DoubleHold, Method: "PUT", Times: 1}}
 		}
 	}
 }
@@ -114,7 +112,7 @@ func changeReplicas(rng *rand.Rand, sc *simulate.Scenario) {
 	sc.Replicas = 2
 	for i := range sc.Steps {
 		if sc.Steps[i].Replica == "r3" {
-			sc.Steps[i].Replica = replicaName(1 + rng.Intn(2))
+			sc.Steps[i].Replica = simulate.ReplicaName(1 + rng.Intn(2))
 		}
 	}
 }

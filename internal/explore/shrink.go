@@ -2,8 +2,6 @@ package explore
 
 import (
 	"context"
-	"fmt"
-	"strings"
 
 	"github.com/astrabox-dev/astrabox/internal/simulate"
 )
@@ -15,100 +13,126 @@ type Predicate func(ctx context.Context, sc *simulate.Scenario) (bool, error)
 // steps (halving their length), then faults, then simplifies values, then removes replicas, and repeats while
 // something shrank, within budget runs. It returns the smallest failing scenario found and the runs spent.
 func Shrink(ctx context.Context, sc *simulate.Scenario, fails Predicate, budget int) (*simulate.Scenario, int, error) {
-	best := clone(sc)
-	runs := 0
-	progress := true
-	// accept runs a candidate and keeps it as the best when it still fails.
-	accept := func(cand *simulate.Scenario) (bool, error) {
-		if runs >= budget {
-			return false, nil
+	sh := &shrinker{ctx: ctx, fails: fails, budget: budget, best: clone(sc), progress: true}
+	for sh.progress && sh.runs < sh.budget {
+		sh.progress = false
+		for _, phase := range []func() error{sh.removeSteps, sh.removeFaults, sh.simplifyValues, sh.fewerReplicas} {
+			if err := phase(); err != nil {
+				return sh.best, sh.runs, err
+			}
 		}
-		if err := cand.Validate(); err != nil {
-			return false, nil // not an order the platform could play: skip without spending a run
-		}
-		runs++
-		ok, err := fails(ctx, cand)
-		if ok && err == nil {
-			best, progress = cand, true
-		}
-		return ok, err
 	}
-	for progress && runs < budget {
-		progress = false
-		// 1. Remove runs of steps, largest first.
-		for chunk := len(best.Steps) / 2; chunk >= 1; chunk /= 2 {
-			for i := len(best.Steps) - chunk; i >= 0; i-- {
-				if len(best.Steps) <= 1 {
-					break
-				}
-				if i+chunk > len(best.Steps) {
-					continue
-				}
-				cand := clone(best)
-				cand.Steps = append(append([]simulate.Step{}, best.Steps[:i]...), best.Steps[i+chunk:]...)
-				if _, err := accept(cand); err != nil {
-					return best, runs, err
-				}
+	return sh.best, sh.runs, nil
+}
+
+// shrinker holds one shrink's state: the smallest failing scenario so far and the runs spent.
+type shrinker struct {
+	ctx      context.Context
+	fails    Predicate
+	budget   int
+	best     *simulate.Scenario
+	runs     int
+	progress bool
+}
+
+// accept runs a candidate and keeps it as the best when it still fails.
+func (sh *shrinker) accept(cand *simulate.Scenario) (bool, error) {
+	if sh.runs >= sh.budget {
+		return false, nil
+	}
+	if err := cand.Validate(); err != nil {
+		return false, nil // not an order the platform could play: skip without spending a run
+	}
+	sh.runs++
+	ok, err := sh.fails(sh.ctx, cand)
+	if ok && err == nil {
+		sh.best, sh.progress = cand, true
+	}
+	return ok, err
+}
+
+// removeSteps removes runs of steps, largest first.
+func (sh *shrinker) removeSteps() error {
+	for chunk := len(sh.best.Steps) / 2; chunk >= 1; chunk /= 2 {
+		for i := len(sh.best.Steps) - chunk; i >= 0; i-- {
+			if len(sh.best.Steps) <= 1 {
+				break
 			}
-		}
-		// 2. Remove faults.
-		for i := range best.Steps {
-			if best.Steps[i].Fault == nil && len(best.Steps[i].Double) == 0 {
+			if i+chunk > len(sh.best.Steps) {
 				continue
 			}
-			for _, strip := range []func(*simulate.Step){
-				func(st *simulate.Step) { st.Fault = nil; st.Double = nil },
-				func(st *simulate.Step) { st.Fault = nil },
-				func(st *simulate.Step) { st.Double = nil },
-			} {
-				cand := clone(best)
-				strip(&cand.Steps[i])
-				if sameStep(cand.Steps[i], best.Steps[i]) {
-					continue
-				}
-				ok, err := accept(cand)
-				if err != nil {
-					return best, runs, err
-				}
-				if ok {
-					break
-				}
+			cand := clone(sh.best)
+			cand.Steps = append(append([]simulate.Step{}, sh.best.Steps[:i]...), sh.best.Steps[i+chunk:]...)
+			if _, err := sh.accept(cand); err != nil {
+				return err
 			}
 		}
-		// 3. Simpler values.
-		for i := range best.Steps {
-			cand := clone(best)
-			st := &cand.Steps[i]
-			st.LiveFor, st.Images, st.Via = simulate.LiveFor{}, 0, ""
-			if st.Boxes > 1 {
-				st.Boxes = 1
-			}
-			if st.Op == simulate.OpAdvance && st.Seconds > 60 {
-				st.Seconds = 60
-			}
-			if sameStep(*st, best.Steps[i]) {
+	}
+	return nil
+}
+
+// removeFaults removes a step's faults: both kinds, then the callback fault, then the double faults.
+func (sh *shrinker) removeFaults() error {
+	for i := range sh.best.Steps {
+		if sh.best.Steps[i].Fault == nil && len(sh.best.Steps[i].Double) == 0 {
+			continue
+		}
+		for _, strip := range []func(*simulate.Step){
+			func(st *simulate.Step) { st.Fault = nil; st.Double = nil },
+			func(st *simulate.Step) { st.Fault = nil },
+			func(st *simulate.Step) { st.Double = nil },
+		} {
+			cand := clone(sh.best)
+			strip(&cand.Steps[i])
+			if cand.Steps[i].Equal(sh.best.Steps[i]) {
 				continue
 			}
-			if _, err := accept(cand); err != nil {
-				return best, runs, err
-			}
-		}
-		// 4. Fewer replicas.
-		for n := 1; n < best.Replicas; n++ {
-			ok, err := accept(withReplicas(best, n))
+			ok, err := sh.accept(cand)
 			if err != nil {
-				return best, runs, err
+				return err
 			}
 			if ok {
 				break
 			}
 		}
 	}
-	return best, runs, nil
+	return nil
 }
 
-func sameStep(a, b simulate.Step) bool {
-	return fmt.Sprintf("%+v %+v %+v", a, a.Fault, a.Double) == fmt.Sprintf("%+v %+v %+v", b, b.Fault, b.Double)
+// simplifyValues gives each step simpler values: no live_for, images or via, one box, at most a minute.
+func (sh *shrinker) simplifyValues() error {
+	for i := range sh.best.Steps {
+		cand := clone(sh.best)
+		st := &cand.Steps[i]
+		st.LiveFor, st.Images, st.Via = simulate.LiveFor{}, 0, ""
+		if st.Boxes > 1 {
+			st.Boxes = 1
+		}
+		if st.Op == simulate.OpAdvance && st.Seconds > 60 {
+			st.Seconds = 60
+		}
+		if st.Equal(sh.best.Steps[i]) {
+			continue
+		}
+		if _, err := sh.accept(cand); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fewerReplicas maps the scenario onto fewer replicas, fewest first.
+func (sh *shrinker) fewerReplicas() error {
+	for n := 1; n < sh.best.Replicas; n++ {
+		ok, err := sh.accept(withReplicas(sh.best, n))
+		if err != nil {
+			return err
+		}
+		if ok {
+			break
+		}
+	}
+	return nil
 }
 
 // withReplicas maps every replica rK of a scenario onto n replicas.
@@ -121,67 +145,12 @@ func withReplicas(sc *simulate.Scenario, n int) *simulate.Scenario {
 			continue
 		}
 		if k, ok := simulate.ParseReplica(r); ok && k > n {
-			out.Steps[i].Replica = simulate.ReplicaName((k-1)%n + 1)
+			out.Steps[i].Replica = simulate.FoldReplica(k, n)
 		}
 	}
 	return out
 }
 
-// clone deep-copies a scenario through its YAML form, so that shrinking never aliases steps.
-func clone(sc *simulate.Scenario) *simulate.Scenario {
-	out := *sc
-	out.Steps = make([]simulate.Step, len(sc.Steps))
-	for i, st := range sc.Steps {
-		c := st
-		if st.Fault != nil {
-			f := *st.Fault
-			c.Fault = &f
-		}
-		c.Double = append([]simulate.DoubleFault(nil), st.Double...)
-		out.Steps[i] = c
-	}
-	if sc.Principals != nil {
-		out.Principals = map[string]simulate.Principal{}
-		for k, v := range sc.Principals {
-			out.Principals[k] = v
-		}
-	}
-	out.Agents = append([]simulate.AgentSpec(nil), sc.Agents...)
-	if sc.Deadlines != nil {
-		d := *sc.Deadlines
-		out.Deadlines = &d
-	}
-	if sc.Backend != nil {
-		b := *sc.Backend
-		out.Backend = &b
-	}
-	return &out
-}
-
-// Describe lists a scenario's steps, one per line, for reports.
-func Describe(sc *simulate.Scenario) []string {
-	var out []string
-	for _, st := range sc.Steps {
-		var parts []string
-		add := func(k, v string) {
-			if v != "" {
-				parts = append(parts, k+"="+v)
-			}
-		}
-		add("session", st.Session)
-		add("attempt", st.Attempt)
-		add("principal", st.Principal)
-		add("operation", st.Operation)
-		add("action", st.Action)
-		add("consent", st.Consent)
-		add("replica", st.Replica)
-		if st.Fault != nil {
-			add("fault", st.Fault.Kind)
-		}
-		for _, d := range st.Double {
-			add("double", d.Kind)
-		}
-		out = append(out, strings.TrimSpace(st.Op+" "+strings.Join(parts, " ")))
-	}
-	return out
-}
+// clone deep-copies a scenario (simulate.Scenario.Clone), so that shrinking never aliases steps or
+// configuration.
+func clone(sc *simulate.Scenario) *simulate.Scenario { return sc.Clone() }

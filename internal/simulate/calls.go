@@ -39,35 +39,13 @@ func (p *platform) call(r *replica, cs callSpec) *CallRecord {
 		p.event(&Event{Kind: EventCall, Replica: r.name, Call: rec, Message: cs.method + " (no provider: default)"})
 		return rec
 	}
-	if r.proc == nil || !r.proc.Alive() {
-		restart := r.proc != nil
-		if err := p.startReplica(r); err != nil {
-			rec.Key = r.name + "#start"
-			rec.Outcome = OutcomeDied
-			rec.ProcessError = err.Error()
-			p.event(&Event{Kind: EventCall, Replica: r.name, Call: rec, Message: cs.method + " could not run: " + err.Error()})
-			return rec
-		}
-		if restart {
-			p.event(&Event{Kind: EventPlatform, Replica: r.name, Message: "replica " + r.name + " restarted and loaded the provider"})
-		}
-		p.started(r)
+	if !p.ensureStarted(r, rec, cs.method) {
+		return rec
 	}
 	p.callSeq[r.name]++
 	rec.Key = fmt.Sprintf("%s#%d", r.name, p.callSeq[r.name])
-	timeout := time.Duration(cs.deadline * float64(time.Second))
-	if cs.fault != nil && (cs.fault.Kind == FaultTimeout || cs.fault.Kind == FaultCancel) {
-		after := cs.fault.After
-		if after <= 0 {
-			after = 0.05
-		}
-		timeout = time.Duration(after * float64(time.Second))
-	}
-	wallDeadline := float64(time.Now().Add(time.Duration(cs.deadline*float64(time.Second))).UnixNano()) / 1e9
-	sendArgs := withDeadline(cs.args, wallDeadline)
-	if url, err := p.dbl.URL(r.name); err == nil {
-		sendArgs = substituteArgs(sendArgs, url)
-	}
+	timeout := cs.timeout()
+	sendArgs := p.sendArgs(r, cs)
 	p.dbl.SetInFlight(r.name, double.Call{Callback: cs.method, CallID: rec.Key, Step: fmt.Sprintf("%d:%s", p.step, p.stepOp)})
 	p.mu.Lock()
 	p.current[r.name] = rec
@@ -92,10 +70,10 @@ func (p *platform) call(r *replica, cs callSpec) *CallRecord {
 	}
 	var res callResult
 	onRequest := false
+	hostLoss := cs.fault != nil && cs.fault.Kind == FaultHostLoss
 	switch {
-	case cs.fault != nil && cs.fault.Kind == FaultHostLoss:
+	case hostLoss:
 		res = p.hostLossDuring(r, cs, done, heldBefore)
-		rec.Outcome = OutcomeHostLoss
 	case cs.fault != nil && cs.fault.Kind == FaultCancel && cs.fault.On == "request":
 		res, onRequest = p.cancelOnRequest(done, requestsBefore, timeout, cancelNow)
 	default:
@@ -108,53 +86,7 @@ func (p *platform) call(r *replica, cs callSpec) *CallRecord {
 	delete(p.current, r.name)
 	p.mu.Unlock()
 
-	if res.reply != nil {
-		rep := res.reply
-		rec.Observations = rep.Observations
-		rec.Coverage = rep.Coverage
-		rec.Stdout = rep.Stdout.String()
-		rec.Stderr = rep.Stderr.String()
-		rec.CancelSent = rep.CancelSent
-		// A reply that crossed the cancel on the pipes: the callback itself finished before its deadline
-		// (the harness measures its duration), so the cancel found nothing to cancel.
-		// The margin covers the time between Go's send and the harness starting the callback.
-		crossed := rep.CancelSent && rep.Duration > 0 && rep.Duration < timeout-10*time.Millisecond
-		if onRequest {
-			// Cancelled at a request's arrival, not at a deadline: the harness says whether the cancel met the
-			// callback still running. One that did not had finished (or was synchronous code, which the
-			// deadline-based cancel judges).
-			crossed = rep.CancelSent && !rep.CancelReceived
-		}
-		if rep.OK {
-			var v harness.Result
-			if err := json.Unmarshal(rep.Value, &v); err == nil {
-				rec.Result = &v
-			}
-			rec.Outcome = OutcomeReturned
-			if rep.CancelSent && !crossed {
-				rec.Outcome = OutcomeOverran
-			}
-		} else {
-			rec.Error = rep.Error
-			rec.Outcome = OutcomeRaised
-			switch {
-			case rep.CancelSent && rep.Error != nil && rep.Error.Cancelled:
-				rec.Outcome = OutcomeCancelled
-			case rep.CancelSent && !crossed:
-				rec.Outcome = OutcomeOverran
-			}
-		}
-	}
-	if res.err != nil && rec.Outcome != OutcomeHostLoss {
-		rec.Outcome = OutcomeDied
-		var pe *harness.ProcessError
-		if errors.As(res.err, &pe) {
-			rec.ProcessKind = string(pe.Kind)
-		}
-	}
-	if res.err != nil {
-		rec.ProcessError = res.err.Error()
-	}
+	recordResult(rec, res, callFacts{HostLoss: hostLoss, OnRequest: onRequest, Timeout: timeout, ProcessFailed: res.err != nil})
 	if res.reply != nil && res.reply.Exit != nil {
 		p.endedHost(r, rec, res.reply.Exit)
 	}
@@ -167,6 +99,133 @@ func (p *platform) call(r *replica, cs callSpec) *CallRecord {
 	}
 	p.settleAfter(r, rec, hid)
 	return rec
+}
+
+// sendArgs are the callback's arguments as sent: with its wall-clock deadline, and the replica's URL of the
+// double in place of ${ASTRABOX_DOUBLE_URL}.
+func (p *platform) sendArgs(r *replica, cs callSpec) map[string]any {
+	wallDeadline := float64(time.Now().Add(time.Duration(cs.deadline*float64(time.Second))).UnixNano()) / 1e9
+	sendArgs := withDeadline(cs.args, wallDeadline)
+	if url, err := p.dbl.URL(r.name); err == nil {
+		sendArgs = substituteArgs(sendArgs, url)
+	}
+	return sendArgs
+}
+
+// recordResult records what the harness answered (or how the call failed) and the outcome classifyOutcome
+// gives it; facts carry what the platform knew before the answer.
+func recordResult(rec *CallRecord, res callResult, facts callFacts) {
+	if rep := res.reply; rep != nil {
+		rec.Observations = rep.Observations
+		rec.Coverage = rep.Coverage
+		rec.Stdout = rep.Stdout.String()
+		rec.Stderr = rep.Stderr.String()
+		rec.CancelSent = rep.CancelSent
+		facts.Replied, facts.OK, facts.Duration = true, rep.OK, rep.Duration
+		facts.CancelSent, facts.CancelReceived = rep.CancelSent, rep.CancelReceived
+		facts.ErrorCancelled = rep.Error != nil && rep.Error.Cancelled
+		if rep.OK {
+			var v harness.Result
+			if err := json.Unmarshal(rep.Value, &v); err == nil {
+				rec.Result = &v
+			}
+		} else {
+			rec.Error = rep.Error
+		}
+	}
+	rec.Outcome = classifyOutcome(facts)
+	var pe *harness.ProcessError
+	if res.err != nil && rec.Outcome == OutcomeDied && errors.As(res.err, &pe) {
+		rec.ProcessKind = string(pe.Kind)
+	}
+	if res.err != nil {
+		rec.ProcessError = res.err.Error()
+	}
+}
+
+// ensureStarted starts the replica's process if it is not running (a restart after a host loss is told in the
+// timeline); when it cannot start, rec records the call as died and ensureStarted returns false.
+func (p *platform) ensureStarted(r *replica, rec *CallRecord, method string) bool {
+	if r.proc != nil && r.proc.Alive() {
+		return true
+	}
+	restart := r.proc != nil
+	if err := p.startReplica(r); err != nil {
+		rec.Key = r.name + "#start"
+		rec.Outcome = OutcomeDied
+		rec.ProcessError = err.Error()
+		p.event(&Event{Kind: EventCall, Replica: r.name, Call: rec, Message: method + " could not run: " + err.Error()})
+		return false
+	}
+	if restart {
+		p.event(&Event{Kind: EventPlatform, Replica: r.name, Message: "replica " + r.name + " restarted and loaded the provider"})
+	}
+	p.started(r)
+	return true
+}
+
+// timeout is how long the harness lets the callback run: its deadline, or the after of a timeout or cancel
+// fault (default 0.05 s).
+func (cs callSpec) timeout() time.Duration {
+	if cs.fault != nil && (cs.fault.Kind == FaultTimeout || cs.fault.Kind == FaultCancel) {
+		after := cs.fault.After
+		if after <= 0 {
+			after = 0.05
+		}
+		return time.Duration(after * float64(time.Second))
+	}
+	return time.Duration(cs.deadline * float64(time.Second))
+}
+
+// callFacts are what the platform knows of a callback when it ends, for classifyOutcome.
+type callFacts struct {
+	// HostLoss: the step's host_loss fault killed the replica during the call.
+	HostLoss bool
+	// Replied: the harness answered; OK, the callback returned (else it raised).
+	Replied, OK bool
+	// CancelSent: the platform cancelled the callback; CancelReceived: the cancel met it still running.
+	CancelSent, CancelReceived bool
+	// ErrorCancelled: the raised error is the callback's own cancellation.
+	ErrorCancelled bool
+	// Duration is how long the harness measured the callback running; Timeout its budget.
+	Duration, Timeout time.Duration
+	// OnRequest: the cancel came at a request's arrival at the double (cancel on: request), not a deadline.
+	OnRequest bool
+	// ProcessFailed: the call ended with a process error (the replica died, or its pipes broke).
+	ProcessFailed bool
+}
+
+// classifyOutcome is the outcome of a callback from what the platform knows when it ends. A cancelled
+// callback that returned or raised anyway overran its cancel, unless the reply crossed the cancel: the
+// callback finished before its deadline (by the harness's measure, with a margin for the time between Go's
+// send and the harness starting it), or, for a cancel at a request, the harness says the cancel found it done.
+func classifyOutcome(f callFacts) Outcome {
+	var out Outcome
+	if f.HostLoss {
+		out = OutcomeHostLoss
+	}
+	if f.Replied {
+		crossed := f.CancelSent && f.Duration > 0 && f.Duration < f.Timeout-10*time.Millisecond
+		if f.OnRequest {
+			crossed = f.CancelSent && !f.CancelReceived
+		}
+		switch {
+		case f.OK && f.CancelSent && !crossed:
+			out = OutcomeOverran
+		case f.OK:
+			out = OutcomeReturned
+		case f.CancelSent && f.ErrorCancelled:
+			out = OutcomeCancelled
+		case f.CancelSent && !crossed:
+			out = OutcomeOverran
+		default:
+			out = OutcomeRaised
+		}
+	}
+	if f.ProcessFailed && out != OutcomeHostLoss {
+		out = OutcomeDied
+	}
+	return out
 }
 
 // endedHost records a callback whose SystemExit or KeyboardInterrupt ended its replica process, as it ends

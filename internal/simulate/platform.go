@@ -228,17 +228,7 @@ func Run(ctx context.Context, sc *Scenario, o Options) (*History, error) {
 		defer p.close()
 	}
 	p.hist.Principals = startingConsent(sc)
-	d := p.dbl
-	for name, pr := range sc.Principals {
-		url := ""
-		if pr.Consent == "pending" {
-			url = "https://identity.example/consent/" + name
-		}
-		d.SetConsent(name, pr.Consent, url)
-		if pr.ConsentOnCheck != "" {
-			d.SetConsentOnCheck(name, pr.ConsentOnCheck)
-		}
-	}
+	p.seedConsent()
 	if staged {
 		for _, r := range p.replicas {
 			p.started(r)
@@ -257,29 +247,6 @@ func Run(ctx context.Context, sc *Scenario, o Options) (*History, error) {
 	p.playSteps()
 	p.finish()
 	return p.hist, nil
-}
-
-func (p *platform) startReplicas() error {
-	errs := make([]error, len(p.replicas))
-	var wg sync.WaitGroup
-	for i, r := range p.replicas {
-		wg.Add(1)
-		go func(i int, r *replica) {
-			defer wg.Done()
-			errs[i] = p.startReplica(r)
-		}(i, r)
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	// Recorded in replica order once all are up, so that histories do not depend on which started first.
-	for _, r := range p.replicas {
-		p.started(r)
-	}
-	return nil
 }
 
 // started records that a replica process started and loaded the provider.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // ReplicaName is the name of the i-th replica (1-based): r1, r2, ...
@@ -21,4 +22,37 @@ func ParseReplica(name string) (i int, ok bool) {
 		return 0, false
 	}
 	return i, true
+}
+
+// startReplicas starts every replica process at once and records them, in replica order, once all are up.
+func (p *platform) startReplicas() error {
+	errs := make([]error, len(p.replicas))
+	var wg sync.WaitGroup
+	for i, r := range p.replicas {
+		wg.Add(1)
+		go func(i int, r *replica) {
+			defer wg.Done()
+			errs[i] = p.startReplica(r)
+		}(i, r)
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	// Recorded in replica order once all are up, so that histories do not depend on which started first.
+	for _, r := range p.replicas {
+		p.started(r)
+	}
+	return nil
+}
+
+// FoldReplica is the name of replica i (1-based) when there are only n replicas: they are taken round, so
+// r3 of two replicas is r1 (n below 1 counts as 1).
+func FoldReplica(i, n int) string {
+	if n < 1 {
+		n = 1
+	}
+	return ReplicaName((i-1)%n + 1)
 }

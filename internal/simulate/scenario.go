@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"regexp"
-	"sort"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -153,36 +152,6 @@ const (
 	OpRefreshInputs     = "refresh_inputs"
 	OpSetConsent        = "set_consent"
 )
-
-// stepFields says which fields each step requires and allows.
-var stepFields = map[string]struct{ required, allowed []string }{
-	OpPrewarm:           {[]string{"agent"}, []string{"replica", "boxes", "fault", "double"}},
-	OpClaim:             {[]string{"session", "agent", "principal"}, []string{"replica", "fault", "double"}},
-	OpColdStart:         {[]string{"session", "agent", "principal"}, []string{"replica", "fault", "double"}},
-	OpReattach:          {[]string{"session"}, []string{"replica", "fault", "double"}},
-	OpReplaceSandbox:    {[]string{"session"}, []string{"replica", "fault", "double"}},
-	OpTurn:              {[]string{"session", "attempt"}, []string{"replica", "live_for", "images", "via", "fault", "double"}},
-	OpRetry:             {[]string{"session", "attempt"}, []string{"replica", "live_for", "via", "fault", "double"}},
-	OpAdvance:           {[]string{"seconds"}, nil},
-	OpReadUserActions:   {[]string{"session"}, []string{"replica", "scope", "fault", "double"}},
-	OpPerformUserAction: {[]string{"session", "action"}, []string{"replica", "scope", "fault", "double"}},
-	OpRecover:           {[]string{"operation"}, []string{"replica", "fault", "double"}},
-	OpRelease:           {nil, []string{"operation"}},
-	OpHostLoss:          {[]string{"replica"}, nil},
-	OpConfigChange:      {[]string{"agent"}, nil},
-	OpRefreshInputs:     {[]string{"session"}, []string{"replica"}},
-	OpSetConsent:        {[]string{"principal", "consent"}, nil},
-}
-
-// Ops returns the names of every step, sorted.
-func Ops() []string {
-	out := make([]string, 0, len(stepFields))
-	for op := range stepFields {
-		out = append(out, op)
-	}
-	sort.Strings(out)
-	return out
-}
 
 // ScenarioError is a problem in a scenario file, with its place.
 type ScenarioError struct {
@@ -376,173 +345,6 @@ func (st *Step) presentFields(n *yaml.Node) {
 	st.keys = keys
 }
 
-// Validate checks that the scenario is one the platform could play, filling in defaults.
-func (s *Scenario) Validate() error {
-	errAt := func(line int, format string, args ...any) error {
-		return &ScenarioError{File: s.File, Line: line, Msg: fmt.Sprintf(format, args...)}
-	}
-	if s.Name == "" {
-		return errAt(1, "missing `name`")
-	}
-	if s.Replicas == 0 {
-		s.Replicas = 2
-	}
-	if s.Replicas < 1 || s.Replicas > 16 {
-		return errAt(s.lineOf("replicas"), "`replicas` must be between 1 and 16, got %d", s.Replicas)
-	}
-	if s.Engine == "" {
-		s.Engine = EngineClaudeCode
-	}
-	if _, ok := adapters[s.Engine]; !ok {
-		return errAt(s.lineOf("engine"), "unknown engine %q; use one of %s", s.Engine, strings.Join(AdapterNames(), ", "))
-	}
-	if s.Backend == nil {
-		s.Backend = &Backend{ProfileExclusive: true, OwnsSandbox: true}
-	}
-	if s.Principals == nil {
-		s.Principals = map[string]Principal{}
-	}
-	for name, p := range s.Principals {
-		if p.Consent == "" {
-			p.Consent = "granted"
-		}
-		if p.Consent != "granted" && p.Consent != "pending" {
-			return errAt(s.lineOf("principals"), "principal %q: consent must be granted or pending, got %q", name, p.Consent)
-		}
-		s.Principals[name] = p
-	}
-	if len(s.Agents) == 0 {
-		s.Agents = []AgentSpec{{ID: "agent-1"}}
-	}
-	agents := map[string]bool{}
-	for i := range s.Agents {
-		a := &s.Agents[i]
-		if a.ID == "" {
-			return errAt(s.lineOf("agents"), "agent %d has no `id`", i+1)
-		}
-		if a.Creator == "" {
-			a.Creator = "alice"
-		}
-		if a.Version == 0 {
-			a.Version = 1
-		}
-		agents[a.ID] = true
-	}
-	if s.Deadlines == nil {
-		s.Deadlines = &Deadlines{}
-	}
-	if err := s.Deadlines.check(); err != nil {
-		return errAt(s.lineOf("deadlines"), "%v", err)
-	}
-	s.Deadlines.fill()
-	if len(s.Steps) == 0 {
-		return errAt(s.lineOf("steps"), "no `steps`; add at least one step such as `- op: cold_start`")
-	}
-	sessions := map[string]bool{}
-	for i := range s.Steps {
-		st := &s.Steps[i]
-		line := st.Line
-		if line == 0 {
-			line = 1
-		}
-		spec, ok := stepFields[st.Op]
-		if !ok {
-			return errAt(line, "step %d: unknown op %q; use one of %s", i+1, st.Op, strings.Join(Ops(), ", "))
-		}
-		if st.keys != nil {
-			allowed := map[string]bool{"op": true}
-			for _, f := range append(append([]string{}, spec.required...), spec.allowed...) {
-				allowed[f] = true
-			}
-			for k := range st.keys {
-				if !allowed[k] {
-					return errAt(line, "step %d (%s): field %q does not apply to this step", i+1, st.Op, k)
-				}
-			}
-		}
-		for _, f := range spec.required {
-			if !st.has(f) {
-				return errAt(line, "step %d (%s): missing `%s`", i+1, st.Op, f)
-			}
-		}
-		if err := st.checkDurations(); err != nil {
-			return errAt(line, "step %d (%s): %v", i+1, st.Op, err)
-		}
-		if st.Replica != "" && replicaIndex(st.Replica, s.Replicas) < 0 {
-			return errAt(line, "step %d (%s): replica %q does not exist; this scenario has r1 to r%d", i+1, st.Op, st.Replica, s.Replicas)
-		}
-		if st.Agent != "" && !agents[st.Agent] {
-			return errAt(line, "step %d (%s): unknown agent %q; declare it under `agents`", i+1, st.Op, st.Agent)
-		}
-		if st.Principal != "" {
-			if _, ok := s.Principals[st.Principal]; !ok {
-				s.Principals[st.Principal] = Principal{Consent: "granted"}
-			}
-		}
-		switch st.Op {
-		case OpClaim, OpColdStart:
-			sessions[st.Session] = true
-		case OpReattach, OpReplaceSandbox, OpTurn, OpRetry, OpReadUserActions, OpPerformUserAction, OpRefreshInputs:
-			if !sessions[st.Session] {
-				return errAt(line, "step %d (%s): session %q is not started by an earlier claim or cold_start step", i+1, st.Op, st.Session)
-			}
-		case OpSetConsent:
-			if st.Consent != "granted" && st.Consent != "pending" {
-				return errAt(line, "step %d (set_consent): consent must be granted or pending", i+1)
-			}
-		case OpAdvance:
-			if st.Seconds <= 0 {
-				return errAt(line, "step %d (advance): seconds must be positive", i+1)
-			}
-		case OpPrewarm:
-			if st.Boxes == 0 && !st.has("boxes") {
-				st.Boxes = 1
-			}
-			if st.Boxes < 0 || st.Boxes > 16 {
-				return errAt(line, "step %d (prewarm): boxes must be between 0 and 16", i+1)
-			}
-		}
-		if st.Via != "" && st.Via != "api" && st.Via != "console" {
-			return errAt(line, "step %d (%s): via must be api or console", i+1, st.Op)
-		}
-		if st.Scope != "" && st.Scope != "read" && st.Scope != "write" && st.Scope != "none" {
-			return errAt(line, "step %d (%s): scope must be read, write or none", i+1, st.Op)
-		}
-		if st.Fault != nil {
-			switch st.Fault.Kind {
-			case FaultTimeout, FaultCancel, FaultHostLoss, FaultSupersede:
-				switch st.Fault.Change {
-				case "", "refresh", "version", "pool", "generation":
-				default:
-					return errAt(line, "step %d (%s): fault change %q; use refresh, version, pool or generation", i+1, st.Op, st.Fault.Change)
-				}
-				if st.Fault.Change != "" && st.Fault.Kind != FaultSupersede {
-					return errAt(line, "step %d (%s): `change` applies only to the supersede fault", i+1, st.Op)
-				}
-				if st.Fault.On != "" && (st.Fault.On != "request" || st.Fault.Kind != FaultCancel) {
-					return errAt(line, "step %d (%s): fault on %q; only the cancel fault takes `on`, and its one value is request", i+1, st.Op, st.Fault.On)
-				}
-			default:
-				return errAt(line, "step %d (%s): fault kind %q; use timeout, cancel, host_loss or supersede", i+1, st.Op, st.Fault.Kind)
-			}
-		}
-		if msg := st.validateFills(); msg != "" {
-			return errAt(line, "step %d (%s): %s", i+1, st.Op, msg)
-		}
-		for _, d := range st.Double {
-			switch d.Kind {
-			case "delay", "hold", "unavailable", "drop":
-			default:
-				return errAt(line, "step %d (%s): double fault kind %q; use delay, hold, unavailable or drop", i+1, st.Op, d.Kind)
-			}
-		}
-	}
-	if i, err := checkClock(s.Steps); err != nil {
-		return errAt(max(1, s.Steps[i].Line), "%v", err)
-	}
-	return nil
-}
-
 // The callback faults a step may carry.
 const (
 	FaultTimeout  = "timeout"
@@ -641,12 +443,7 @@ func (s *Scenario) Clone() *Scenario {
 	c.Agents = append([]AgentSpec(nil), s.Agents...)
 	c.Steps = make([]Step, len(s.Steps))
 	for i, st := range s.Steps {
-		if st.Fault != nil {
-			f := *st.Fault
-			st.Fault = &f
-		}
-		st.Double = append([]DoubleFault(nil), st.Double...)
-		c.Steps[i] = st
+		c.Steps[i] = st.Clone()
 	}
 	return &c
 }

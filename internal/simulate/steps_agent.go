@@ -11,7 +11,7 @@ import (
 
 // runStep plays one scenario step.
 func (p *platform) runStep(st *Step) {
-	p.event(&Event{Kind: EventStep, Replica: st.Replica, Message: stepSummary(st), Faults: st.faultKinds()})
+	p.event(&Event{Kind: EventStep, Replica: st.Replica, Message: st.String(), Faults: st.faultKinds()})
 	var faults []double.FaultID
 	for _, df := range st.Double {
 		faults = append(faults, p.dbl.AddFault(toDoubleFault(df, st.Replica)))
@@ -21,72 +21,11 @@ func (p *platform) runStep(st *Step) {
 			p.dbl.RemoveFault(id)
 		}
 	}()
-	switch st.Op {
-	case OpPrewarm:
-		p.prewarm(st)
-	case OpRecover:
-		p.recover(st)
-	case OpRelease:
-		n := p.releaseHeld()
-		p.event(&Event{Kind: EventPlatform, Message: fmt.Sprintf("released %d held request(s) at the double", n)})
-	case OpAdvance:
-		p.advance(time.Duration(st.Seconds * float64(time.Second)))
-	case OpHostLoss:
-		r := p.replicaFor(st)
-		if r.proc != nil {
-			r.proc.Kill()
-		}
-		p.event(&Event{Kind: EventPlatform, Replica: r.name, Message: "host loss: replica " + r.name + " killed; it restarts on its next callback"})
-	case OpConfigChange:
-		p.configChange(st)
-	case OpClaim:
-		p.claim(st)
-	case OpColdStart:
-		p.coldStart(st)
-	case OpReattach:
-		p.reattach(st)
-	case OpReplaceSandbox:
-		p.replaceSandbox(st)
-	case OpTurn, OpRetry:
-		p.turn(st)
-	case OpReadUserActions:
-		p.readUserActions(st)
-	case OpPerformUserAction:
-		p.performUserAction(st)
-	case OpSetConsent:
-		url := ""
-		if st.Consent == "pending" {
-			url = "https://identity.example/consent/" + st.Principal
-		}
-		p.dbl.SetConsent(st.Principal, st.Consent, url)
-		p.event(&Event{Kind: EventPlatform, Message: "consent of " + st.Principal + " is now " + st.Consent + " at the identity service",
-			Consent: &ConsentState{Principal: st.Principal, Consent: st.Consent}})
-	case OpRefreshInputs:
-		p.event(&Event{Kind: EventPlatform, Message: "inputs of session " + st.Session + " refreshed (no provider callback: SYNC-WHEN)"})
+	spec, ok := opRegistry[st.Op]
+	if !ok || spec.run == nil {
+		panic(fmt.Sprintf("simulate: op %q has no run function (Validate admits only registered ops)", st.Op))
 	}
-}
-
-func stepSummary(st *Step) string {
-	s := st.Op
-	add := func(k, v string) {
-		if v != "" {
-			s += " " + k + "=" + v
-		}
-	}
-	add("agent", st.Agent)
-	add("session", st.Session)
-	add("principal", st.Principal)
-	add("attempt", st.Attempt)
-	add("operation", st.Operation)
-	add("action", st.Action)
-	add("replica", st.Replica)
-	if st.Op == OpAdvance {
-		s += fmt.Sprintf(" %gs", st.Seconds)
-	}
-	if st.Fault != nil {
-		s += " fault=" + st.Fault.Kind
-	}
-	return s
+	spec.run(p, st)
 }
 
 func toDoubleFault(df DoubleFault, replica string) double.Fault {
@@ -98,17 +37,17 @@ func toDoubleFault(df DoubleFault, replica string) double.Fault {
 		}
 	}
 	switch df.Kind {
-	case "delay":
+	case DoubleDelay:
 		f.Kind = double.Delay
 		f.Duration = time.Duration(df.Delay * float64(time.Second))
 		if f.Duration <= 0 {
 			f.Duration = 100 * time.Millisecond
 		}
-	case "hold":
+	case DoubleHold:
 		f.Kind = double.Hold
-	case "unavailable":
+	case DoubleUnavailable:
 		f.Kind = double.Unavailable
-	case "drop":
+	case DoubleDrop:
 		f.Kind = double.DropAfterApply
 	}
 	return f
@@ -302,7 +241,7 @@ func (p *platform) synchronize(r *replica, st *Step, a *agentState, b *box) {
 
 func hasHold(st *Step) bool {
 	for _, d := range st.Double {
-		if d.Kind == "hold" {
+		if d.Kind == DoubleHold {
 			return true
 		}
 	}

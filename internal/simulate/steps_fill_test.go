@@ -49,7 +49,7 @@ func TestFillsExpandAndReplay(t *testing.T) {
 		if st.hasFill() {
 			t.Errorf("step %s still holds a fill in the played scenario: %+v", st.Op, st)
 		}
-		summary = append(summary, stepSummary(&st))
+		summary = append(summary, st.String())
 	}
 	got := strings.Join(summary, "\n")
 	for _, want := range []string{

@@ -37,22 +37,7 @@ func (p *platform) turn(st *Step) {
 	if st.Op == OpRetry {
 		p.event(&Event{Kind: EventPlatform, Replica: r.name, Message: "reconnect retry of attempt " + attempt + " (same dispatch_attempt_id)"})
 	}
-	if !p.sc.Backend.ProfileExclusive || !p.sc.Backend.OwnsSandbox {
-		p.refuse(r.name, CodeTurnPreparationFailed, "the sandbox backend does not declare sandbox_is_profile_exclusive and implement owns_sandbox; turn preparation refused")
-		return
-	}
-	if st.Via == "console" && s.blocked {
-		s.keptInputs = append(s.keptInputs, attempt)
-		p.refuse(r.name, "CONSOLE_SEND_BLOCKED", "the console blocks sending: a prerequisite of session %s is unknown or pending", s.id)
-		return
-	}
-	// Reload the Session, confirm the slot, claim the guard.
-	if s.state != "active" {
-		p.refuse(r.name, CodeTurnPreparationFailed, "session %s is %s; the turn does not hold a slot", s.id, s.state)
-		return
-	}
-	if s.quarantine {
-		p.refuse(r.name, CodeTurnPreparationFailed, "the turn guard of session %s is quarantined after a failed refresh", s.id)
+	if p.turnRefused(st, s, r) {
 		return
 	}
 	p.event(&Event{Kind: EventPlatform, Replica: r.name, Message: fmt.Sprintf("session %s reloaded, slot confirmed, per-Session guard claimed for attempt %s", s.id, attempt)})
@@ -112,6 +97,30 @@ func (p *platform) turn(st *Step) {
 	}
 	p.clock.Advance(live - elapsed)
 	p.event(&Event{Kind: EventPlatform, Replica: r.name, Message: "write complete; guard released"})
+}
+
+// turnRefused refuses a turn the platform does not prepare (TURN-BACKEND, the console's block, a Session
+// without its slot or with a quarantined guard), telling whether it did.
+func (p *platform) turnRefused(st *Step, s *session, r *replica) bool {
+	if !p.sc.Backend.ProfileExclusive || !p.sc.Backend.OwnsSandbox {
+		p.refuse(r.name, CodeTurnPreparationFailed, "the sandbox backend does not declare sandbox_is_profile_exclusive and implement owns_sandbox; turn preparation refused")
+		return true
+	}
+	if st.Via == "console" && s.blocked {
+		s.keptInputs = append(s.keptInputs, st.Attempt)
+		p.refuse(r.name, "CONSOLE_SEND_BLOCKED", "the console blocks sending: a prerequisite of session %s is unknown or pending", s.id)
+		return true
+	}
+	// Reload the Session, confirm the slot, claim the guard.
+	if s.state != "active" {
+		p.refuse(r.name, CodeTurnPreparationFailed, "session %s is %s; the turn does not hold a slot", s.id, s.state)
+		return true
+	}
+	if s.quarantine {
+		p.refuse(r.name, CodeTurnPreparationFailed, "the turn guard of session %s is quarantined after a failed refresh", s.id)
+		return true
+	}
+	return false
 }
 
 // turnOutcome applies the platform's rules to a prepare_turn result. It returns the validity period (0 when

@@ -1,0 +1,36 @@
+package simulate
+
+import "fmt"
+
+// The Agent ops: preparing inventory, recovering operations, releasing held requests, authoring versions.
+func init() {
+	registerOps(
+		&opSpec{name: OpPrewarm, required: []string{"agent"}, allowed: []string{"replica", "boxes", "fault", "double"},
+			notes: map[string]string{"boxes": "default 1, 0 to 16"},
+			doc:   "Prepare boxes of waiting inventory for the Agent.", validate: validatePrewarm, run: (*platform).prewarm},
+		&opSpec{name: OpRecover, required: []string{"operation"}, allowed: []string{"replica", "fault", "double"},
+			doc: "Ask the provider to recover an unresolved synchronize operation.", run: (*platform).recover},
+		&opSpec{name: OpRelease, allowed: []string{"operation"},
+			doc: "Release every request the double holds (`operation` is accepted but does not narrow it), and wait until they are answered.",
+			run: (*platform).release},
+		&opSpec{name: OpConfigChange, required: []string{"agent"},
+			doc: "The Agent's owner authors a new version.", run: (*platform).configChange},
+	)
+}
+
+// validatePrewarm defaults boxes to 1 and bounds it.
+func validatePrewarm(st *Step) string {
+	if st.Boxes == 0 && !st.has("boxes") {
+		st.Boxes = 1
+	}
+	if st.Boxes < 0 || st.Boxes > 16 {
+		return "boxes must be between 0 and 16"
+	}
+	return ""
+}
+
+// release plays release: every request the double holds is answered.
+func (p *platform) release(*Step) {
+	n := p.releaseHeld()
+	p.event(&Event{Kind: EventPlatform, Message: fmt.Sprintf("released %d held request(s) at the double", n)})
+}

@@ -1,0 +1,57 @@
+package simulate
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+)
+
+// opOrder is the order in which docs/scenarios.md presents the ops: the platform's lifecycle, then the
+// clock, hosts, configuration and consent. TestOpRegistryComplete fails when it and the registry differ.
+var opOrder = []string{OpPrewarm, OpClaim, OpColdStart, OpReattach, OpReplaceSandbox, OpTurn, OpRetry,
+	OpReadUserActions, OpPerformUserAction, OpRecover, OpRelease, OpAdvance, OpHostLoss, OpConfigChange,
+	OpRefreshInputs, OpSetConsent}
+
+// The markers between which docs/scenarios.md holds the generated op table.
+const (
+	OpsTableBegin = "<!-- BEGIN op table: generated from internal/simulate's op registry by `go run ./internal/tools/gendocs`; do not edit -->"
+	OpsTableEnd   = "<!-- END op table -->"
+)
+
+// OpsTable renders the op table of docs/scenarios.md from the registry.
+func OpsTable() string {
+	var b strings.Builder
+	b.WriteString("| op | required | optional | what happens |\n| --- | --- | --- | --- |\n")
+	cell := func(fields []string, notes map[string]string) string {
+		if len(fields) == 0 {
+			return " |"
+		}
+		parts := make([]string, len(fields))
+		for i, f := range fields {
+			parts[i] = "`" + f + "`"
+			if n := notes[f]; n != "" {
+				parts[i] += " (" + n + ")"
+			}
+		}
+		return " " + strings.Join(parts, ", ") + " |"
+	}
+	for _, name := range opOrder {
+		s := opRegistry[name]
+		b.WriteString("| `" + s.name + "` |" + cell(s.required, s.notes) + cell(s.allowed, s.notes) + " " + s.doc + " |\n")
+	}
+	return b.String()
+}
+
+// ReplaceOpsTable returns doc with the text between its op table markers replaced by OpsTable.
+func ReplaceOpsTable(doc []byte) ([]byte, error) {
+	i := bytes.Index(doc, []byte(OpsTableBegin))
+	j := bytes.Index(doc, []byte(OpsTableEnd))
+	if i < 0 || j < i {
+		return nil, errors.New("docs/scenarios.md: the op table markers are missing or out of order; put " + OpsTableBegin + " and " + OpsTableEnd + " around the table")
+	}
+	var out bytes.Buffer
+	out.Write(doc[:i+len(OpsTableBegin)])
+	out.WriteString("\n" + OpsTable())
+	out.Write(doc[j:])
+	return out.Bytes(), nil
+}
