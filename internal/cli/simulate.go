@@ -106,15 +106,15 @@ func cannedSimulations(f *Factory, o *SimOptions, runF func(*SimOptions) error) 
 	})
 	claim := canned("claim", "Prewarm a box, then claim it for a Session (session-bound or ordinary)", func(o *SimOptions) []simulate.Step {
 		c := session(simulate.OpClaim)
-		c.Replica = replicaName(2, o.Replicas)
+		c.Replica = simulate.FoldReplica(2, o.Replicas)
 		return []simulate.Step{{Op: simulate.OpPrewarm, Agent: "agent-1", Boxes: 1, Replica: "r1"}, c}
 	})
 	reattach := canned("reattach", "Cold-start a Session, then reattach it with a new runtime", func(o *SimOptions) []simulate.Step {
-		r := simulate.Step{Op: simulate.OpReattach, Session: "s1", Replica: replicaName(2, o.Replicas)}
+		r := simulate.Step{Op: simulate.OpReattach, Session: "s1", Replica: simulate.FoldReplica(2, o.Replicas)}
 		return []simulate.Step{session(simulate.OpColdStart), r}
 	})
 	replace := canned("replace-sandbox", "Cold-start a Session, then replace its sandbox", func(o *SimOptions) []simulate.Step {
-		return []simulate.Step{session(simulate.OpColdStart), {Op: simulate.OpReplaceSandbox, Session: "s1", Replica: replicaName(2, o.Replicas)}}
+		return []simulate.Step{session(simulate.OpColdStart), {Op: simulate.OpReplaceSandbox, Session: "s1", Replica: simulate.FoldReplica(2, o.Replicas)}}
 	})
 	prewarm := canned("prewarm", "Prewarm boxes: plan, caches, synchronize, publication to waiting inventory", func(o *SimOptions) []simulate.Step {
 		return []simulate.Step{{Op: simulate.OpPrewarm, Agent: "agent-1", Boxes: o.Boxes, Replica: "r1"}}
@@ -127,7 +127,7 @@ func cannedSimulations(f *Factory, o *SimOptions, runF func(*SimOptions) error) 
 		}
 		steps := []simulate.Step{session(simulate.OpColdStart), t}
 		for i := 0; i < o.Retries; i++ {
-			steps = append(steps, simulate.Step{Op: simulate.OpRetry, Session: "s1", Attempt: "a1", Replica: replicaName(i+2, o.Replicas)})
+			steps = append(steps, simulate.Step{Op: simulate.OpRetry, Session: "s1", Attempt: "a1", Replica: simulate.FoldReplica(i+2, o.Replicas)})
 		}
 		return steps
 	})
@@ -136,7 +136,7 @@ func cannedSimulations(f *Factory, o *SimOptions, runF func(*SimOptions) error) 
 	ua := canned("user-action", "Cold-start a Session, read its user-action state and perform an offered operation", func(o *SimOptions) []simulate.Step {
 		steps := []simulate.Step{session(simulate.OpColdStart), {Op: simulate.OpReadUserActions, Session: "s1", Replica: "r1"}}
 		if o.Action != "" {
-			steps = append(steps, simulate.Step{Op: simulate.OpPerformUserAction, Session: "s1", Action: o.Action, Replica: replicaName(2, o.Replicas)})
+			steps = append(steps, simulate.Step{Op: simulate.OpPerformUserAction, Session: "s1", Action: o.Action, Replica: simulate.FoldReplica(2, o.Replicas)})
 		}
 		return append(steps, simulate.Step{Op: simulate.OpTurn, Session: "s1", Attempt: "a1", Replica: "r1"})
 	})
@@ -145,7 +145,7 @@ func cannedSimulations(f *Factory, o *SimOptions, runF func(*SimOptions) error) 
 		return []simulate.Step{
 			{Op: simulate.OpPrewarm, Agent: "agent-1", Boxes: 1, Replica: "r1", Fault: &simulate.Fault{Kind: simulate.FaultHostLoss},
 				Double: []simulate.DoubleFault{{Kind: "hold", Method: "PUT", Times: 1}}},
-			{Op: simulate.OpRecover, Operation: "op-1", Replica: replicaName(2, o.Replicas)},
+			{Op: simulate.OpRecover, Operation: "op-1", Replica: simulate.FoldReplica(2, o.Replicas)},
 			{Op: simulate.OpRelease},
 		}
 	})
@@ -172,13 +172,6 @@ func newSimulateRunCmd(f *Factory, o *SimOptions, runF func(*SimOptions) error) 
 			return simulateOrRunF(c, f, o, sc, runF)
 		},
 	}
-}
-
-func replicaName(i, n int) string {
-	if n < 1 {
-		n = 1
-	}
-	return simulate.ReplicaName((i-1)%n + 1)
 }
 
 func runSimulation(c *cobra.Command, f *Factory, o *SimOptions, sc *simulate.Scenario) error {
