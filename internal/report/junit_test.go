@@ -48,9 +48,9 @@ type xProblem struct {
 func withNewStatuses() *Report {
 	r := sample()
 	r.Results = append(r.Results,
-		Result{Check: "REC004", Title: "Recover keeps the default", Area: "Synchronize and recover", Severity: SeverityError,
+		Result{Check: "RECOVER-TRUTH", Title: "Recover keeps the default", Area: "Synchronize and recover", Severity: SeverityError,
 			Clauses: []string{"RECOVER-DEFAULT"}, Status: StatusNotApplicable, Message: "the provider keeps the platform's recover"},
-		Result{Check: "TURN002", Title: "Refresh before expiry", Area: "Turns", Severity: SeverityError,
+		Result{Check: "TURN-VALIDITY-FRESH", Title: "Refresh before expiry", Area: "Turns", Severity: SeverityError,
 			Clauses: []string{"TURN-REFRESH"}, Status: StatusNotExercised, Message: "no scenario refreshed a turn",
 			DecidedOver: "0 refreshes: a scenario with a turn past half its validity would reach it",
 			Location:    &Location{Path: "/home/dev/acme/src/acme_provider/turn.py", Line: 9}},
@@ -172,7 +172,7 @@ func TestJUnitStrictConsumersAccept(t *testing.T) {
 		"empty report": renderJUnit(t, JUnit{}, &Report{Schema: Schema}),
 		"exit 2":       errDoc.String(),
 	}
-	old := strings.Replace(docs["report"], `<testcase name="SESS004`, `<testcase file="src/p.py" line="42" name="SESS004`, 1)
+	old := strings.Replace(docs["report"], `<testcase name="SESSION-NAMES`, `<testcase file="src/p.py" line="42" name="SESSION-NAMES`, 1)
 	old = strings.Replace(old, "<testsuites>", `<testsuites skipped="1">`, 1)
 	for _, schema := range junitSchemas {
 		for name, doc := range docs {

@@ -49,10 +49,10 @@ func TestConciseOneLinePerFinding(t *testing.T) {
 		got[m[4]] = m[1] + ":" + m[2] + " " + m[5]
 	}
 	for id, prefix := range map[string]string{
-		"SESS004": "acme/src/acme_provider/provider.py:42 Returned file names are safe basenames: prepare_session returned",
-		"SYNC002": "acme/pyproject.toml:1 (flaky) Unchanged inputs",
-		"SYNC005": "acme/src/acme_provider/sync.py:88 (warning) Trusted configuration",
-		"TURN002": "acme/src/acme_provider/turn.py:9 (not exercised) Refresh before expiry",
+		"SESSION-NAMES":       "acme/src/acme_provider/provider.py:42 Returned file names are safe basenames: prepare_session returned",
+		"SYNC-SKIP-UNCHANGED": "acme/pyproject.toml:1 (flaky) Unchanged inputs",
+		"SYNC-NO-LOG-CONFIG":  "acme/src/acme_provider/sync.py:88 (warning) Trusted configuration",
+		"TURN-VALIDITY-FRESH": "acme/src/acme_provider/turn.py:9 (not exercised) Refresh before expiry",
 	} {
 		if !strings.HasPrefix(got[id], prefix) {
 			t.Errorf("%s: %q, want prefix %q", id, got[id], prefix)
@@ -160,11 +160,11 @@ func TestGitLabCodeQuality(t *testing.T) {
 		sev[is.CheckName] = is.Severity + " " + is.Location.Path + " " + strings.Join(is.Categories, ",")
 	}
 	for id, want := range map[string]string{
-		"LEAK-LOG": "critical acme/src/acme_provider/provider.py Security",
-		"SESS004":  "critical acme/src/acme_provider/provider.py Bug Risk",
-		"SYNC005":  "minor acme/src/acme_provider/sync.py Bug Risk",
-		"PLAN001":  "critical acme/pyproject.toml Bug Risk",
-		"TURN002":  "info acme/src/acme_provider/turn.py Bug Risk",
+		"LEAK-LOG":            "critical acme/src/acme_provider/provider.py Security",
+		"SESSION-NAMES":       "critical acme/src/acme_provider/provider.py Bug Risk",
+		"SYNC-NO-LOG-CONFIG":  "minor acme/src/acme_provider/sync.py Security",
+		"PLAN-SYNC":           "critical acme/pyproject.toml Bug Risk",
+		"TURN-VALIDITY-FRESH": "info acme/src/acme_provider/turn.py Bug Risk",
 	} {
 		if sev[id] != want {
 			t.Errorf("%s: %q, want %q", id, sev[id], want)
