@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // gitlabConsumer reads a Code Quality artifact as GitLab does (Gitlab::Ci::Parsers::Codequality::CodeClimate
@@ -18,23 +16,7 @@ import (
 // what GitLab would show, and why anything was lost.
 func gitlabConsumer(t *testing.T, artifact []byte) (kept map[string]map[string]any, lost []string) {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "gitlab-codeclimate.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	doc, err := jsonschema.UnmarshalJSON(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("codeclimate.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	sch, err := c.Compile("codeclimate.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sch := consumerSchema(t, "gitlab-codeclimate.json", false)
 	var root []any
 	if err := json.Unmarshal(artifact, &root); err != nil {
 		return nil, []string{"JSON parsing failed: " + err.Error()}
