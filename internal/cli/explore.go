@@ -134,7 +134,7 @@ command that replays it. A failure whose replay does not fail the same way is re
   astrabox simulate explore --explore 2000 --shard 1/4 --jobs 2`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := textOrJSON(&so.Format); err != nil {
+			if err := parseFormat(&so.Format, report.TextOrJSON); err != nil {
 				return err
 			}
 			var res *explore.Result

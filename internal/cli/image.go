@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/astrabox-dev/astrabox/internal/report"
 	"github.com/astrabox-dev/astrabox/internal/wrapper"
 )
 
@@ -64,7 +65,7 @@ executable or cannot be started, or on bad usage.`,
 		Args: exactArgs("WRAPPER path", "for example images/agent/claude-wrapper.sh"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Path = args[0]
-			if err := textOrJSON(&o.Format); err != nil {
+			if err := parseFormat(&o.Format, report.TextOrJSON); err != nil {
 				return err
 			}
 			if o.Timeout <= 0 {
@@ -78,7 +79,7 @@ executable or cannot be started, or on bad usage.`,
 	}
 	cmd.Flags().StringVarP(&o.Format, "format", "f", "text", "output format: text or json")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", wrapper.DefaultTimeout, "bound on each run of the wrapper")
-	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{"text", "json"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(report.TextOrJSON.Names(), cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/astrabox-dev/astrabox/internal/conformance"
+	"github.com/astrabox-dev/astrabox/internal/report"
 	"github.com/astrabox-dev/astrabox/internal/simulate"
 	"github.com/astrabox-dev/astrabox/internal/timeline"
 )
@@ -67,7 +68,7 @@ to an undeclared destination that was refused (docs/services.md).`,
 
 // simulateOrRunF validates the format and runs the scenario, or hands the options to runF.
 func simulateOrRunF(c *cobra.Command, f *Factory, o *SimOptions, sc *simulate.Scenario, runF func(*SimOptions) error) error {
-	if err := textOrJSON(&o.Format); err != nil {
+	if err := parseFormat(&o.Format, report.TextOrJSON); err != nil {
 		return err
 	}
 	o.Scenario = sc
