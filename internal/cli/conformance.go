@@ -23,12 +23,13 @@ import (
 	"github.com/astrabox-dev/astrabox/internal/term"
 )
 
-func newConformanceCmd(f *Factory) *cobra.Command {
+// NewCmdConformance builds `astrabox conformance` and its subcommands.
+func NewCmdConformance(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "conformance",
 		Short: "Run, list and explain the conformance checks",
 	}
-	cmd.AddCommand(newConformanceRunCmd(f, nil), newConformanceListCmd(f), newConformanceExplainCmd(f))
+	cmd.AddCommand(NewCmdConformanceRun(f, nil), NewCmdConformanceList(f, nil), NewCmdConformanceExplain(f, nil))
 	return cmd
 }
 
@@ -69,7 +70,8 @@ func projectFlags(cmd *cobra.Command, project, python, provider *string) {
 	cmd.Flags().StringVar(provider, "provider", "", "pick one provider by entry-point name when several are declared (the platform itself would refuse to start)")
 }
 
-func newConformanceRunCmd(f *Factory, runF func(*RunOptions) error) *cobra.Command {
+// NewCmdConformanceRun builds `astrabox conformance run`; runF, when set, replaces the run.
+func NewCmdConformanceRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 	o := &RunOptions{}
 	cmd := &cobra.Command{
 		Use:   "run [PROJECT]",
@@ -307,8 +309,6 @@ type ListOptions struct {
 	Format string
 }
 
-func newConformanceListCmd(f *Factory) *cobra.Command { return NewCmdConformanceList(f, nil) }
-
 // NewCmdConformanceList builds `astrabox conformance list`; runF, when set, replaces the run.
 func NewCmdConformanceList(f *Factory, runF func(*ListOptions) error) *cobra.Command {
 	o := &ListOptions{}
@@ -362,8 +362,6 @@ type ExplainOptions struct {
 	// CheckID is the check to explain, as given.
 	CheckID string
 }
-
-func newConformanceExplainCmd(f *Factory) *cobra.Command { return NewCmdConformanceExplain(f, nil) }
 
 // NewCmdConformanceExplain builds `astrabox conformance explain`; runF, when set, replaces the run.
 func NewCmdConformanceExplain(f *Factory, runF func(*ExplainOptions) error) *cobra.Command {

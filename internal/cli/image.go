@@ -14,12 +14,16 @@ import (
 
 // CheckWrapperOptions are the options of `astrabox image check-wrapper`.
 type CheckWrapperOptions struct {
-	Path    string
-	Format  string
+	// Path is the wrapper script to check, as given.
+	Path string
+	// Format is text or json, validated and lower-cased before the run.
+	Format string
+	// Timeout bounds each run of the wrapper (positive).
 	Timeout time.Duration
 }
 
-func newImageCmd(f *Factory) *cobra.Command {
+// NewCmdImage builds `astrabox image` and its subcommands.
+func NewCmdImage(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "image",
 		Short: "Check what a sandbox image must bring with it",
@@ -30,11 +34,12 @@ A CLI wrapper finds the real CLI through the ASTRABOX_REAL_CLI environment varia
 otherwise runs "claude" from PATH.`,
 		Example: `  astrabox image check-wrapper images/agent/claude-wrapper.sh`,
 	}
-	cmd.AddCommand(newCheckWrapperCmd(f, nil))
+	cmd.AddCommand(NewCmdImageCheckWrapper(f, nil))
 	return cmd
 }
 
-func newCheckWrapperCmd(f *Factory, runF func(*CheckWrapperOptions) error) *cobra.Command {
+// NewCmdImageCheckWrapper builds `astrabox image check-wrapper`; runF, when set, replaces the run.
+func NewCmdImageCheckWrapper(f *Factory, runF func(*CheckWrapperOptions) error) *cobra.Command {
 	o := &CheckWrapperOptions{}
 	cmd := &cobra.Command{
 		Use:   "check-wrapper PATH",

@@ -115,14 +115,14 @@ file and line.`,
 		return &usageError{fmt.Errorf("%s\nRun '%s --help' for usage.", cleanFlagError(err.Error()), cmd.CommandPath())}
 	})
 	root.AddCommand(
-		newConformanceCmd(f),
+		NewCmdConformance(f),
 		newProvidersCmd(f),
 		newSimulateCmd(f),
-		newSDKCmd(f),
+		NewCmdSDK(f),
 		newReportCmd(f),
 		newVersionCmd(f),
 		newInitCmd(f),
-		newImageCmd(f),
+		NewCmdImage(f),
 		newEnvironmentTopic(),
 	)
 	root.SuggestionsMinimumDistance = 2

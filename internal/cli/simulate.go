@@ -50,6 +50,14 @@ The project's declared services ([tool.astrabox.services.NAME]) are started as i
 behind egress control: the timeline names the service of each request and lists every connection
 to an undeclared destination that was refused (docs/services.md).`,
 	}
+	simulateFlags(cmd, o)
+	cmd.AddCommand(cannedSimulations(f, o, runF)...)
+	cmd.AddCommand(newSimulateRunCmd(f, o, runF), NewCmdSimulateExplore(f, o, nil))
+	return cmd
+}
+
+// simulateFlags adds the flags every simulate command shares (persistent on the simulate command) into o.
+func simulateFlags(cmd *cobra.Command, o *SimOptions) {
 	cmd.PersistentFlags().StringVar(&o.Project, "project", "", "provider project directory (default: the nearest directory upward holding pyproject.toml or setup.cfg)")
 	cmd.PersistentFlags().StringVar(&o.Python, "python", "", "Python interpreter to load the provider with")
 	cmd.PersistentFlags().StringVar(&o.Provider, "provider", "", "pick one provider by entry-point name when several are declared")
@@ -60,10 +68,6 @@ to an undeclared destination that was refused (docs/services.md).`,
 	cmd.PersistentFlags().StringVar(&o.Principal, "principal", "alice", "the Session owner")
 	cmd.PersistentFlags().StringVar(&o.Consent, "consent", "granted", "the owner's consent at the identity service: granted or pending")
 	_ = cmd.RegisterFlagCompletionFunc("engine", cobra.FixedCompletions(simulate.AdapterNames(), cobra.ShellCompDirectiveNoFileComp))
-
-	cmd.AddCommand(cannedSimulations(f, o, runF)...)
-	cmd.AddCommand(newSimulateRunCmd(f, o, runF), newSimulateExploreCmd(f, o))
-	return cmd
 }
 
 // simulateOrRunF validates the format and runs the scenario, or hands the options to runF.
