@@ -481,7 +481,7 @@ type Env struct {
 func NewEnv(t *Target, info *harness.LoadInfo, seed int64) (*Env, error) {
 	cfg := DefaultConfig(seed)
 	if t.Settings.Config != nil {
-		mergeConfig(cfg, deepCopyMap(t.Settings.Config))
+		mergeConfig(cfg, simulate.CopyMap(t.Settings.Config))
 	}
 	planted, err := plantCanaries(cfg, t.Settings.SecretFields, NewCanary)
 	if err != nil {

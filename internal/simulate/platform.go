@@ -466,9 +466,9 @@ func (p *platform) replicaFor(st *Step) *replica {
 // agentConfig is the detached resolved Agent configuration of one version: the base configuration with the
 // version folded into the authored instructions. It never names a Session (PLAN-DETACHED).
 func (p *platform) agentConfig(agentID string, version int) map[string]any {
-	cfg := deepCopy(p.o.Config).(map[string]any)
+	cfg := CopyMap(p.o.Config)
 	for k, v := range p.sc.Config {
-		cfg[k] = deepCopy(v)
+		cfg[k] = CopyValue(v)
 	}
 	if a, ok := cfg["agent"].(map[string]any); ok && version > 1 {
 		if s, ok := a["instructions"].(string); ok {
@@ -476,27 +476,6 @@ func (p *platform) agentConfig(agentID string, version int) map[string]any {
 		}
 	}
 	return cfg
-}
-
-func deepCopy(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(t))
-		for k, x := range t {
-			m[k] = deepCopy(x)
-		}
-		return m
-	case []any:
-		s := make([]any, len(t))
-		for i, x := range t {
-			s[i] = deepCopy(x)
-		}
-		return s
-	case nil:
-		return map[string]any{}
-	default:
-		return t
-	}
 }
 
 // substitute replaces ${ASTRABOX_DOUBLE_URL} in every string of a configuration.
@@ -531,18 +510,14 @@ func (p *platform) generation(a *agentState) string {
 	return "gen-" + hex.EncodeToString(h.Sum(nil))[:12]
 }
 
-// canonicalDeclaration re-encodes a plan's declaration with sorted keys for the generation hash; an absent
-// declaration hashes as the empty object {} (unlike conformance's canonicalJSON, where empty is null).
+// canonicalDeclaration is a plan's declaration as the generation hash reads it: CanonicalJSON, except that
+// an absent declaration hashes as the empty object {} (so that the generations of providers that declare
+// nothing stay what they were).
 func canonicalDeclaration(raw json.RawMessage) []byte {
 	if len(raw) == 0 {
 		return []byte("{}")
 	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return raw
-	}
-	b, _ := json.Marshal(v) // map keys are sorted by encoding/json
-	return b
+	return CanonicalJSON(raw)
 }
 
 // CallHeader is the header the harness adds to the provider's requests to the deployment double, naming the

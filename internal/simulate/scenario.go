@@ -432,7 +432,7 @@ func (s *Scenario) Clone() *Scenario {
 		c.Deadlines = &d
 	}
 	if s.Config != nil {
-		c.Config = deepCopy(s.Config).(map[string]any)
+		c.Config = CopyMap(s.Config)
 	}
 	if s.Principals != nil {
 		c.Principals = make(map[string]Principal, len(s.Principals))
