@@ -2,7 +2,6 @@ package simulate
 
 import (
 	"os"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -131,18 +130,6 @@ func TestCloneIsDeep(t *testing.T) {
 		t.Errorf("the clone shares state with the original: %+v", sc)
 	}
 }
-
-// stepFieldNames are the YAML names of Step's fields.
-var stepFieldNames = func() []string {
-	var out []string
-	t := reflect.TypeOf(Step{})
-	for i := 0; i < t.NumField(); i++ {
-		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); name != "" && name != "-" {
-			out = append(out, name)
-		}
-	}
-	return out
-}()
 
 // TestScenariosDocOpTableIsCurrent fails when the op table of docs/scenarios.md is not the one the registry
 // generates (run `go run ./internal/tools/gendocs`).

@@ -94,15 +94,13 @@ func (s *Scenario) validateStep(i int, agents, sessions map[string]bool) error {
 	if !ok {
 		return errAt(line, "step %d: unknown op %q; use one of %s", i+1, st.Op, strings.Join(Ops(), ", "))
 	}
-	if st.keys != nil {
-		allowed := map[string]bool{"op": true}
-		for _, f := range append(append([]string{}, spec.required...), spec.allowed...) {
-			allowed[f] = true
-		}
-		for k := range st.keys {
-			if !allowed[k] {
-				return errAt(line, "step %d (%s): field %q does not apply to this step", i+1, st.Op, k)
-			}
+	allowed := map[string]bool{"op": true}
+	for _, f := range append(append([]string{}, spec.required...), spec.allowed...) {
+		allowed[f] = true
+	}
+	for _, k := range st.fields() {
+		if !allowed[k] {
+			return errAt(line, "step %d (%s): field %q does not apply to this step", i+1, st.Op, k)
 		}
 	}
 	for _, f := range spec.required {
