@@ -41,8 +41,8 @@ steps:
 	}
 	ed := sc.Clone()
 	ed.Steps[0].Fault, ed.Steps[0].Double = nil, nil // the shrinker's removeFaults
-	ed.Steps[0].Boxes = 0                             // a removed value: the default again, not an explicit zero
-	ed.Steps[3] = ed.Steps[3].Simplified()            // the shrinker's simplifyValues
+	ed.Steps[0].Boxes = 0                            // a removed value: the default again, not an explicit zero
+	ed.Steps[3] = ed.Steps[3].Simplified()           // the shrinker's simplifyValues
 	if got := strings.Join(ed.Steps[0].fields(), ","); got != "op,agent" {
 		t.Errorf("after the edit the first prewarm has %s", got)
 	}

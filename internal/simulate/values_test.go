@@ -2,7 +2,10 @@ package simulate
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
+
+	"github.com/astrabox-dev/astrabox/internal/double"
 )
 
 func TestCopyMapIsDeepAndKeepsNull(t *testing.T) {
@@ -56,5 +59,22 @@ func TestCanonicalJSON(t *testing.T) {
 	}
 	if got := string(canonicalDeclaration(json.RawMessage(`{"z":1,"a":2}`))); got != `{"a":2,"z":1}` {
 		t.Errorf("a declaration hashes as %s", got)
+	}
+}
+
+// TestDoubleFaultKindsAreTheDoubles: a scenario's double fault kinds are the double's own names, validated by
+// double.ParseFaultKind alone, and each reaches the double as the kind it names.
+func TestDoubleFaultKindsAreTheDoubles(t *testing.T) {
+	for kind, want := range map[string]double.FaultKind{DoubleDelay: double.Delay, DoubleHold: double.Hold,
+		DoubleUnavailable: double.Unavailable, DoubleDrop: double.DropAfterApply} {
+		if got := toDoubleFault(DoubleFault{Kind: kind}, "r1").Kind; got != want || got.String() != kind {
+			t.Errorf("double fault %q reaches the double as %v, want %v", kind, got, want)
+		}
+	}
+	sc := &Scenario{Name: "x", Replicas: 1, Agents: []AgentSpec{{ID: "agent-1"}},
+		Steps: []Step{{Op: OpPrewarm, Agent: "agent-1", Double: []DoubleFault{{Kind: "drop-after-apply"}}}}}
+	err := sc.Validate()
+	if err == nil || !strings.Contains(err.Error(), `step 1 (prewarm): double fault kind "drop-after-apply"; use delay, hold, unavailable or drop`) {
+		t.Errorf("an unknown double fault kind: %v", err)
 	}
 }
