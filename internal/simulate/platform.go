@@ -16,6 +16,7 @@ import (
 	"github.com/astrabox-dev/astrabox/internal/double"
 	"github.com/astrabox-dev/astrabox/internal/egress"
 	"github.com/astrabox-dev/astrabox/internal/harness"
+	"github.com/astrabox-dev/astrabox/internal/secrets"
 )
 
 // Options configure a simulation run.
@@ -32,7 +33,7 @@ type Options struct {
 	// Config is the base Agent configuration; "${ASTRABOX_DOUBLE_URL}" in string values is substituted.
 	Config map[string]any
 	// Secrets are planted secret values in Config, with their origin.
-	Secrets []Secret
+	Secrets []secrets.Secret
 	// Limits bound each replica process.
 	Limits harness.Limits
 	// ForceDebugLogging sets the provider's root logger to DEBUG so that debug records are scanned too.
@@ -192,7 +193,7 @@ func Run(ctx context.Context, sc *Scenario, o Options) (*History, error) {
 		current:   map[string]*CallRecord{},
 		callSeq:   map[string]int{},
 		callTags:  map[string]string{},
-		hist:      &History{Scenario: sc.Name, Seed: sc.Seed, Replicas: sc.Replicas, Engine: sc.Engine, Secrets: append([]Secret(nil), o.Secrets...), Played: sc},
+		hist:      &History{Scenario: sc.Name, Seed: sc.Seed, Replicas: sc.Replicas, Engine: sc.Engine, Secrets: append([]secrets.Secret(nil), o.Secrets...), Played: sc},
 	}
 	p.hosts = o.Hosts
 	if p.hosts == nil {
@@ -395,7 +396,7 @@ func (p *platform) finish() {
 		p.hist.Requests = append(p.hist.Requests, hr)
 	}
 	for _, t := range p.dbl.IssuedTokens() {
-		p.hist.Secrets = append(p.hist.Secrets, Secret{Value: t, Origin: "credential issued by the deployment double"})
+		p.hist.Secrets = append(p.hist.Secrets, secrets.Secret{Value: t, Origin: "credential issued by the deployment double"})
 	}
 	p.hist.Secrets = append(p.hist.Secrets, p.serviceSecrets(p.dbl.Requests())...)
 	p.hist.Egress = p.egress.sorted()
