@@ -91,3 +91,86 @@ func TestEgressFindingAtConnectLine(t *testing.T) {
 		t.Errorf("finding at %+v, want telemetry_ping.py:%d", res.Location, want)
 	}
 }
+
+// auditWrites are the fixture's audit PUTs (over raw sockets) with the prepare_turn each is attributed to.
+func auditWrites(t *testing.T, hists []*simulate.History) (n int, each func(fn func(h *simulate.History, rq simulate.Request, c *simulate.CallRecord))) {
+	t.Helper()
+	each = func(fn func(h *simulate.History, rq simulate.Request, c *simulate.CallRecord)) {
+		for _, h := range hists {
+			byKey := map[string]*simulate.CallRecord{}
+			for _, c := range h.Calls() {
+				byKey[c.Key] = c
+			}
+			for _, rq := range h.Requests {
+				if rq.Method == "PUT" && strings.HasPrefix(rq.Path, "/v1/records/streamline-audit/") {
+					fn(h, rq, byKey[rq.Call])
+				}
+			}
+		}
+	}
+	each(func(*simulate.History, simulate.Request, *simulate.CallRecord) { n++ })
+	return n, each
+}
+
+// madeBy reports whether c is the prepare_turn on rq's replica for the session and attempt rq's path names.
+func madeBy(rq simulate.Request, c *simulate.CallRecord) bool {
+	return c != nil && c.Is(simulate.CallPrepareTurn) && c.Replica == rq.Replica &&
+		rq.Path == "/v1/records/streamline-audit/"+c.Ctx.Session+"/"+c.Ctx.Attempt
+}
+
+// TestLateRawSocketWriteBlamesItsStarter: the batched audit PUT of broken/gen-no-dispatch-late-socket,
+// written over a raw socket (no call header) while the replica's next prepare_turn is in flight, is in the
+// recorded requests attributed to the prepare_turn whose thread opened the connection, with the call in
+// flight kept apart; GEN-NO-DISPATCH fails naming that prepare_turn.
+func TestLateRawSocketWriteBlamesItsStarter(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python")
+	}
+	rep, hists := judgedProject(t, "../../testdata/providers/broken/gen-no-dispatch-late-socket")
+	n, each := auditWrites(t, hists)
+	if n == 0 {
+		t.Fatal("no audit PUT over the raw socket was recorded")
+	}
+	each(func(h *simulate.History, rq simulate.Request, c *simulate.CallRecord) {
+		if !madeBy(rq, c) {
+			t.Errorf("%s: %s %s attributed to %q (%+v), not to the prepare_turn of its attempt", h.Scenario, rq.Method, rq.Path, rq.Call, c)
+		}
+		if !rq.Background || rq.InFlight == "" || rq.InFlight == rq.Call {
+			t.Errorf("%s: %s %s (call %s) should have landed while another call was in flight: in_flight %q, background %v",
+				h.Scenario, rq.Method, rq.Path, rq.Call, rq.InFlight, rq.Background)
+		}
+		if c != nil && c.Observations.Leftovers.Empty() {
+			t.Errorf("%s: %s left no thread, yet its write came later", h.Scenario, c.Key)
+		}
+	})
+	res := resultOf(t, rep.Results, "GEN-NO-DISPATCH")
+	if res.Status != report.StatusFailed || !strings.Contains(res.Message, "prepare_turn returned, but 1 of its write(s) landed afterwards") {
+		t.Errorf("GEN-NO-DISPATCH: %s %s", res.Status, res.Message)
+	}
+	for _, id := range []string{"TURN-IDEMPOTENT", "GEN-CANCEL-CLEAN"} {
+		if r := resultOf(t, rep.Results, id); r.Status == report.StatusFailed {
+			t.Errorf("%s failed: the late write was blamed on the call in flight: %s", id, r.Message)
+		}
+	}
+}
+
+// TestRawSocketWriteInItsTurn: correct/socket_audit_waits writes its audit records over raw sockets from a
+// worker thread the turn awaits; every one is attributed to the prepare_turn of its attempt, in its flight.
+func TestRawSocketWriteInItsTurn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python")
+	}
+	rep, hists := judgedProject(t, "../../testdata/providers/correct/socket_audit_waits")
+	n, each := auditWrites(t, hists)
+	if n == 0 {
+		t.Fatal("no audit PUT over the raw socket was recorded")
+	}
+	each(func(h *simulate.History, rq simulate.Request, c *simulate.CallRecord) {
+		if !madeBy(rq, c) || rq.Background || rq.InFlight != "" {
+			t.Errorf("%s: %s %s attributed to %q (in flight %q, background %v), want the prepare_turn of its attempt", h.Scenario, rq.Method, rq.Path, rq.Call, rq.InFlight, rq.Background)
+		}
+	})
+	if rep.Summary.Failed != 0 {
+		t.Errorf("%d check(s) failed", rep.Summary.Failed)
+	}
+}
