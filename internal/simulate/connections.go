@@ -34,11 +34,10 @@ type connIndex struct {
 	recs  map[string][]connRecord
 }
 
-// add keeps the connection records of one message of replica's process pid.
+// add keeps the connection records of one message of replica's process pid. The platform reads a message
+// of every process (its first call's reply) before it starts the replica's next process, so the order in
+// which add first hears of a process, records or not, is the order the processes started.
 func (x *connIndex) add(replica string, pid int, cs []harness.Connection) {
-	if len(cs) == 0 {
-		return
-	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.procs == nil {
