@@ -87,6 +87,17 @@ class ConnectionRecordTest(unittest.TestCase):
                          (GOOD, marker_line(GOOD, "STREAM_LINE"), "prepare_session"))
         self.assertEqual(mine[0]["call"], reply["id"])
 
+    def test_connect_on_an_executor_thread_names_the_submitting_line(self):
+        # Only library code is on the executor thread's stack: the line that submitted the job stands in.
+        reply = self.h.call("prepare_session", session_args("executor-connect"))
+        self.assertTrue(reply["ok"], reply)
+        local = int(reply["value"]["environment"]["LOCAL_PORT"])
+        mine = [c for c in reply["observations"].get("connections", []) if c["port"] == local]
+        self.assertEqual(len(mine), 1, reply["observations"])
+        self.assertEqual((mine[0]["file"], mine[0]["line"], mine[0]["function"]),
+                         (GOOD, marker_line(GOOD, "EXECUTOR_LINE"), "prepare_session"))
+        self.assertEqual(mine[0]["call"], reply["id"])
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterator, List, Optional, Set, Tuple
 from astrabox._harness import audit, connections
 from astrabox._harness.leftovers import Snapshot, Work
 from astrabox._harness.records import AuditEvent, Connection, Leftovers, LogRecord, Observations, WarningRecord
-from astrabox._harness.routing import CURRENT_CALL, Router
+from astrabox._harness.routing import CURRENT_CALL, SUBMITTED_AT, Router
 from astrabox._harness.sources import CodeKinds, own_location
 from astrabox._harness.values import MESSAGE_LIMIT, safe_str, truncate, type_name
 
@@ -39,6 +39,7 @@ class Observer:
         self.router = Router()
         self.code = CodeKinds(sdk_dir)
         self.work = Work(self.router)
+        self.work.locate = lambda frame: own_location(self.code, frame)
         self.sdk_dir = self.code.sdk_dir
 
     # -- what the runner and the loader use --------------------------------------------------------------
@@ -230,6 +231,8 @@ class Observer:
             return
         seq, port, dest = tagged
         where = own_location(self.code, frame)
+        if where.file is None:
+            where = SUBMITTED_AT.get() or where  # library code on an executor thread (asyncio's resolver)
         self.router.record(Connection(seq, port, dest, where.file, where.line, where.function))
 
     def _audit(self, event: str, args: Tuple[Any, ...], frame: Any) -> None:
