@@ -23,8 +23,11 @@ class TagTest(unittest.TestCase):
             self.assertEqual(sock.getsockname()[1], port)
             self.assertNotEqual(port, 0)
             self.assertEqual(dest, 8080)
-            seq2, _, _ = connections.tag(sock, ("localhost", 8080))  # already bound: kept, numbered on
-            self.assertEqual(sock.getsockname()[1], port)
+            self.assertIsNone(connections.tag(sock, ("127.0.0.1", 8080)))  # a polled connect_ex: one connection
+        with socket.socket() as other:
+            other.bind(("127.0.0.1", 0))
+            seq2, port2, _ = connections.tag(other, ("localhost", 8080))  # already bound: kept, numbered on
+            self.assertEqual(other.getsockname()[1], port2)
             self.assertGreater(seq2, seq)
 
     def test_other_connects_are_left_alone(self):

@@ -15,9 +15,13 @@ from __future__ import annotations
 import ipaddress
 import itertools
 import socket
+import weakref
 from typing import Any, Optional, Tuple
 
 _seq = itertools.count(1)
+# Sockets already tagged, with their (local port, destination port): a non-blocking socket polled with
+# connect_ex fires the audit event on every poll, but it is one connection.
+_tagged: "weakref.WeakKeyDictionary[Any, Tuple[int, int]]" = weakref.WeakKeyDictionary()
 _loopback_names = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
 
 
@@ -47,4 +51,7 @@ def tag(sock: Any, address: Any) -> Optional[Tuple[int, int, int]]:
     if port == 0:
         sock.bind(("::", 0) if sock.family == socket.AF_INET6 else ("", 0))
         port = sock.getsockname()[1]
+    if _tagged.get(sock) == (port, address[1]):
+        return None
+    _tagged[sock] = (port, address[1])
     return next(_seq), port, address[1]
