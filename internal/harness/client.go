@@ -192,8 +192,9 @@ func (p *Process) finish(r replyMsg, cancelSent bool) *Reply {
 		Coverage:     r.Coverage,
 		CancelSent:   cancelSent,
 		// Only a cancel this Call sent counts (a stale flag cannot come from elsewhere: one call at a time).
-		CancelReceived: cancelSent && r.CancelReceived,
-		Exit:           r.Exit,
+		CancelReceived:   cancelSent && r.CancelReceived,
+		HeldPastDeadline: r.HeldPastDeadline,
+		Exit:             r.Exit,
 	}
 	if r.Markers != nil && !*r.Markers {
 		// Nothing was written since the last marker: the segments are what was read so far (empty unless a

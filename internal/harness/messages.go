@@ -51,6 +51,10 @@ type replyMsg struct {
 	// CancelReceived is true when a cancel from Go reached the call while it was in flight (its task was
 	// cancelled); false when the call had already finished or could not be interrupted (synchronous code).
 	CancelReceived bool `json:"cancel_received"`
+	// HeldPastDeadline is true when the callback's code ended at or after its deadline (timeout_s, on the
+	// harness's loop clock) in a stretch that began before it: it held the event loop through the deadline,
+	// so no cancel could reach it. False when the loop ran once the deadline had passed while it was pending.
+	HeldPastDeadline bool `json:"held_past_deadline"`
 	// Exit is set when the callback raised SystemExit or KeyboardInterrupt: the harness ends the process
 	// right after this reply, as the platform's host would.
 	Exit *ExitInfo `json:"exit,omitempty"`

@@ -68,6 +68,10 @@ type Reply struct {
 	// was still running (its asyncio task was cancelled). A cancel sent but
 	// not received crossed the reply, or met synchronous code.
 	CancelReceived bool
+	// HeldPastDeadline is true when the callback held the harness's event loop through its deadline (a
+	// synchronous stretch that began before the deadline and ended after it), judged on the loop's own order
+	// of events: a cancel sent but not received then met synchronous code, not a reply already on its way.
+	HeldPastDeadline bool
 	// Exit is set when the callback raised SystemExit or KeyboardInterrupt: the process ends right after
 	// the reply (see WaitExit).
 	Exit *ExitInfo
@@ -466,6 +470,10 @@ func (p *Process) awaitReply(ctx context.Context, id int64, method string, timeo
 			}
 			return nil, p.callFailure(method)
 		case <-deadline:
+			// A reply already here came before the cancel could be sent (both were ready at once).
+			if r, ok := p.queuedReply(id); ok {
+				return p.finish(r, cancelSent), nil
+			}
 			deadline, done = nil, nil
 			cancelSent, grace = p.sendCancel(id, method, "deadline of "+timeout.String()+" passed")
 		case <-done:
@@ -474,6 +482,21 @@ func (p *Process) awaitReply(ctx context.Context, id int64, method string, timeo
 		case <-grace:
 			p.hang(fmt.Errorf("call %s did not settle within %s after cancel", method, p.lim.Grace))
 			return nil, p.callFailure(method)
+		}
+	}
+}
+
+// queuedReply takes the reply to call id if it is already queued, dropping stale replies before it.
+func (p *Process) queuedReply(id int64) (replyMsg, bool) {
+	for {
+		select {
+		case r := <-p.replies:
+			if r.ID == id {
+				return r, true
+			}
+			p.logf("dropping a stale reply for call %d", r.ID)
+		default:
+			return replyMsg{}, false
 		}
 	}
 }

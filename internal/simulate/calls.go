@@ -86,7 +86,7 @@ func (p *platform) call(r *replica, cs callSpec) *CallRecord {
 	delete(p.current, r.name)
 	p.mu.Unlock()
 
-	recordResult(rec, res, callFacts{HostLoss: hostLoss, OnRequest: onRequest, Timeout: timeout, ProcessFailed: res.err != nil})
+	recordResult(rec, res, callFacts{HostLoss: hostLoss, OnRequest: onRequest, ProcessFailed: res.err != nil})
 	p.takeConns(r.name, pid, &rec.Observations)
 	if res.reply != nil && res.reply.Exit != nil {
 		p.endedHost(r, rec, res.reply.Exit)
@@ -124,8 +124,9 @@ func recordResult(rec *CallRecord, res callResult, facts callFacts) {
 		rec.Stdout = rep.Stdout.String()
 		rec.Stderr = rep.Stderr.String()
 		rec.CancelSent = rep.CancelSent
-		facts.Replied, facts.OK, facts.Duration = true, rep.OK, rep.Duration
+		facts.Replied, facts.OK = true, rep.OK
 		facts.CancelSent, facts.CancelReceived = rep.CancelSent, rep.CancelReceived
+		facts.HeldPastDeadline = rep.HeldPastDeadline
 		facts.ErrorCancelled = rep.Error != nil && rep.Error.Cancelled
 		if rep.OK {
 			var v harness.Result
@@ -188,10 +189,11 @@ type callFacts struct {
 	Replied, OK bool
 	// CancelSent: the platform cancelled the callback; CancelReceived: the cancel met it still running.
 	CancelSent, CancelReceived bool
+	// HeldPastDeadline: the harness saw the callback hold its event loop through its deadline (a synchronous
+	// stretch that began before the deadline and ended after it), so the cancel could not reach it.
+	HeldPastDeadline bool
 	// ErrorCancelled: the raised error is the callback's own cancellation.
 	ErrorCancelled bool
-	// Duration is how long the harness measured the callback running; Timeout its budget.
-	Duration, Timeout time.Duration
 	// OnRequest: the cancel came at a request's arrival at the double (cancel on: request), not a deadline.
 	OnRequest bool
 	// ProcessFailed: the call ended with a process error (the replica died, or its pipes broke).
@@ -199,19 +201,19 @@ type callFacts struct {
 }
 
 // classifyOutcome is the outcome of a callback from what the platform knows when it ends. A cancelled
-// callback that returned or raised anyway overran its cancel, unless the reply crossed the cancel: the
-// callback finished before its deadline (by the harness's measure, with a margin for the time between Go's
-// send and the harness starting it), or, for a cancel at a request, the harness says the cancel found it done.
+// callback that returned or raised anyway overran its cancel, unless the reply crossed the cancel. Whether it
+// crossed is decided from facts of the harness's event loop, never from durations that machine load
+// stretches: the cancel met the callback still running (it was delivered and the callback went on), or the
+// callback held the loop through its deadline (synchronous work, which no cancel can interrupt), is an
+// overrun; a cancel that found the callback done, with the loop free at the deadline, came too late, which is
+// the kit's delivery and not the provider's fault.
 func classifyOutcome(f callFacts) Outcome {
 	var out Outcome
 	if f.HostLoss {
 		out = OutcomeHostLoss
 	}
 	if f.Replied {
-		crossed := f.CancelSent && f.Duration > 0 && f.Duration < f.Timeout-10*time.Millisecond
-		if f.OnRequest {
-			crossed = f.CancelSent && !f.CancelReceived
-		}
+		crossed := f.CancelSent && !f.CancelReceived && (f.OnRequest || !f.HeldPastDeadline)
 		switch {
 		case f.OK && f.CancelSent && !crossed:
 			out = OutcomeOverran

@@ -88,6 +88,13 @@ class Runner:
         # The call in flight: id, snapshot, context and start time, kept until its reply is sent.
         self._call: Optional[CallInFlight] = None
         self._started = 0
+        # The deadline of the call in flight on the loop's clock (None without one), whether the loop ran while
+        # the call was pending once that deadline had passed, and when the callback's own code ended.
+        self._deadline_at: Optional[float] = None
+        self._deadline_handle: Optional[asyncio.TimerHandle] = None
+        self._loop_free_at_deadline = False
+        self._ended_at: Optional[float] = None
+        self._step_at: Optional[float] = None  # when the callback's latest step began, on the loop's clock
         # How the process must end once the reply of the call in flight is sent: a callback raised SystemExit
         # or KeyboardInterrupt, which on the platform's asyncio host end the process.
         self._exit_after: Optional[Dict[str, Any]] = None
@@ -252,6 +259,7 @@ class Runner:
         ctx.run(CURRENT_CALL.set, call_id)
         self._call = CallInFlight(call_id, before, ctx, method if isinstance(method, str) else "")
         self._started = time.perf_counter_ns()
+        self._watch_deadline(msg.get("timeout_s"))
         try:
             outcome = self._dispatch(ctx, call_id, method, msg.get("args"))
         except Exception as exc:  # a harness bug must still produce exactly one reply
@@ -278,7 +286,8 @@ class Runner:
         obs.dropped += cut
         reply = {"kind": "reply", "id": call_id, "ok": ok, "value": value, "error": error,
                  "duration_ns": duration, "observations": obs.wire(), "markers": marked,
-                 "cancel_received": self.cancel_requested}
+                 "cancel_received": self.cancel_requested, "held_past_deadline": self._held_past_deadline()}
+        self._end_deadline()
         if method != "load":
             reply["coverage"] = self.coverage.take()
         if self._exit_after is not None:
@@ -361,10 +370,61 @@ class Runner:
         try:
             result = getattr(instance, method)(**kwargs)
             if inspect.isawaitable(result):
-                return "ok", await result, False
+                value = await _Stepped(result, self._mark_step)
+                self._mark_ended()
+                return "ok", value, False
+            self._mark_ended()
             return "ok", result, True
         except BaseException as exc:  # noqa: B036 - CancelledError, SystemExit and KeyboardInterrupt included
+            self._mark_ended()
             return "raised", exc, None
+
+    # -- the deadline, judged on the loop ----------------------------------------------------------------
+
+    def _watch_deadline(self, timeout_s: Any) -> None:
+        """Note the call's deadline on the loop's clock and arm a timer that tells whether the loop got to run
+        once it passed while the call was still pending. Whether a callback held the loop through its deadline
+        is then a fact of the loop's own order of events, not of how fast Go's cancel travelled."""
+        self._end_deadline()
+        self._ended_at = None
+        self._step_at = None
+        self._loop_free_at_deadline = False
+        if self.loop is None or not isinstance(timeout_s, (int, float)) or isinstance(timeout_s, bool) or timeout_s <= 0:
+            return
+        self._deadline_at = self.loop.time() + float(timeout_s)
+        self._deadline_handle = self.loop.call_at(self._deadline_at, self._deadline_passed)
+
+    def _deadline_passed(self) -> None:
+        """Timer at the deadline: the loop runs, so a callback still pending yields to it (it does not hold it)."""
+        self._deadline_handle = None
+        if self._ended_at is None and self._call is not None:
+            self._loop_free_at_deadline = True
+
+    def _mark_step(self) -> None:
+        if self.loop is not None:
+            self._step_at = self.loop.time()
+
+    def _mark_ended(self) -> None:
+        if self.loop is not None and self._ended_at is None:
+            self._ended_at = self.loop.time()
+
+    def _held_past_deadline(self) -> bool:
+        """The callback's code ended at or after its deadline without the loop having run once the deadline had
+        passed: it held the loop (synchronous work) through the deadline, so no cancel could reach it."""
+        if self._deadline_at is None or self._loop_free_at_deadline:
+            return False
+        if self._step_at is not None and self._step_at >= self._deadline_at:
+            return False  # its last step began after the deadline: the loop was free when it passed
+        ended = self._ended_at
+        if ended is None and self.loop is not None:
+            ended = self.loop.time()  # a synchronous method, replied in the iteration that ran it
+        return ended is not None and ended >= self._deadline_at
+
+    def _end_deadline(self) -> None:
+        if self._deadline_handle is not None:
+            self._deadline_handle.cancel()
+            self._deadline_handle = None
+        self._deadline_at = None
 
     def _start_settle(self, ctx: contextvars.Context, args: Any) -> Any:
         """``settle``: wait until the work that the given calls left running has ended, at most ``timeout_s``."""
@@ -463,6 +523,33 @@ class Runner:
         if was_sync:
             value["was_sync"] = True
         return True, value, None
+
+
+class _Stepped:
+    """Awaits a provider's awaitable step by step, calling ``on_step`` as each step begins, so that the harness
+    knows whether the step in which a callback ended began before its deadline (a synchronous stretch that
+    spanned the deadline) or after it (the loop was free when the deadline passed)."""
+
+    __slots__ = ("_awaitable", "_on_step")
+
+    def __init__(self, awaitable: Any, on_step: Any) -> None:
+        self._awaitable = awaitable
+        self._on_step = on_step
+
+    def __await__(self) -> Any:
+        it = self._awaitable.__await__()
+        sent: Any = None
+        thrown: Optional[BaseException] = None
+        while True:
+            self._on_step()
+            try:
+                yielded = it.send(sent) if thrown is None else it.throw(thrown)
+            except StopIteration as stop:
+                return stop.value
+            try:
+                sent, thrown = (yield yielded), None
+            except BaseException as exc:  # noqa: B036 - the task's cancellation is thrown in here
+                sent, thrown = None, exc
 
 
 def exit_info(exc: BaseException) -> Optional[Dict[str, Any]]:
