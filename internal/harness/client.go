@@ -174,7 +174,16 @@ func (p *Process) serveSandbox(r SandboxRequest) {
 	}
 }
 
+// BeforeCancel, when set, runs before each cancel is sent, with a function that tells whether a reply has
+// already been read from the harness. Tests set it to hold the cancel back as a loaded machine does (Go's
+// timer fires late, or the pipe is slow) until the reply is here, so that a reply crossing its cancel is
+// reproduced without load and without a timed wait; it is never set outside tests.
+var BeforeCancel func(replied func() bool)
+
 func (p *Process) sendCancel(id int64, method, why string) (bool, <-chan time.Time) {
+	if BeforeCancel != nil {
+		BeforeCancel(func() bool { return len(p.replies) > 0 })
+	}
 	p.logf("call %d %s: %s; sending cancel", id, method, why)
 	if err := p.send(cancelMsg{Kind: "cancel", ID: id}, p.lim.Grace); err != nil {
 		p.logf("send cancel: %v", err)

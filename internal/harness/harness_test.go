@@ -186,10 +186,28 @@ func TestHarnessLoadAndCalls(t *testing.T) {
 	if err != nil || !r.CancelSent || !r.CancelReceived || r.OK || r.Error == nil || !r.Error.Cancelled {
 		t.Fatalf("cancelled call: %v %+v", err, r)
 	}
-	// Synchronous code cannot receive the cancel: it was sent, but not received.
+	if r.HeldPastDeadline {
+		t.Errorf("a callback awaiting at its deadline is said to hold the loop: %+v", r)
+	}
+	// Synchronous code cannot receive the cancel: it was sent, but not received, and the harness says the
+	// callback held the loop through its deadline.
 	r, err = call(t, p, "plan", map[string]any{"config": map[string]any{"sleep": 0.3}}, 50*time.Millisecond)
-	if err != nil || !r.OK || !r.CancelSent || r.CancelReceived {
+	if err != nil || !r.OK || !r.CancelSent || r.CancelReceived || !r.HeldPastDeadline {
 		t.Fatalf("plan past its deadline: %v %+v", err, r)
+	}
+	uctx = map[string]any{"context": map[string]any{"session_id": "holds-loop", "owner_id": "u-1", "agent_id": "a-1"}}
+	r, err = call(t, p, "read_user_actions", uctx, 50*time.Millisecond)
+	if err != nil || !r.OK || !r.CancelSent || r.CancelReceived || !r.HeldPastDeadline {
+		t.Fatalf("an async callback holding the loop past its deadline: %v %+v", err, r)
+	}
+	// A cancel that a loaded machine delivers late (held back here) finds the callback done: the loop was
+	// free when the deadline passed, so the reply crossed the cancel, however long the callback took.
+	BeforeCancel = holdCancelUntilReplied
+	uctx = map[string]any{"context": map[string]any{"session_id": "yields-late", "owner_id": "u-1", "agent_id": "a-1"}}
+	r, err = call(t, p, "read_user_actions", uctx, 50*time.Millisecond)
+	BeforeCancel = nil
+	if err != nil || !r.OK || !r.CancelSent || r.CancelReceived || r.HeldPastDeadline || r.Duration < 150*time.Millisecond {
+		t.Fatalf("a late cancel: %v %+v", err, r)
 	}
 	// Work left behind reports through background observations.
 	uctx = map[string]any{"context": map[string]any{"session_id": "s-1", "owner_id": "u-1", "agent_id": "a-1"}, "action_id": "check"}
@@ -312,5 +330,13 @@ func TestHarnessLoadFailure(t *testing.T) {
 	}
 	if _, err := r.LoadInfo(); err == nil || !strings.Contains(err.Error(), "load failed") {
 		t.Errorf("LoadInfo of a failed load: %v", err)
+	}
+}
+
+// holdCancelUntilReplied is a BeforeCancel that holds the cancel back until the reply has been read (at most
+// 30 s): the cancel then reaches the harness after the callback ended, as on a loaded machine.
+func holdCancelUntilReplied(replied func() bool) {
+	for end := time.Now().Add(30 * time.Second); !replied() && time.Now().Before(end); {
+		time.Sleep(5 * time.Millisecond)
 	}
 }
