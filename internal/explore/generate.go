@@ -203,8 +203,10 @@ func (g *gen) turn() {
 	case g.chance(0.1):
 		// Cancelled when its request reaches the double and is slowed down there: no fixed wait for the
 		// cancel, and a short delay (a provider that does not wait for its request is far past its reply
-		// when the write lands).
-		st.Fault = &simulate.Fault{Kind: simulate.FaultCancel, After: 0.05, On: "request"}
+		// when the write lands). The fallback deadline, for a turn that sends no request, is generous: on a
+		// loaded machine a request can take longer than 0.05 s to arrive, and the cancel must still be the
+		// request's, not a deadline's that depends on how fast the machine was.
+		st.Fault = &simulate.Fault{Kind: simulate.FaultCancel, After: 2, On: "request"}
 		st.Double = []simulate.DoubleFault{{Kind: simulate.DoubleDelay, Delay: 0.03}}
 	case g.chance(0.05):
 		st.Double = []simulate.DoubleFault{{Kind: simulate.DoubleUnavailable, Times: 1}}
