@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,5 +93,79 @@ func TestServiceFakeLifecycle(t *testing.T) {
 	var u *UndecidedError
 	if !errors.As(err, &u) || !strings.Contains(err.Error(), "no signing key configured") || !strings.Contains(err.Error(), "service identity") {
 		t.Fatalf("a fake that cannot start: %v", err)
+	}
+}
+
+// TestServiceVerdictsDoNotDependOnTheSlot: a provider that writes to its own services gets the same verdicts,
+// message for message, whether its scenarios run one at a time on one instance of each fake (-j 1) or two at
+// a time, each slot with its own instances (-j 2). The twin chosen fails RECOVER-TRUTH through the Vault, so a
+// failing verdict, which depends on the fake's state (a fence it holds or not), is compared too.
+func TestServiceVerdictsDoNotDependOnTheSlot(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python")
+	}
+	proj, _ := filepath.Abs("../../testdata/providers/broken/recover-truth-vault")
+	verdicts := map[int]map[string]string{}
+	for _, jobs := range []int{1, 2} {
+		var log strings.Builder
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		rep, err := Run(ctx, Options{Project: proj, Python: "python3", Jobs: jobs, Getenv: pathOnly, Log: &log, Verbose: true})
+		cancel()
+		if err != nil {
+			t.Fatalf("-j %d: %v\n%s", jobs, err, log.String())
+		}
+		if want := fmt.Sprintf("%d instance(s) of each of 2 declared service(s)", jobs); !strings.Contains(log.String(), want) {
+			t.Fatalf("-j %d: the log does not say %q:\n%s", jobs, want, log.String())
+		}
+		verdicts[jobs] = map[string]string{}
+		for _, r := range rep.Results {
+			verdicts[jobs][r.Check] = string(r.Status) + ": " + r.Message
+		}
+	}
+	if got := verdicts[2]["RECOVER-TRUTH"]; !strings.HasPrefix(got, "failed: ") || !strings.Contains(got, "/v1/secret/data/") {
+		t.Fatalf("RECOVER-TRUTH with -j 2 = %q, want the twin's failure through the Vault", got)
+	}
+	if len(verdicts[1]) != len(verdicts[2]) {
+		t.Fatalf("-j 1 judged %d checks, -j 2 %d", len(verdicts[1]), len(verdicts[2]))
+	}
+	for id, v1 := range verdicts[1] {
+		if v2 := verdicts[2][id]; v1 != v2 {
+			t.Errorf("%s: -j 1 %q, -j 2 %q", id, v1, v2)
+		}
+	}
+}
+
+// TestServiceFakeDeathMidRunIsUndecided: a fake that dies in the middle of a run with two scenario slots
+// (each slot its own instance) ends the run with exit 2, its output, and no fake process left.
+func TestServiceFakeDeathMidRunIsUndecided(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python")
+	}
+	src, _ := filepath.Abs("../../testdata/providers/correct/oauth_fake")
+	proj := copyFixture(t, src)
+	fake := filepath.Join(proj, "tests", "fakes", "identity.py")
+	data, _ := os.ReadFile(fake)
+	// Every instance serves three tokens, then exits as a fake with an expiring key might.
+	dying := strings.Replace(string(data), "        ISSUED.append(token)\n",
+		"        ISSUED.append(token)\n        if next(SERVED) == 3:\n            print('identity fake: signing key expired', flush=True)\n            os._exit(7)\n", 1)
+	dying = strings.Replace(dying, "import itertools\n", "import itertools\nimport os\nSERVED = __import__('itertools').count(1)\n", 1)
+	if dying == string(data) || !strings.Contains(dying, "os._exit(7)") {
+		t.Fatal("the fixture's fake changed: cannot make it die")
+	}
+	if err := os.WriteFile(fake, []byte(dying), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pyproject := filepath.Join(proj, "pyproject.toml")
+	conf, _ := os.ReadFile(pyproject)
+	if err := os.WriteFile(pyproject, []byte(strings.Replace(string(conf), "tests/fakes/identity.py", fake, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := runProject(t, proj) // --jobs 2
+	var u *UndecidedError
+	if !errors.As(err, &u) || !strings.Contains(err.Error(), "exited during the run") || !strings.Contains(err.Error(), "signing key expired") {
+		t.Fatalf("a fake that died mid-run: %v", err)
+	}
+	if left := fakeProcesses(t, fake); len(left) > 0 {
+		t.Fatalf("fake processes left after the run: %v", left)
 	}
 }
