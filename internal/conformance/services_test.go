@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/astrabox-dev/astrabox/internal/report"
+	"github.com/astrabox-dev/astrabox/internal/simulate"
 )
 
 // fakeProcesses lists the pids whose command line names marker.
@@ -167,5 +170,95 @@ func TestServiceFakeDeathMidRunIsUndecided(t *testing.T) {
 	}
 	if left := fakeProcesses(t, fake); len(left) > 0 {
 		t.Fatalf("fake processes left after the run: %v", left)
+	}
+}
+
+// heldAndDropped finds, in the default suite's histories, the requests the recovery scenario's first two
+// steps held (host loss while synchronize's first write is held) and those the deadlines scenario's turn
+// with a dropped material write dropped.
+func heldAndDropped(t *testing.T, hists []*simulate.History) (held, dropped []simulate.Request) {
+	t.Helper()
+	for _, h := range hists {
+		for _, e := range h.Events {
+			c := e.Call
+			if c == nil || h.Played == nil || e.Step < 1 || e.Step > len(h.Played.Steps) {
+				continue
+			}
+			st := h.Played.Steps[e.Step-1]
+			switch {
+			case h.Scenario == "recovery" && e.Step <= 2 && c.Is(simulate.CallSynchronize):
+				for _, rq := range h.RequestsOf(c.Key) {
+					if rq.Held {
+						held = append(held, rq)
+					}
+				}
+			case h.Scenario == "deadlines" && st.Attempt == "p1" && st.Op == simulate.OpTurn && c.Is(simulate.CallPrepareTurn):
+				for _, rq := range h.RequestsOf(c.Key) {
+					if rq.Dropped {
+						dropped = append(dropped, rq)
+					}
+				}
+			}
+		}
+	}
+	return held, dropped
+}
+
+// TestSuiteFaultsReachServiceWrites: the default suite's held first write of a synchronize (host loss,
+// recover, release) and its dropped material write of a turn act on a provider that writes only to its own
+// service, whatever the path and method: Tailspin's object store (http.client, POST /v2/objects/...) and the
+// vault-oauth example's Vault (urllib, POST /v1/secret/data/...). Every check is exercised (suiteHistories
+// fails on any not_exercised), each held write reached the service and was refused there once recover had
+// fenced its operation, and the dropped writes were applied by the service. The broken twin that trusts an
+// absent result fails RECOVER-TRUTH on exactly that held write.
+func TestSuiteFaultsReachServiceWrites(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python")
+	}
+	for _, c := range []struct{ dir, service, prefix string }{
+		{"../../testdata/providers/correct/tailspin_objects", "objects", "/v2/objects/"},
+		{"../../examples/providers/vault-oauth", "vault", "/v1/secret/data/"},
+	} {
+		t.Run(c.service, func(t *testing.T) {
+			_, hists := suiteHistories(t, c.dir)
+			held, dropped := heldAndDropped(t, hists)
+			if len(held) != 2 {
+				t.Fatalf("the recovery scenario held %d write(s) of its first two synchronize calls, want 2: %+v", len(held), held)
+			}
+			for _, rq := range held {
+				if rq.Service != c.service || rq.Method != "POST" || !strings.HasPrefix(rq.Path, c.prefix) {
+					t.Errorf("held %s %s at %q, want a POST %s... at service %s", rq.Method, rq.Path, rq.Service, c.prefix, c.service)
+				}
+			}
+			// op-1's write, released after recover fenced op-1, is refused by the service (never applied).
+			if first := held[0]; first.Applied || first.Status < 400 {
+				t.Errorf("op-1's held write, released after recover answered True, was answered %d (applied %v)", first.Status, first.Applied)
+			}
+			if len(dropped) == 0 {
+				t.Fatal("no write of the deadlines scenario's turn p1 was dropped")
+			}
+			// One turn per write position: each dropped write went to a declared service (the vault-oauth
+			// example's first is its token request to the oauth service), and the material write to the store.
+			material := false
+			for _, rq := range dropped {
+				if rq.Service == "" || !rq.Applied {
+					t.Errorf("dropped %s %s at %q (applied %v), want an applied write at a declared service", rq.Method, rq.Path, rq.Service, rq.Applied)
+				}
+				material = material || (rq.Service == c.service && rq.Method == "POST" && strings.HasPrefix(rq.Path, c.prefix))
+			}
+			if !material {
+				t.Errorf("no dropped write of turn p1 was a POST %s... at service %s: %+v", c.prefix, c.service, dropped)
+			}
+		})
+	}
+	rep, err := runProject(t, "../../testdata/providers/broken/recover-truth-objects")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Results {
+		if r.Check == "RECOVER-TRUTH" && (r.Status != report.StatusFailed || !strings.Contains(r.Message, "recover(op-1) returned True") ||
+			!strings.Contains(r.Message, "POST /v2/objects/agents/agent-1 -> 201")) {
+			t.Errorf("RECOVER-TRUTH = %s: %s", r.Status, r.Message)
+		}
 	}
 }
