@@ -80,8 +80,9 @@ func (s *Services) start(ctx context.Context) error {
 // Slots returns the stand-ins of n scenario slots, the first being the run's own set: one more instance of
 // every service per slot (each fake its own process group on its own port, each stubs directory its own
 // scenario state), started at once the first time they are asked for, and stopped by the run's Close. Two
-// scenarios given different slots never see each other's state. On a nil Services (no services for this
-// run) it returns n nils.
+// scenarios given different slots never see each other's state. Every caller gets the same first n sets, so
+// one set of workers at a time may use them (as a run does). On a nil Services (no services for this run) it
+// returns n nils.
 func (s *Services) Slots(ctx context.Context, n int) ([]*Services, error) {
 	n = max(1, n)
 	if s == nil {
