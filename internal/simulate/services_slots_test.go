@@ -171,7 +171,7 @@ func TestServiceSlotsNeverShareState(t *testing.T) {
 		t.Fatal(err)
 	}
 	var alive error
-	for i := 0; i < 200 && alive == nil; i++ {
+	for i := 0; i < 1000 && alive == nil; i++ { // until the kit has reaped the killed fake (at most 10 s)
 		time.Sleep(10 * time.Millisecond)
 		alive = svcs.Alive()
 	}
