@@ -471,7 +471,7 @@ type Env struct {
 	Config map[string]any
 	Sim    simulate.Options
 
-	planted [][2]string
+	planted []secrets.Secret
 	trusted []string
 }
 
@@ -479,7 +479,7 @@ type Env struct {
 func NewEnv(t *Target, info *harness.LoadInfo, seed int64) (*Env, error) {
 	cfg := DefaultConfig(seed)
 	if t.Settings.Config != nil {
-		mergeConfig(cfg, deepCopyMap(t.Settings.Config))
+		mergeConfig(cfg, simulate.CopyMap(t.Settings.Config))
 	}
 	planted, err := plantCanaries(cfg, t.Settings.SecretFields, NewCanary)
 	if err != nil {
@@ -487,15 +487,13 @@ func NewEnv(t *Target, info *harness.LoadInfo, seed int64) (*Env, error) {
 	}
 	e := &Env{Target: t, Info: info, Seed: seed, Config: cfg, planted: planted}
 	secretValues := map[string]bool{}
-	var simSecrets []simulate.Secret
 	for _, p := range planted {
-		secretValues[p[0]] = true
-		simSecrets = append(simSecrets, simulate.Secret{Value: p[0], Origin: p[1]})
+		secretValues[p.Value] = true
 	}
 	e.trusted = trustedStrings(cfg, secretValues)
 	e.Sim = simulate.Options{
 		Python: t.Python.Path, ProjectDir: t.Project.Dir, Target: t.Resolution.Chosen.Ref.Target(), Paths: t.Paths,
-		Config: cfg, Secrets: simSecrets, Limits: t.Settings.limits(), ForceDebugLogging: t.Settings.ForceDebugLogging,
+		Config: cfg, Secrets: planted, Limits: t.Settings.limits(), ForceDebugLogging: t.Settings.ForceDebugLogging,
 		Hosts: t.Hosts, Settle: time.Duration(t.Settings.SettleS * float64(time.Second)),
 		Services: t.Services, Coverage: coverageOptions(t.Settings, Options{}, t.Python.Version),
 	}
@@ -525,7 +523,7 @@ func (e *Env) Evidence(hists []*simulate.History) *Evidence {
 		EgressAllowed: e.Target.Settings != nil && e.Target.Settings.Egress == egress.PolicyAllow,
 		Wrapper:       e.Target.Wrapper, WrapperUnusable: e.Target.WrapperUnusable}
 	for _, p := range e.planted {
-		ev.Secrets.Add(p[0], p[1])
+		ev.Secrets.Add(p.Value, p.Origin)
 	}
 	if !e.Runnable() {
 		ev.Skipped["*"] = "the provider is not an instantiable subclass of astrabox.seams.RuntimePreparationProvider, so no scenario could run"

@@ -257,32 +257,6 @@ func nearMissReport(e *NearMissError, o Options) *report.Report {
 	return rep
 }
 
-// deepCopyMap copies a settings map so that merging into the copy never changes the original: nested maps
-// and lists are copied too.
-func deepCopyMap(m map[string]any) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = deepCopyValue(v)
-	}
-	return out
-}
-
-// deepCopyValue copies one settings value, recursing through maps and lists.
-func deepCopyValue(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		return deepCopyMap(t)
-	case []any:
-		s := make([]any, len(t))
-		for i, x := range t {
-			s[i] = deepCopyValue(x)
-		}
-		return s
-	default:
-		return v
-	}
-}
-
 // Decide runs the selected checks over the evidence and builds the report, masking every secret.
 func Decide(ev *Evidence, t *Target, seed int64, o Options) *report.Report {
 	rep := &report.Report{Schema: report.Schema, Seed: seed}

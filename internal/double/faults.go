@@ -21,14 +21,19 @@ const (
 	DropAfterApply
 )
 
-var kindNames = map[FaultKind]string{
-	Delay:          "delay",
-	Hold:           "hold",
-	Unavailable:    "unavailable",
-	DropAfterApply: "drop-after-apply",
-}
+// kindOrder is every kind, in the order errors list them; kindNames are their names, the ones scenarios
+// write (simulate's DoubleFault.Kind): the one place the double's fault kinds are named and told apart.
+var (
+	kindOrder = []FaultKind{Delay, Hold, Unavailable, DropAfterApply}
+	kindNames = map[FaultKind]string{
+		Delay:          "delay",
+		Hold:           "hold",
+		Unavailable:    "unavailable",
+		DropAfterApply: "drop",
+	}
+)
 
-// String returns the kind's name: delay, hold, unavailable or drop-after-apply.
+// String returns the kind's name: delay, hold, unavailable or drop.
 func (k FaultKind) String() string {
 	if n, ok := kindNames[k]; ok {
 		return n
@@ -36,15 +41,17 @@ func (k FaultKind) String() string {
 	return fmt.Sprintf("FaultKind(%d)", int(k))
 }
 
-// ParseFaultKind parses a kind name as written by String (case-insensitive; "_" is accepted for "-").
+// ParseFaultKind returns the kind a name denotes, exactly as String writes it (a scenario's double fault
+// kind); an unknown name is an error that lists the kinds.
 func ParseFaultKind(s string) (FaultKind, error) {
-	norm := strings.ReplaceAll(strings.ToLower(strings.TrimSpace(s)), "_", "-")
-	for k, n := range kindNames {
-		if n == norm {
+	names := make([]string, len(kindOrder))
+	for i, k := range kindOrder {
+		if kindNames[k] == s {
 			return k, nil
 		}
+		names[i] = kindNames[k]
 	}
-	return 0, fmt.Errorf("unknown fault kind %q: use delay, hold, unavailable or drop-after-apply", s)
+	return 0, fmt.Errorf("double fault kind %q; use %s or %s", s, strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
 }
 
 // FaultID identifies a fault added with [Double.AddFault]. IDs start at 1.

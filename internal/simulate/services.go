@@ -11,6 +11,7 @@ import (
 	"github.com/astrabox-dev/astrabox/internal/conntag"
 	"github.com/astrabox-dev/astrabox/internal/double"
 	"github.com/astrabox-dev/astrabox/internal/egress"
+	"github.com/astrabox-dev/astrabox/internal/secrets"
 	"github.com/astrabox-dev/astrabox/internal/services"
 )
 
@@ -312,8 +313,8 @@ func (p *platform) observeEgress(rec egress.Record) {
 
 // serviceSecrets are the secrets the stand-ins handed out in answers to the provider (field names or
 // pointers of each service's secret-fields), in request order.
-func (p *platform) serviceSecrets(reqs []double.Request) []Secret {
-	var out []Secret
+func (p *platform) serviceSecrets(reqs []double.Request) []secrets.Secret {
+	var out []secrets.Secret
 	seen := map[string]bool{}
 	for _, rq := range reqs {
 		if rq.Service == "" || len(rq.Answer) == 0 {
@@ -326,7 +327,7 @@ func (p *platform) serviceSecrets(reqs []double.Request) []Secret {
 		for _, v := range services.ResponseSecrets(rq.Answer, spec.SecretFields) {
 			if !seen[v] {
 				seen[v] = true
-				out = append(out, Secret{Value: v, Origin: fmt.Sprintf("a value service %s answered to %s %s", rq.Service, rq.Method, rq.Path)})
+				out = append(out, secrets.Secret{Value: v, Origin: fmt.Sprintf("a value service %s answered to %s %s", rq.Service, rq.Method, rq.Path)})
 			}
 		}
 	}
