@@ -165,7 +165,7 @@ command that replays it. A failure whose replay does not fail the same way is re
 	exploreFlags(cmd, &o.Explore, 100)
 	cmd.Flags().StringSliceVar(&o.Checks, "check", nil, "judge only checks matching these IDs, globs or areas")
 	cmd.Flags().StringSliceVar(&o.Skip, "skip", nil, "do not judge checks matching these IDs, globs or areas")
-	cmd.Flags().IntVarP(&o.Jobs, "jobs", "j", 0, "worker sets running scenarios at once (default: the number of cores)")
+	cmd.Flags().IntVarP(&o.Jobs, "jobs", "j", 0, "scenarios run at once, each on its own replica processes and its own instance of every declared service (default: the number of cores)")
 	_ = cmd.RegisterFlagCompletionFunc("check", completeCheckIDs)
 	return cmd
 }

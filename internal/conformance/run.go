@@ -375,7 +375,6 @@ func runScenarios(ctx context.Context, env *Env, o Options, seed int64, logf fun
 	if o.After != nil {
 		jobs = o.jobs(1 << 20)
 	}
-	jobs = serialWithServices(jobs, t.Settings)
 	started := time.Now()
 	w, err := env.NewWorkers(ctx, jobs, maxReplicas(scenarios, 3))
 	if err != nil {
@@ -383,7 +382,7 @@ func runScenarios(ctx context.Context, env *Env, o Options, seed int64, logf fun
 	}
 	defer w.Close()
 	if o.Verbose {
-		logf("prepared %d scenario slot(s) in %s (fresh replicas per scenario)", jobs, time.Since(started).Round(time.Millisecond))
+		logf("prepared %d scenario slot(s) in %s (fresh replicas per scenario%s)", jobs, time.Since(started).Round(time.Millisecond), slotServices(t.Settings, jobs))
 	}
 	var hists []*simulate.History
 	if !o.NoSuite {
@@ -407,6 +406,9 @@ func runScenarios(ctx context.Context, env *Env, o Options, seed int64, logf fun
 	if o.After != nil {
 		if err := o.After(ctx, env, w, rep); err != nil {
 			return rep, err
+		}
+		if err := t.Services.Alive(); err != nil {
+			return nil, undecided(err)
 		}
 		rep.Summarize()
 	}
@@ -443,14 +445,13 @@ func (o Options) jobs(n int) int {
 	return max(1, min(jobs, n))
 }
 
-// serialWithServices runs one scenario at a time when the project declares services: their stand-ins are
-// started once per run and reset before each scenario, so two scenarios at once would clear each other's
-// state (a fake's records, a fence) and make verdicts depend on timing.
-func serialWithServices(jobs int, s *Settings) int {
-	if s != nil && len(s.Services) > 0 {
-		return 1
+// slotServices says, for the verbose log, what stand-ins the slots run: one instance of each declared
+// service per slot.
+func slotServices(s *Settings, jobs int) string {
+	if s == nil || len(s.Services) == 0 {
+		return ""
 	}
-	return jobs
+	return fmt.Sprintf("; %d instance(s) of each of %d declared service(s), one per slot", jobs, len(s.Services))
 }
 
 func maxReplicas(scenarios []*simulate.Scenario, floor int) int {

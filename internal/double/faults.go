@@ -73,7 +73,8 @@ type Fault struct {
 	Duration time.Duration
 	// Times is how many matching requests the fault affects; 0 means unlimited.
 	Times int
-	// WritesOnly matches only writes (PUT, POST, DELETE), whatever their path.
+	// WritesOnly matches only writes, whatever their path: PUT, POST and DELETE at the double's own
+	// endpoints, and what a declared service counts as a write (see Request.Write).
 	WritesOnly bool
 	// Skip lets the first Skip matching requests through untouched; the fault acts from the next one on
 	// (Skip 1 with Times 1 acts on the second write of a callback only).
@@ -112,7 +113,7 @@ func (fs *faultState) matches(r *Request) bool {
 		return false
 	}
 	return (f.Method == "" || strings.EqualFold(f.Method, r.Method)) &&
-		(!f.WritesOnly || isWrite(strings.ToUpper(r.Method))) &&
+		(!f.WritesOnly || r.Write) &&
 		strings.HasPrefix(r.Path, f.PathPrefix) &&
 		(f.Replica == "" || f.Replica == r.Replica) &&
 		(f.Operation == "" || f.Operation == r.Operation)
