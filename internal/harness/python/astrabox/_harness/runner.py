@@ -254,12 +254,13 @@ class Runner:
         self.observer.begin_call(call_id)
         if method != "load" and method != "settle":  # what runs while settling is still the last callback's
             self.coverage.begin(method if isinstance(method, str) else "")
+        # The harness's own deadline timer, armed before the snapshot so that it is never a leftover.
+        self._watch_deadline(msg.get("timeout_s") if method != "load" and method != "settle" else None)
         before = self.observer.snapshot(loop)  # never raises
         ctx = contextvars.copy_context()
         ctx.run(CURRENT_CALL.set, call_id)
         self._call = CallInFlight(call_id, before, ctx, method if isinstance(method, str) else "")
         self._started = time.perf_counter_ns()
-        self._watch_deadline(msg.get("timeout_s"))
         try:
             outcome = self._dispatch(ctx, call_id, method, msg.get("args"))
         except Exception as exc:  # a harness bug must still produce exactly one reply
@@ -271,6 +272,8 @@ class Runner:
     def _reply(self, ok: bool, value: Any, error: Any) -> None:
         """Send the reply of the call in flight, with what it left behind."""
         duration = time.perf_counter_ns() - self._started
+        held = self._held_past_deadline()
+        self._end_deadline()
         assert self._call is not None and self.loop is not None
         call_id, before, method = self._call.id, self._call.before, self._call.method
         self.observer.mark_returned(call_id)
@@ -286,8 +289,7 @@ class Runner:
         obs.dropped += cut
         reply = {"kind": "reply", "id": call_id, "ok": ok, "value": value, "error": error,
                  "duration_ns": duration, "observations": obs.wire(), "markers": marked,
-                 "cancel_received": self.cancel_requested, "held_past_deadline": self._held_past_deadline()}
-        self._end_deadline()
+                 "cancel_received": self.cancel_requested, "held_past_deadline": held}
         if method != "load":
             reply["coverage"] = self.coverage.take()
         if self._exit_after is not None:
