@@ -539,7 +539,9 @@ class _Stepped:
         self._on_step = on_step
 
     def __await__(self) -> Any:
-        it = self._awaitable.__await__()
+        awaitable = self._awaitable
+        # A generator-based coroutine (types.coroutine) is awaitable without __await__.
+        it = awaitable.__await__() if hasattr(type(awaitable), "__await__") else iter(awaitable)
         sent: Any = None
         thrown: Optional[BaseException] = None
         while True:
