@@ -81,13 +81,15 @@ type Result struct {
 	// Errors are scenarios the kit itself could not run.
 	Errors []string `json:"errors,omitempty"`
 	// Guided is true when coverage steered the exploration: Replayed scenarios replayed the saved corpus,
-	// Mutated were varied from seeds, Seeds is the corpus at the end, and Reached the lines and branch
+	// Mutated were varied from seeds, Seeds is the corpus at the end (Favoured of them represent a feature), and Reached the lines and branch
 	// directions (by callback) the explored scenarios reached.
 	Guided   bool `json:"guided"`
 	Replayed int  `json:"replayed_seeds,omitempty"`
 	Mutated  int  `json:"mutated,omitempty"`
 	Seeds    int  `json:"seeds,omitempty"`
-	Reached  int  `json:"reached,omitempty"`
+	// Favoured counts the seeds that are the shortest to reach some feature (the ones varied by rarity).
+	Favoured int `json:"favoured,omitempty"`
+	Reached  int `json:"reached,omitempty"`
 	// FirstFailure is how many scenarios were judged up to and including the first that failed a check
 	// (in index order; 0 when none failed).
 	FirstFailure int `json:"first_failure,omitempty"`
@@ -153,7 +155,8 @@ func Explore(ctx context.Context, env *conformance.Env, w *conformance.Workers, 
 	} else {
 		res.Guided = true
 		guided(ctx, env, w, o, g, indexes, jobs, t)
-		res.Replayed, res.Mutated, res.Seeds, res.Reached = g.replayed(indexes), g.mutated, len(g.seeds), len(g.reached)
+		res.Replayed, res.Mutated, res.Seeds, res.Reached = g.replayed(indexes), g.mutated, len(g.seeds), len(g.hits)
+		res.Favoured = g.favoured()
 		res.Coverage = g.cov.Profile()
 	}
 	t.progress.finish()
