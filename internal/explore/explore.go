@@ -51,6 +51,9 @@ type Options struct {
 	Log io.Writer
 	// Blind explores without guidance even when coverage is measured (benchmarks compare the two).
 	Blind bool
+	// StopAfterFailure judges no scenario after the first that failed (in index order; benchmarks count the
+	// scenarios to the first failure). Every scenario before it is still judged.
+	StopAfterFailure bool
 }
 
 // Failure is one check that a generated scenario broke.
@@ -150,6 +153,7 @@ func Explore(ctx context.Context, env *conformance.Env, w *conformance.Workers, 
 	start := time.Now()
 	jobs := max(o.Jobs, 1)
 	t := &tally{progress: newProgress(o.Progress, len(indexes))}
+	t.stopAt.Store(int64(len(indexes)))
 	if g == nil {
 		res.Reached = blind(ctx, env, w, o, indexes, jobs, t)
 	} else {

@@ -36,18 +36,21 @@ func guided(ctx context.Context, env *conformance.Env, w *conformance.Workers, o
 		go func() {
 			defer wg.Done()
 			for {
-				k, ok := p.take(ctx)
+				k, ok := p.take(ctx, t)
 				if !ok {
 					return
 				}
 				sc := p.scs[k]
 				ids, msgs, h, err := judge(ctx, env, w, sc, o)
 				t.add(indexes[k], sc, ids, msgs, h, err)
+				if o.StopAfterFailure && len(ids) > 0 {
+					t.failedAt(k)
+				}
 				p.finish(k, h, func(i int) {
 					if p.hists[i] != nil {
 						g.observe(p.scs[i], p.hists[i])
 					}
-					if i+window < n {
+					if i+window < n && !t.beyond(i+window) {
 						choose(i + window)
 					}
 					t.reached.Store(int64(len(g.hits)))
@@ -70,11 +73,18 @@ type pipeline struct {
 	observed int
 }
 
-// take waits for a chosen scenario to judge; false when none is left or ctx ended.
-func (p *pipeline) take(ctx context.Context) (int, bool) {
+// take waits for a chosen scenario to judge; false when none is left (none before the failure exploration
+// stops at) or ctx ended.
+func (p *pipeline) take(ctx context.Context, t *tally) (int, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for len(p.queue) == 0 && p.observed < len(p.done) && ctx.Err() == nil {
+	for {
+		for len(p.queue) > 0 && t.beyond(p.queue[0]) {
+			p.queue = p.queue[1:]
+		}
+		if len(p.queue) > 0 || p.observed >= len(p.done) || t.beyond(p.observed) || ctx.Err() != nil {
+			break
+		}
 		p.cond.Wait()
 	}
 	if len(p.queue) == 0 || ctx.Err() != nil {
