@@ -17,12 +17,13 @@ import (
 )
 
 // guidedFixtures are the broken fixtures whose bug needs a particular order or fault, with the check that
-// finds it. The first three are found within a few scenarios by any method; the last three need several
+// finds it. The first three are found within a few scenarios by any method; the last four need several
 // conditions in order (their expect.json says which).
 var guidedFixtures = []struct{ fixture, check string }{
 	{"turn-idempotent", "TURN-IDEMPOTENT"},                // a retry must land on another replica
 	{"leak-cross-session", "LEAK-CROSS-SESSION"},          // two principals' sessions on one agent
 	{"recover-truth", "RECOVER-TRUTH"},                    // host loss with a held write, recover, release
+	{"recover-truth-fenced-agent", "RECOVER-TRUTH"},       // two operations lost with held writes, both recovered on one replica, release
 	{"recover-truth-superseded", "RECOVER-TRUTH"},         // a written record, a new version, a held write lost with its host, recover, release
 	{"ua-authority-read-cache", "UA-AUTHORITY"},           // a state read while granted, consent withdrawn, a turn on the replica that read
 	{"leak-cross-session-reattach", "LEAK-CROSS-SESSION"}, // two principals' sessions on one replica, a reattachment there

@@ -41,6 +41,13 @@ var depthCases = []depthCase{
 		"released before recover":         swap(3, 4),
 		"no write held when host is lost": func(sc *simulate.Scenario) { sc.Steps[2].Double = nil },
 	}},
+	{"recover-truth-fenced-agent", "PUT /v1/records/agents/agent-1", map[string]func(*simulate.Scenario){
+		"one operation lost":                without(1),
+		"recovered on two replicas":         onReplica(3, "r2"),
+		"released between the two recovers": swap(3, 4),
+		"the second write not held":         func(sc *simulate.Scenario) { sc.Steps[1].Double = nil },
+		"the second recovered only":         without(2),
+	}},
 	{"ua-authority-read-cache", "let 1 turn(s) through while the principal's consent was pending", map[string]func(*simulate.Scenario){
 		"no state read":            without(1),
 		"state read while pending": swap(1, 2),

@@ -15,8 +15,8 @@ func TestMutateVariesWithoutTouchingSeeds(t *testing.T) {
 	before := []*simulate.Scenario{clone(seeds[0]), clone(seeds[1]), clone(seeds[2])}
 	valid, changed := 0, 0
 	for i := 0; i < 200; i++ {
-		a := mutate(rand.New(rand.NewSource(int64(i))), seeds[i%3], seeds, 1)
-		b := mutate(rand.New(rand.NewSource(int64(i))), seeds[i%3], seeds, 1)
+		a := mutate(rand.New(rand.NewSource(int64(i))), seeds[i%3], seeds)
+		b := mutate(rand.New(rand.NewSource(int64(i))), seeds[i%3], seeds)
 		if !reflect.DeepEqual(a, b) {
 			t.Fatalf("variation %d differs between two runs from the same source", i)
 		}

@@ -54,7 +54,7 @@ func (g *guide) next(index int) *simulate.Scenario {
 		return Generate(g.seed, index)
 	}
 	for attempt := 0; attempt < 8; attempt++ {
-		cand := mutate(rng, g.pick(rng), g.seeds, g.seed)
+		cand := mutate(rng, g.pick(rng), g.seeds)
 		if cand != nil && cand.Validate() == nil {
 			cand.Name = fmt.Sprintf("explore-%d-%d", g.seed, index)
 			cand.Seed = g.seed*1000003 + int64(index)
