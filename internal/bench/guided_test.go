@@ -23,10 +23,10 @@ var guidedFixtures = []struct{ fixture, check string }{
 	{"turn-idempotent", "TURN-IDEMPOTENT"},                // a retry must land on another replica
 	{"leak-cross-session", "LEAK-CROSS-SESSION"},          // two principals' sessions on one agent
 	{"recover-truth", "RECOVER-TRUTH"},                    // host loss with a held write, recover, release
-	{"recover-truth-fenced-agent", "RECOVER-TRUTH"},       // two operations lost with held writes, both recovered on one replica, release
-	{"recover-truth-superseded", "RECOVER-TRUTH"},         // a written record, a new version, a held write lost with its host, recover, release
-	{"ua-authority-read-cache", "UA-AUTHORITY"},           // a state read while granted, consent withdrawn, a turn on the replica that read
 	{"leak-cross-session-reattach", "LEAK-CROSS-SESSION"}, // two principals' sessions on one replica, a reattachment there
+	{"recover-truth-fenced-agent", "RECOVER-TRUTH"},       // two operations lost with held writes, both recovered on one replica, release
+	{"ua-authority-read-cache", "UA-AUTHORITY"},           // a state read while granted, consent withdrawn, a turn on the replica that read
+	{"recover-truth-superseded", "RECOVER-TRUTH"},         // a written record, a new version, a held write lost with its host, recover, release
 }
 
 // benchPython is the interpreter the guided benchmarks use: 3.12 measures coverage (with branches) by default.
