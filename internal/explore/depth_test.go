@@ -131,3 +131,38 @@ func TestDeepFixturesBreakTheirClauseOnlyInOrder(t *testing.T) {
 		})
 	}
 }
+
+// TestEveryExploreOnlyFixtureHasItsDepthCase holds every broken fixture whose expect.json names
+// explore_fails (a breach the default suite does not reach) to a case above, so that its breach is proven.
+func TestEveryExploreOnlyFixtureHasItsDepthCase(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "providers", "broken", "*", "expect.json"))
+	if len(files) == 0 {
+		t.Fatal("no broken fixture found")
+	}
+	covered := map[string]bool{}
+	for _, c := range depthCases {
+		covered[c.fixture] = true
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var exp struct {
+			Fails        []string `json:"fails"`
+			ExploreFails []string `json:"explore_fails"`
+		}
+		if err := json.Unmarshal(data, &exp); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		name := filepath.Base(filepath.Dir(f))
+		if len(exp.ExploreFails) > 0 && !covered[name] {
+			t.Errorf("%s names explore_fails %v but has no depth case (testdata/depth/%s.yaml and depthCases)", name, exp.ExploreFails, name)
+		}
+		for _, id := range exp.ExploreFails {
+			if slices.Contains(exp.Fails, id) {
+				t.Errorf("%s names %s in both fails and explore_fails", name, id)
+			}
+		}
+	}
+}
