@@ -432,15 +432,12 @@ func (e *Env) suite(o Options) ([]*simulate.Scenario, error) {
 	return scenarios, nil
 }
 
-// jobs is how many warm replica sets to start. Without --jobs, the default suite runs on one set: its
-// scenarios are short, and on a small machine a second set's interpreter starts cost more than they save
-// (measured in docs/performance.md); exploration, which runs many scenarios, uses one set per core.
+// jobs is how many scenarios run at once, each on its own fresh replica processes: --jobs, else one per core,
+// never more than there are scenarios. Every scenario forks fresh replicas from the run's fork servers, so a
+// second slot costs forks, not interpreter starts (measured in docs/performance.md).
 func (o Options) jobs(n int) int {
 	jobs := o.Jobs
 	if jobs <= 0 {
-		if o.After == nil {
-			return 1
-		}
 		jobs = runtime.NumCPU()
 	}
 	return max(1, min(jobs, n))

@@ -59,6 +59,19 @@ def normalize(name):
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+def dedup_key(dist):
+    # The key importlib.metadata's own entry_points() deduplicates by (3.10+): _normalized_name, else the
+    # normalized metadata name.
+    try:
+        key = dist._normalized_name
+        if key:
+            return key
+    except Exception:
+        pass
+    meta = dist.metadata
+    return normalize((meta["Name"] if meta is not None else None) or "")
+
+
 def entry_points_of(dist):
     # 3.9 returns a list of EntryPoint tuples, 3.10+ an EntryPoints object; both iterate the same way.
     try:
@@ -100,16 +113,20 @@ def main():
     out = []
     seen = set()
     for dist in md.distributions():
-        meta = dist.metadata
-        name = (meta["Name"] if meta is not None else None) or ""
-        key = normalize(name)
-        # From 3.10, entry_points() keeps only the first distribution of each normalized name on sys.path.
-        if sys.version_info >= (3, 10) and key in seen:
-            continue
-        seen.add(key)
+        # From 3.10, entry_points() keeps only the first distribution of each normalized name on sys.path, by
+        # the same key as here (taken from the metadata directory's name where it can be, which is cheap).
+        if sys.version_info >= (3, 10):
+            key = dedup_key(dist)
+            if key in seen:
+                continue
+            seen.add(key)
         eps = [ep for ep in entry_points_of(dist) if ep.group == group]
         if not eps:
             continue
+        # Only a distribution that declares the group has its METADATA parsed: parsing every one is most of
+        # this script's time in an environment with many packages.
+        meta = dist.metadata
+        name = (meta["Name"] if meta is not None else None) or ""
         url, editable = direct_url(dist)
         path = getattr(dist, "_path", None)
         home = os.path.dirname(str(path)).rstrip("/") if path is not None else ""
