@@ -72,13 +72,40 @@ func benchTarget(b *testing.B, project string) (*conformance.Target, *harness.Lo
 	return t, info
 }
 
+// benchMode is one way to explore: blind, guided by the provider's lines and branches alone ("lines"), or
+// guided by them and by the orders of callbacks ("guided", the default of --explore).
+type benchMode struct {
+	name             string
+	blind, linesOnly bool
+}
+
+// benchModes are the modes ASTRABOX_BENCH_GUIDED_MODES names (comma-separated; default all three).
+func benchModes(b *testing.B) []benchMode {
+	all := []benchMode{{"blind", true, false}, {"lines", false, true}, {"guided", false, false}}
+	names := os.Getenv("ASTRABOX_BENCH_GUIDED_MODES")
+	if names == "" {
+		return all
+	}
+	var out []benchMode
+	for _, m := range all {
+		if slices.Contains(strings.Split(names, ","), m.name) {
+			out = append(out, m)
+		}
+	}
+	if len(out) == 0 {
+		b.Fatalf("ASTRABOX_BENCH_GUIDED_MODES=%q names none of blind, lines, guided", names)
+	}
+	return out
+}
+
 // BenchmarkGuidedVsBlind explores each fixture whose bug needs a particular order or fault, blind and guided
 // by coverage (from an empty corpus), from the same seeds, on CPython 3.12 (which measures coverage by
 // default), each until its first failure or N scenarios, and reports the median number of scenarios judged
 // up to the first failure (N+1 when none failed within N) and the median seconds the exploration took
 // (including one shrink run and one replay of the failure).
 // ASTRABOX_BENCH_GUIDED_N sets N (default 40), ASTRABOX_BENCH_GUIDED_SEEDS the number of seeds (default 3),
-// and ASTRABOX_BENCH_GUIDED_FIXTURES, a comma-separated list, the fixtures (default all).
+// ASTRABOX_BENCH_GUIDED_FIXTURES, a comma-separated list, the fixtures (default all), and
+// ASTRABOX_BENCH_GUIDED_MODES the modes (benchModes).
 func BenchmarkGuidedVsBlind(b *testing.B) {
 	n, seeds := envInt("ASTRABOX_BENCH_GUIDED_N", 40), envInt("ASTRABOX_BENCH_GUIDED_SEEDS", 3)
 	only := strings.Split(os.Getenv("ASTRABOX_BENCH_GUIDED_FIXTURES"), ",")
@@ -89,21 +116,22 @@ func BenchmarkGuidedVsBlind(b *testing.B) {
 		b.Run(fx.fixture, func(b *testing.B) {
 			project, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "providers", "broken", fx.fixture))
 			t, info := benchTarget(b, project)
+			modes := benchModes(b)
 			for i := 0; i < b.N; i++ {
-				var first [2][]int
-				var secs [2][]float64
+				first := make([][]int, len(modes))
+				secs := make([][]float64, len(modes))
 				for s := 1; s <= seeds; s++ {
-					for k, blind := range []bool{true, false} {
-						f, el := firstFailure(b, t, info, int64(s), n, fx.check, blind)
+					for k, m := range modes {
+						f, el := firstFailure(b, t, info, int64(s), n, fx.check, m)
 						first[k] = append(first[k], f)
 						secs[k] = append(secs[k], el.Seconds())
-						b.Logf("%s seed %d blind=%v: first failure after %d scenarios (%.1fs)", fx.fixture, s, blind, f, el.Seconds())
+						b.Logf("%s seed %d %s: first failure after %d scenarios (%.1fs)", fx.fixture, s, m.name, f, el.Seconds())
 					}
 				}
-				b.ReportMetric(medianInt(first[0]), "scenarios-blind")
-				b.ReportMetric(medianInt(first[1]), "scenarios-guided")
-				b.ReportMetric(medianFloat(secs[0]), "s-blind")
-				b.ReportMetric(medianFloat(secs[1]), "s-guided")
+				for k, m := range modes {
+					b.ReportMetric(medianInt(first[k]), "scenarios-"+m.name)
+					b.ReportMetric(medianFloat(secs[k]), "s-"+m.name)
+				}
 			}
 		})
 	}
@@ -111,7 +139,7 @@ func BenchmarkGuidedVsBlind(b *testing.B) {
 
 // firstFailure explores from seed until the first scenario that fails check (at most n), and returns how
 // many scenarios that took (n+1 when none failed) and how long the exploration ran.
-func firstFailure(b *testing.B, t *conformance.Target, info *harness.LoadInfo, seed int64, n int, check string, blind bool) (int, time.Duration) {
+func firstFailure(b *testing.B, t *conformance.Target, info *harness.LoadInfo, seed int64, n int, check string, m benchMode) (int, time.Duration) {
 	b.Helper()
 	ctx := context.Background()
 	env, err := conformance.NewEnv(t, info, seed)
@@ -124,8 +152,8 @@ func firstFailure(b *testing.B, t *conformance.Target, info *harness.LoadInfo, s
 	}
 	defer w.Close()
 	start := time.Now()
-	res, err := explore.Explore(ctx, env, w, explore.Options{N: n, Seed: seed, Jobs: 2, Checks: []string{check}, Blind: blind, Fresh: true,
-		StopAfterFailure: true, CorpusDir: b.TempDir(), FailuresDir: b.TempDir(), ShrinkBudget: 1, Replays: 1})
+	res, err := explore.Explore(ctx, env, w, explore.Options{N: n, Seed: seed, Jobs: 2, Checks: []string{check}, Blind: m.blind, LinesOnly: m.linesOnly,
+		Fresh: true, StopAfterFailure: true, CorpusDir: b.TempDir(), FailuresDir: b.TempDir(), ShrinkBudget: 1, Replays: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -135,10 +163,11 @@ func firstFailure(b *testing.B, t *conformance.Target, info *harness.LoadInfo, s
 	return res.FirstFailure, time.Since(start)
 }
 
-// BenchmarkGuidedCoverage explores one project blind and guided (from an empty corpus) from the same seeds,
+// BenchmarkGuidedCoverage explores one project in each mode (from an empty corpus) from the same seeds,
 // N scenarios each, and reports the median lines and branch directions (by callback) reached.
 // ASTRABOX_BENCH_GUIDED_PROJECT names the project (default the reference provider), ASTRABOX_BENCH_GUIDED_N
-// sets N (default 500) and ASTRABOX_BENCH_GUIDED_SEEDS the number of seeds (default 3).
+// sets N (default 500), ASTRABOX_BENCH_GUIDED_SEEDS the number of seeds (default 3) and
+// ASTRABOX_BENCH_GUIDED_MODES the modes (benchModes).
 func BenchmarkGuidedCoverage(b *testing.B) {
 	n, seeds := envInt("ASTRABOX_BENCH_GUIDED_N", 500), envInt("ASTRABOX_BENCH_GUIDED_SEEDS", 3)
 	project := os.Getenv("ASTRABOX_BENCH_GUIDED_PROJECT")
@@ -147,9 +176,10 @@ func BenchmarkGuidedCoverage(b *testing.B) {
 	}
 	project, _ = filepath.Abs(project)
 	t, info := benchTarget(b, project)
+	modes := benchModes(b)
 	ctx := context.Background()
 	for i := 0; i < b.N; i++ {
-		var reach [2][]int
+		reach := make([][]int, len(modes))
 		for s := 1; s <= seeds; s++ {
 			env, err := conformance.NewEnv(t, info, int64(s))
 			if err != nil {
@@ -159,21 +189,22 @@ func BenchmarkGuidedCoverage(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			for k, blind := range []bool{true, false} {
+			for k, m := range modes {
 				start := time.Now()
-				res, err := explore.Explore(ctx, env, w, explore.Options{N: n, Seed: int64(s), Jobs: 2, Blind: blind, Fresh: true,
+				res, err := explore.Explore(ctx, env, w, explore.Options{N: n, Seed: int64(s), Jobs: 2, Blind: m.blind, LinesOnly: m.linesOnly, Fresh: true,
 					CorpusDir: b.TempDir(), FailuresDir: b.TempDir(), ShrinkBudget: 1, Replays: 1})
 				if err != nil {
 					b.Fatal(err)
 				}
 				reach[k] = append(reach[k], res.Reached)
-				b.Logf("%s seed %d blind=%v: %d reached after %d scenarios (%d seeds, %d favoured, %d varied; %.0fs)",
-					filepath.Base(project), s, blind, res.Reached, n, res.Seeds, res.Favoured, res.Mutated, time.Since(start).Seconds())
+				b.Logf("%s seed %d %s: %d reached after %d scenarios (%d seeds, %d favoured, %d varied, %d orders; %.0fs)",
+					filepath.Base(project), s, m.name, res.Reached, n, res.Seeds, res.Favoured, res.Mutated, res.Orders, time.Since(start).Seconds())
 			}
 			w.Close()
 		}
-		b.ReportMetric(medianInt(reach[0]), "reached-blind")
-		b.ReportMetric(medianInt(reach[1]), "reached-guided")
+		for k, m := range modes {
+			b.ReportMetric(medianInt(reach[k]), "reached-"+m.name)
+		}
 	}
 }
 

@@ -51,6 +51,9 @@ type Options struct {
 	Log io.Writer
 	// Blind explores without guidance even when coverage is measured (benchmarks compare the two).
 	Blind bool
+	// LinesOnly guides by the provider's lines and branches alone, not also by the orders in which callbacks
+	// ran (benchmarks compare the two).
+	LinesOnly bool
 	// StopAfterFailure judges no scenario after the first that failed (in index order; benchmarks count the
 	// scenarios to the first failure). Every scenario before it is still judged.
 	StopAfterFailure bool
@@ -92,7 +95,9 @@ type Result struct {
 	Seeds    int  `json:"seeds,omitempty"`
 	// Favoured counts the seeds that are the shortest to reach some feature (the ones varied by rarity).
 	Favoured int `json:"favoured,omitempty"`
-	Reached  int `json:"reached,omitempty"`
+	// Orders counts the orders of two callbacks the explored scenarios showed (guided runs).
+	Orders  int `json:"orders,omitempty"`
+	Reached int `json:"reached,omitempty"`
 	// FirstFailure is how many scenarios were judged up to and including the first that failed a check
 	// (in index order; 0 when none failed).
 	FirstFailure int `json:"first_failure,omitempty"`
@@ -159,7 +164,8 @@ func Explore(ctx context.Context, env *conformance.Env, w *conformance.Workers, 
 	} else {
 		res.Guided = true
 		guided(ctx, env, w, o, g, indexes, jobs, t)
-		res.Replayed, res.Mutated, res.Seeds, res.Reached = g.replayed(indexes), g.mutated, len(g.seeds), len(g.hits)
+		res.Replayed, res.Mutated, res.Seeds, res.Reached = g.replayed(indexes), g.mutated, len(g.seeds), g.covered
+		res.Orders = len(g.hits) - g.covered
 		res.Favoured = g.favoured()
 		res.Coverage = g.cov.Profile()
 	}

@@ -82,7 +82,9 @@ func (o *Options) guide(env *conformance.Env) (*guide, error) {
 			}
 		}
 	}
-	return newGuide(o.Seed, saved), nil
+	g := newGuide(o.Seed, saved)
+	g.linesOnly = o.LinesOnly
+	return g, nil
 }
 
 // scenario is blind exploration's scenario number idx.

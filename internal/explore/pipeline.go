@@ -53,7 +53,7 @@ func guided(ctx context.Context, env *conformance.Env, w *conformance.Workers, o
 					if i+window < n && !t.beyond(i+window) {
 						choose(i + window)
 					}
-					t.reached.Store(int64(len(g.hits)))
+					t.reached.Store(int64(g.covered))
 				})
 			}
 		}()

@@ -22,7 +22,8 @@ const uniformShare = 0.2
 // guide keeps the corpus of seeds (scenarios that reached something no earlier one had) and chooses each
 // scenario of a guided exploration: a corpus seed to replay, a variation of seeds, or a fresh one.
 //
-// Like AFL's favoured entries, every feature reached is represented by one seed, the shortest that reached
+// A feature is a line or branch direction of the provider that a callback ran, or an order of two callbacks
+// (orderFeatures). Like AFL's favoured entries, every feature reached is represented by one seed, the shortest that reached
 // it (the first found on a tie); a seed is varied in proportion to the rarity of the features it
 // represents (each feature weighs one over the number of judged scenarios that reached it). A seed that
 // reached a line few scenarios reach is varied often until its variations reach that line too; a seed
@@ -35,7 +36,11 @@ type guide struct {
 	ids   map[feature]int // a number per feature reached, in the order first reached
 	hits  []int           // per feature: the judged scenarios that reached it
 	top   []int           // per feature: the seed that represents it
-	cov   *coverage.Builder
+	// covered counts the features that are lines and branch directions (the rest are orders of callbacks).
+	covered int
+	// linesOnly leaves orders of callbacks out of the features.
+	linesOnly bool
+	cov       *coverage.Builder
 	// mutated counts the scenarios varied from seeds.
 	mutated int
 }
@@ -105,6 +110,11 @@ func (g *guide) observe(sc *simulate.Scenario, h *simulate.History) bool {
 	for f := range features(h) {
 		fs = append(fs, f)
 	}
+	if !g.linesOnly {
+		for f := range orderFeatures(h) {
+			fs = append(fs, f)
+		}
+	}
 	slices.SortFunc(fs, compareFeatures)
 	fresh := false
 	reached := make([]int, 0, len(fs))
@@ -116,6 +126,9 @@ func (g *guide) observe(sc *simulate.Scenario, h *simulate.History) bool {
 			g.hits = append(g.hits, 0)
 			g.top = append(g.top, -1)
 			fresh = true
+			if f.key != keyOrder {
+				g.covered++
+			}
 		}
 		g.hits[id]++
 		reached = append(reached, id)

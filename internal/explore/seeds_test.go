@@ -80,3 +80,41 @@ func TestGuideFavoursTheShortestSeedOfRareFeatures(t *testing.T) {
 		t.Error("the same observations gave different weights or choices")
 	}
 }
+
+// TestOrderFeaturesNameTwoCallbacksInARow checks the orders of callbacks a history shows: plan calls are left
+// out, each pair names what both callbacks did (a recover's answer included) and whether they shared a
+// replica and an operation, and none of them counts as a line reached.
+func TestOrderFeaturesNameTwoCallbacksInARow(t *testing.T) {
+	call := func(m simulate.Callback, replica, op string, answer bool) *simulate.Event {
+		c := &simulate.CallRecord{Method: m, Replica: replica, Outcome: simulate.OutcomeReturned, Ctx: simulate.CallContext{Operation: op}}
+		if m == simulate.CallRecover {
+			c.Result = &harness.Result{Type: string(simulate.KindBool), Value: answer}
+		}
+		return &simulate.Event{Call: c}
+	}
+	h := &simulate.History{Events: []*simulate.Event{
+		call(simulate.CallPlan, "r1", "", false),
+		call(simulate.CallRecover, "r1", "op-1", true),
+		call(simulate.CallPlan, "r2", "", false),
+		call(simulate.CallRecover, "r1", "op-2", true),
+		call(simulate.CallRecover, "r2", "op-2", false),
+	}}
+	got := orderFeatures(h)
+	want := map[feature]bool{
+		{key: keyOrder, path: "recover:returned:true > recover:returned:true", n: orderSameReplica}:  true,
+		{key: keyOrder, path: "recover:returned:true > recover:returned:false", n: orderSameSession}: true,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("order features %v, want %v", got, want)
+	}
+	g := newGuide(1, nil)
+	g.observe(withSteps(3), h)
+	if g.covered != 0 || len(g.hits) != 2 || len(g.seeds) != 1 {
+		t.Errorf("orders counted as lines reached (%d) or not as features (%d)", g.covered, len(g.hits))
+	}
+	g = newGuide(1, nil)
+	g.linesOnly = true
+	if g.observe(withSteps(3), h) {
+		t.Error("a history with no line reached joined a corpus guided by lines only")
+	}
+}
