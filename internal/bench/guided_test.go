@@ -120,7 +120,7 @@ func BenchmarkGuidedVsBlind(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				first := make([][]int, len(modes))
 				secs := make([][]float64, len(modes))
-				for s := 1; s <= seeds; s++ {
+				for s := firstSeed(); s < firstSeed()+seeds; s++ {
 					for k, m := range modes {
 						f, el := firstFailure(b, t, info, int64(s), n, fx.check, m)
 						first[k] = append(first[k], f)
@@ -180,7 +180,7 @@ func BenchmarkGuidedCoverage(b *testing.B) {
 	ctx := context.Background()
 	for i := 0; i < b.N; i++ {
 		reach := make([][]int, len(modes))
-		for s := 1; s <= seeds; s++ {
+		for s := firstSeed(); s < firstSeed()+seeds; s++ {
 			env, err := conformance.NewEnv(t, info, int64(s))
 			if err != nil {
 				b.Fatal(err)
@@ -207,6 +207,10 @@ func BenchmarkGuidedCoverage(b *testing.B) {
 		}
 	}
 }
+
+// firstSeed is the first seed the guided benchmarks explore from (ASTRABOX_BENCH_GUIDED_FIRST_SEED, default 1;
+// the seeds follow it), so that a measurement cut short resumes where it stopped.
+func firstSeed() int { return envInt("ASTRABOX_BENCH_GUIDED_FIRST_SEED", 1) }
 
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {

@@ -81,7 +81,11 @@ func (g *gen) track(st simulate.Step) {
 	case simulate.OpClaim, simulate.OpColdStart:
 		g.sessions = append(g.sessions, st.Session)
 	case simulate.OpTurn:
-		g.attempts[st.Session] = append(g.attempts[st.Session], st.Attempt)
+		// Only the turns of Sessions started before (a change earlier in the same variation may have
+		// deleted a start; the result is validated, but the generator must not offer a retry of them).
+		if slices.Contains(g.sessions, st.Session) {
+			g.attempts[st.Session] = append(g.attempts[st.Session], st.Attempt)
+		}
 	case simulate.OpPrewarm:
 		if st.Fault != nil && st.Fault.Kind == simulate.FaultHostLoss && len(st.Double) > 0 {
 			g.held = true

@@ -37,3 +37,19 @@ func TestMutateVariesWithoutTouchingSeeds(t *testing.T) {
 		t.Errorf("%d of 200 variations valid, %d changed", valid, changed)
 	}
 }
+
+// TestStepAtAfterADeletedStart inserts steps into a variation whose Session start an earlier change deleted:
+// the generator's rebuilt state must not offer a retry of that Session's attempts (it once panicked choosing
+// among none).
+func TestStepAtAfterADeletedStart(t *testing.T) {
+	sc := &simulate.Scenario{Name: "orphan", Replicas: 2, Steps: []simulate.Step{
+		{Op: simulate.OpTurn, Session: "s1", Attempt: "t1", Replica: "r1"},
+		{Op: simulate.OpRetry, Session: "s1", Attempt: "t1", Replica: "r2"},
+	}}
+	for i := 0; i < 500; i++ {
+		st := stepAt(rand.New(rand.NewSource(int64(i))), sc, 2)
+		if st.Op == simulate.OpRetry {
+			t.Fatalf("offered %v, a retry of an attempt whose Session never started", st)
+		}
+	}
+}
