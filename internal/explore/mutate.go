@@ -40,7 +40,7 @@ func mutate(rng *rand.Rand, base *simulate.Scenario, seeds []*simulate.Scenario)
 		case 4:
 			st := &sc.Steps[rng.Intn(len(sc.Steps))]
 			if st.Replica != "" {
-				st.Replica = simulate.ReplicaName(1 + rng.Intn(sc.Replicas))
+				st.Replica = simulate.ReplicaName(1 + rng.Intn(max(1, sc.Replicas)))
 			}
 		case 5:
 			changeReplicas(rng, sc)
@@ -63,7 +63,7 @@ func mutate(rng *rand.Rand, base *simulate.Scenario, seeds []*simulate.Scenario)
 // attempts, operations, held writes) is rebuilt from those steps, and a new Session or attempt gets a name
 // no step of sc uses.
 func stepAt(rng *rand.Rand, sc *simulate.Scenario, i int) simulate.Step {
-	g := &gen{rng: rng, replicas: sc.Replicas, attempts: map[string][]string{}}
+	g := &gen{rng: rng, replicas: max(1, sc.Replicas), attempts: map[string][]string{}}
 	for _, st := range sc.Steps[:i] {
 		g.track(st)
 	}
