@@ -157,6 +157,9 @@ func firstFailure(b *testing.B, t *conformance.Target, info *harness.LoadInfo, s
 	if err != nil {
 		b.Fatal(err)
 	}
+	if len(res.Errors) > 0 {
+		b.Logf("seed %d %s: %d scenario(s) could not run, first: %s", seed, m.name, len(res.Errors), res.Errors[0])
+	}
 	if res.FirstFailure == 0 {
 		return n + 1, time.Since(start)
 	}
@@ -197,8 +200,8 @@ func BenchmarkGuidedCoverage(b *testing.B) {
 					b.Fatal(err)
 				}
 				reach[k] = append(reach[k], res.Reached)
-				b.Logf("%s seed %d %s: %d reached after %d scenarios (%d seeds, %d favoured, %d varied, %d orders; %.0fs)",
-					filepath.Base(project), s, m.name, res.Reached, n, res.Seeds, res.Favoured, res.Mutated, res.Orders, time.Since(start).Seconds())
+				b.Logf("%s seed %d %s: %d reached after %d scenarios (%d seeds, %d favoured, %d varied, %d orders, %d not run; %.0fs)",
+					filepath.Base(project), s, m.name, res.Reached, n, res.Seeds, res.Favoured, res.Mutated, res.Orders, len(res.Errors), time.Since(start).Seconds())
 			}
 			w.Close()
 		}
