@@ -215,7 +215,7 @@ func runSimulation(c *cobra.Command, f *Factory, o *SimOptions, sc *simulate.Sce
 		}
 		return nil
 	}
-	timeline.Write(f.IO.Out, f.IO.OutStyles(), h, ev.Secrets)
+	timeline.Write(f.IO.Out, f.IO.OutStyles(), h, ev.Secrets, t.Project.Dir)
 	ids, msgs := conformance.Failing(ev, nil, nil, t.Settings.Skip)
 	st := f.IO.OutStyles()
 	if len(ids) == 0 {

@@ -44,8 +44,9 @@ func exEgress(ev *Evidence) Exercise {
 	return Exercise{Met: true, Over: fmt.Sprintf("every connection of %d scenario(s) through the egress proxy: %d to undeclared destinations", len(ev.Histories), n)}
 }
 
-// decideKitEgressUndeclared reports each refused connection once per callback, host and scheme, with the
-// callback's source line when the attempt arrived while one ran.
+// decideKitEgressUndeclared reports each refused connection once per callback, host and scheme, at the line
+// of the provider's own code that opened the connection (the callback's def line when the harness could not
+// tell, for example a name resolved on an executor thread).
 func decideKitEgressUndeclared(ev *Evidence) []Finding {
 	var out []Finding
 	seen := map[string]bool{}
@@ -60,8 +61,9 @@ func decideKitEgressUndeclared(ev *Evidence) []Finding {
 			}
 			seen[key] = true
 			msg := egressMessage(a)
-			var loc *report.Location
-			if a.Callback != "" {
+			// The line that opened the connection, as the harness reported it; else the callback's def.
+			loc := at(a.File, a.Line)
+			if loc == nil && a.Callback != "" {
 				loc = ev.methodLocation(simulate.Callback(a.Callback))
 			}
 			out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{bgEvidence(h, a.Replica, msg, loc)}})

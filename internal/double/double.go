@@ -22,6 +22,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/astrabox-dev/astrabox/internal/conntag"
 )
 
 // EnvURL is the environment variable that tells a replica process its base URL of the double.
@@ -139,8 +141,10 @@ func (d *Double) URL(replica string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("deployment double: listen on loopback for replica %q: %w", replica, err)
 	}
+	conns := &conntag.Counter{}
 	srv := &http.Server{
 		Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { d.serve(replica, w, r) }),
+		ConnContext:       conns.ConnContext,
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          log.New(io.Discard, "", 0),

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"slices"
 	"time"
+
+	"github.com/astrabox-dev/astrabox/internal/conntag"
 )
 
 // OperationHeader is the request header that names the operation a write belongs to, so that a fence on
@@ -37,6 +39,10 @@ type Request struct {
 	Header http.Header
 	// Body is the request body as received (up to Options.MaxBody).
 	Body []byte
+	// Conn names the provider's connection the request came over: the replica listener's own, or, for a
+	// request the egress proxy forwarded, the provider's connection to the proxy (its conntag.Header). The
+	// platform matches it to the harness's connection records to attribute requests without a call header.
+	Conn conntag.Ref
 	// Operation is the value of the X-Astrabox-Operation header (or of the service's operation header), if any.
 	Operation string
 	// Service names the declared service the request was for ("" = the double's own endpoints), and Host the
@@ -155,6 +161,7 @@ func (d *Double) arrive(replica string, r *http.Request) (*Request, []*faultStat
 		Path:      r.URL.Path,
 		Header:    r.Header.Clone(),
 		Operation: r.Header.Get(OperationHeader),
+		Conn:      connOf(r),
 	}
 	if d.hasFlight[replica] {
 		call := d.inFlight[replica]
@@ -167,6 +174,19 @@ func (d *Double) arrive(replica string, r *http.Request) (*Request, []*faultStat
 		req.Faults = append(req.Faults, f.id)
 	}
 	return req, matched
+}
+
+// connOf names the provider's connection a request came over: the proxy's conntag.Header for a request it
+// forwarded for a declared service, else the listener's own connection.
+func connOf(r *http.Request) conntag.Ref {
+	own := conntag.From(r.Context()).Next()
+	if r.Header.Get(ServiceHeader) != "" {
+		if ref, ok := conntag.Parse(r.Header.Get(conntag.Header)); ok {
+			return ref
+		}
+		return conntag.Ref{} // the proxy's own connection says nothing about the provider's
+	}
+	return own
 }
 
 // update runs fn on a recorded request under the lock.

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/astrabox-dev/astrabox/internal/conntag"
 )
 
 // Policy says what happens to a connection to a destination that is not a declared service.
@@ -71,6 +73,9 @@ type Record struct {
 	Write bool
 	// Refused reports a connection to an undeclared destination that the policy refused.
 	Refused bool
+	// Conn names the provider's connection to the proxy and the request's place on it, for matching with
+	// the harness's connection records (which call and which line opened it).
+	Conn conntag.Ref
 }
 
 // Options configure one replica's proxy.
@@ -127,7 +132,7 @@ func Start(o Options) (*Proxy, error) {
 		return nil, fmt.Errorf("start the egress proxy: %w", err)
 	}
 	p.ln = ln
-	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
+	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second, ConnContext: (&conntag.Counter{}).ConnContext}
 	go func() { _ = p.srv.Serve(ln) }()
 	if err := p.listenDirect(); err != nil {
 		p.Close()
@@ -160,35 +165,38 @@ func (p *Proxy) listenDirect() error {
 }
 
 func (p *Proxy) acceptDirect(ln net.Listener, s *Service, host string, plain bool) {
+	var counter conntag.Counter
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
 			return
 		}
+		tc := counter.Accept(conn)
 		p.conns.Add(1)
 		go func() {
 			defer p.conns.Done()
 			defer conn.Close()
 			if plain {
-				p.servePlain(conn, s, host)
+				p.servePlain(conn, tc, s, host)
 				return
 			}
-			p.terminate(conn, s, host)
+			p.terminate(conn, tc, s, host)
 		}()
 	}
 }
 
 // servePlain serves the plain-HTTP requests of one direct connection.
-func (p *Proxy) servePlain(conn net.Conn, s *Service, host string) {
-	p.serveConn(conn, func(w http.ResponseWriter, r *http.Request) {
-		p.serveService(w, r, s, "http", host)
+func (p *Proxy) servePlain(conn net.Conn, tc *conntag.Conn, s *Service, host string) {
+	p.serveConn(conn, tc, func(w http.ResponseWriter, r *http.Request) {
+		p.serveService(w, r, s, "http", host, conntag.From(r.Context()).Next())
 	})
 }
 
 // serveConn serves the HTTP/1.1 requests of one connection (a terminated tunnel or a direct connection)
-// until the client closes it or the proxy closes.
-func (p *Proxy) serveConn(conn net.Conn, h http.HandlerFunc) {
-	inner := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
+// until the client closes it or the proxy closes; tc numbers its requests.
+func (p *Proxy) serveConn(conn net.Conn, tc *conntag.Conn, h http.HandlerFunc) {
+	inner := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second,
+		ConnContext: func(ctx context.Context, _ net.Conn) context.Context { return conntag.With(ctx, tc) }}
 	ln := &oneConnListener{conn: conn, done: make(chan struct{})}
 	go func() {
 		select {
@@ -270,8 +278,9 @@ func (p *Proxy) Close() error {
 
 // ServeHTTP handles CONNECT tunnels and absolute-form proxy requests.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ref := conntag.From(r.Context()).Next()
 	if r.Method == http.MethodConnect {
-		p.connect(w, r)
+		p.connect(w, r, ref)
 		return
 	}
 	if !r.URL.IsAbs() {
@@ -280,14 +289,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	host := hostPort(r.URL.Host, "80")
 	if s := p.hosts[host]; s != nil {
-		p.serveService(w, r, s, "http", host)
+		p.serveService(w, r, s, "http", host, ref)
 		return
 	}
 	if p.passThrough(host) {
-		p.forward(w, r, host)
+		p.forward(w, r, host, ref)
 		return
 	}
-	p.refuse(w, r, "http", host)
+	p.refuse(w, r, "http", host, ref)
 }
 
 // hostPort lower-cases a host and adds the default port when none is given.
@@ -328,19 +337,19 @@ func (p *Proxy) emit(rec Record) {
 	}
 }
 
-func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, scheme, host string) {
+func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, scheme, host string, ref conntag.Ref) {
 	p.emit(Record{Seq: p.next(), Replica: p.o.Replica, Scheme: scheme, Host: host, Method: r.Method, Path: r.URL.Path,
-		Header: Redact(r.Header), Refused: true, Status: http.StatusForbidden})
+		Header: Redact(r.Header), Refused: true, Status: http.StatusForbidden, Conn: ref})
 	http.Error(w, fmt.Sprintf("astrabox: %s is not a declared service; declare it under [tool.astrabox.services] or set egress = \"allow\"", host), http.StatusForbidden)
 }
 
 // connect answers CONNECT: a declared service's TLS is terminated here with the run's CA; an undeclared
 // destination is refused (or tunnelled as it is, when allowed or on loopback).
-func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
+func (p *Proxy) connect(w http.ResponseWriter, r *http.Request, ref conntag.Ref) {
 	host := hostPort(r.Host, "443")
 	s := p.hosts[host]
 	if s == nil && !p.passThrough(host) {
-		p.refuse(w, r, "https", host)
+		p.refuse(w, r, "https", host, ref)
 		return
 	}
 	hj, ok := w.(http.Hijacker)
@@ -361,15 +370,15 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		}
 		client := &bufferedConn{Conn: conn, r: buf.Reader}
 		if s == nil {
-			p.tunnel(client, host)
+			p.tunnel(client, host, ref)
 			return
 		}
-		p.terminate(client, s, host)
+		p.terminate(client, conntag.NewConn(ref), s, host)
 	}()
 }
 
 // terminate speaks TLS to the client as the service's host, then serves the HTTP requests inside.
-func (p *Proxy) terminate(conn net.Conn, s *Service, host string) {
+func (p *Proxy) terminate(conn net.Conn, tc *conntag.Conn, s *Service, host string) {
 	name, _, _ := net.SplitHostPort(host)
 	cfg := &tls.Config{
 		MinVersion: tls.VersionTLS12,
@@ -387,20 +396,20 @@ func (p *Proxy) terminate(conn net.Conn, s *Service, host string) {
 		return
 	}
 	_ = tconn.SetDeadline(time.Time{})
-	p.serveConn(tconn, func(w http.ResponseWriter, r *http.Request) {
+	p.serveConn(tconn, tc, func(w http.ResponseWriter, r *http.Request) {
 		r.URL.Scheme, r.URL.Host = "https", host
-		p.serveService(w, r, s, "https", host)
+		p.serveService(w, r, s, "https", host, conntag.From(r.Context()).Next())
 	})
 }
 
 // tunnel copies bytes both ways to an allowed destination.
-func (p *Proxy) tunnel(client net.Conn, host string) {
+func (p *Proxy) tunnel(client net.Conn, host string, ref conntag.Ref) {
 	up, err := net.DialTimeout("tcp", host, 10*time.Second)
 	if err != nil {
 		return
 	}
 	defer up.Close()
-	p.emit(Record{Seq: p.next(), Replica: p.o.Replica, Scheme: "https", Host: host, Method: http.MethodConnect})
+	p.emit(Record{Seq: p.next(), Replica: p.o.Replica, Scheme: "https", Host: host, Method: http.MethodConnect, Conn: ref})
 	done := make(chan struct{}, 2)
 	go func() { _, _ = io.Copy(up, client); done <- struct{}{} }()
 	go func() { _, _ = io.Copy(client, up); done <- struct{}{} }()
@@ -411,16 +420,17 @@ func (p *Proxy) tunnel(client net.Conn, host string) {
 }
 
 // forward passes a plain HTTP request on to an allowed destination, recorded.
-func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, host string) {
+func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, host string, ref conntag.Ref) {
 	rec := &statusRecorder{ResponseWriter: w}
 	rp := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) { pr.Out.URL = r.URL; pr.Out.Host = r.URL.Host }}
 	rp.ServeHTTP(rec, r)
 	p.emit(Record{Seq: p.next(), Replica: p.o.Replica, Scheme: "http", Host: host, Method: r.Method, Path: r.URL.Path,
-		Query: r.URL.RawQuery, Header: Redact(r.Header), Status: rec.status()})
+		Query: r.URL.RawQuery, Header: Redact(r.Header), Status: rec.status(), Conn: ref})
 }
 
-// serveService records a declared service's request and has its handler answer it.
-func (p *Proxy) serveService(w http.ResponseWriter, r *http.Request, s *Service, scheme, host string) {
+// serveService records a declared service's request and has its handler answer it. The handler sees the
+// provider's connection in conntag.Header (a value the client sent is replaced); the record does not.
+func (p *Proxy) serveService(w http.ResponseWriter, r *http.Request, s *Service, scheme, host string, ref conntag.Ref) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, p.o.MaxBody+1))
 	if err != nil || int64(len(body)) > p.o.MaxBody {
 		http.Error(w, "astrabox egress proxy: request body unreadable or larger than the limit", http.StatusRequestEntityTooLarge)
@@ -431,10 +441,15 @@ func (p *Proxy) serveService(w http.ResponseWriter, r *http.Request, s *Service,
 	r.URL.Scheme, r.URL.Host = scheme, host // the handler sees the destination as host:port, default port filled in
 	seq := p.next()
 	rec := &statusRecorder{ResponseWriter: w}
+	r.Header.Del(conntag.Header)
+	header := Redact(r.Header)
+	if !ref.Zero() {
+		r.Header.Set(conntag.Header, ref.String())
+	}
 	s.Handler.ServeHTTP(rec, r)
 	p.emit(Record{Seq: seq, Replica: p.o.Replica, Service: s.Name, Scheme: scheme, Host: host, Method: r.Method,
-		Path: r.URL.Path, Query: r.URL.RawQuery, Header: Redact(r.Header), Body: body, Status: rec.status(),
-		Write: isWrite(r.Method, r.URL.Path, s.Reads)})
+		Path: r.URL.Path, Query: r.URL.RawQuery, Header: header, Body: body, Status: rec.status(),
+		Write: isWrite(r.Method, r.URL.Path, s.Reads), Conn: ref})
 }
 
 func isWrite(method, path string, reads []Route) bool {

@@ -131,11 +131,15 @@ type Observations struct {
 	Audit     []AuditEvent    `json:"audit"`
 	Leftovers Leftovers       `json:"leftovers"`
 	Dropped   int64           `json:"dropped"`
+	// Connections are the loopback TCP connections the provider's code opened (absent when there were
+	// none): the platform matches them to the requests that reached its listeners over them.
+	Connections []Connection `json:"connections,omitempty"`
 }
 
 // Empty reports whether nothing was observed.
 func (o Observations) Empty() bool {
-	return len(o.Logs) == 0 && len(o.Warnings) == 0 && len(o.Audit) == 0 && o.Leftovers.Empty() && o.Dropped == 0
+	return len(o.Logs) == 0 && len(o.Warnings) == 0 && len(o.Audit) == 0 && o.Leftovers.Empty() && o.Dropped == 0 &&
+		len(o.Connections) == 0
 }
 
 // Merge appends the observations of b to o.
@@ -148,6 +152,7 @@ func (o *Observations) Merge(b Observations) {
 	o.Leftovers.Timers = append(o.Leftovers.Timers, b.Leftovers.Timers...)
 	o.Leftovers.Children = append(o.Leftovers.Children, b.Leftovers.Children...)
 	o.Dropped += b.Dropped
+	o.Connections = append(o.Connections, b.Connections...)
 }
 
 // LogRecord is one logging record created by the provider.
@@ -182,6 +187,26 @@ type AuditEvent struct {
 	File        string `json:"file"`
 	Line        int    `json:"line"`
 	Function    string `json:"function"`
+	Call        *int64 `json:"call"`
+	AfterReturn bool   `json:"after_return"`
+}
+
+// Connection is one loopback TCP connection the provider's code opened: the harness saw its socket.connect
+// (binding the socket to an ephemeral port first when it was unbound) and reports which call's code opened
+// it and from where, so that a request sent over it without the X-Astrabox-Call header (a raw socket, an
+// asyncio stream) is attributed to that call and an egress attempt to that line (see package conntag).
+type Connection struct {
+	// Seq numbers the connections of one harness process in the order they were opened, from 1.
+	Seq int64 `json:"seq"`
+	// Port is the socket's local port; DestPort the loopback port it connected to.
+	Port     int `json:"port"`
+	DestPort int `json:"dest_port"`
+	// File, Line and Function are the innermost frame in the provider's own files that opened it ("" and 0
+	// when no provider code was on the stack, for example a resolver job on an executor thread).
+	File     string `json:"file"`
+	Line     int    `json:"line"`
+	Function string `json:"function"`
+	// Call is the harness call whose code opened the connection (nil outside any call).
 	Call        *int64 `json:"call"`
 	AfterReturn bool   `json:"after_return"`
 }

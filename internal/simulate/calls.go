@@ -51,9 +51,9 @@ func (p *platform) call(r *replica, cs callSpec) *CallRecord {
 	p.current[r.name] = rec
 	p.mu.Unlock()
 
-	hid := r.proc.NextCallID()
+	hid, pid := r.proc.NextCallID(), r.proc.PID()
 	p.mu.Lock()
-	p.callTags[fmt.Sprintf("%s|%d:%d", r.name, r.proc.PID(), hid)] = rec.Key
+	p.callTags[fmt.Sprintf("%s|%d:%d", r.name, pid, hid)] = rec.Key
 	p.mu.Unlock()
 	done := make(chan callResult, 1)
 	heldBefore := p.dbl.Held()
@@ -87,12 +87,15 @@ func (p *platform) call(r *replica, cs callSpec) *CallRecord {
 	p.mu.Unlock()
 
 	recordResult(rec, res, callFacts{HostLoss: hostLoss, OnRequest: onRequest, Timeout: timeout, ProcessFailed: res.err != nil})
+	p.takeConns(r.name, pid, &rec.Observations)
 	if res.reply != nil && res.reply.Exit != nil {
 		p.endedHost(r, rec, res.reply.Exit)
 	}
 	p.stableAddrs(rec)
 	p.event(&Event{Kind: EventCall, Replica: r.name, Call: rec, Message: describeCall(rec)})
-	if bg := r.proc.Background(); !bg.Empty() {
+	bg := r.proc.Background()
+	p.takeConns(r.name, pid, &bg)
+	if !bg.Empty() {
 		bgc := bg
 		p.stableObservations(&bgc)
 		p.event(&Event{Kind: EventBackground, Replica: r.name, Message: "observations from work left behind", Background: &bgc})

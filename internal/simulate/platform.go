@@ -159,7 +159,9 @@ type platform struct {
 	// callTags maps "replica|pid:harness call id" (the X-Astrabox-Call header the harness adds to the
 	// provider's requests to the double) to the call's key.
 	callTags map[string]string
-	hosts    *Hosts
+	// conns are the connections the replicas' processes reported opening, for requests without that header.
+	conns connIndex
+	hosts *Hosts
 	// hostDirs are the host directories of every replica process started for this scenario, removed at
 	// its end.
 	hostDirs []*host
@@ -374,21 +376,12 @@ func (p *platform) finish() {
 			hr.Call = rq.Call.CallID
 			hr.Callback = rq.Call.Callback
 		}
-		// The harness tags requests with the call whose code made them: trust that over the call that
-		// happened to be in flight when the request arrived (work left behind by an earlier call).
 		if key := p.windowOf(rq.Replica, rq.Seq); key != "" {
 			hr.Background = true
 		}
-		if tag := rq.Header.Get(CallHeader); tag != "" {
-			if key, ok := p.callTags[rq.Replica+"|"+tag]; ok {
-				if key != hr.Call {
-					hr.InFlight = hr.Call
-					hr.Background = true
-				}
-				hr.Call = key
-				hr.Callback = methods[key]
-			}
-		}
+		// The harness tags requests (by header, or by the connection they came over) with the call whose
+		// code made them: trust that over the call that happened to be in flight when the request arrived.
+		p.attribute(&hr, rq, methods)
 		if json.Valid(rq.Body) && len(rq.Body) > 0 {
 			hr.Body = json.RawMessage(rq.Body)
 		}
@@ -399,6 +392,7 @@ func (p *platform) finish() {
 	}
 	p.hist.Secrets = append(p.hist.Secrets, p.serviceSecrets(p.dbl.Requests())...)
 	p.hist.Egress = p.egress.sorted()
+	p.placeEgress(p.hist.Egress, methods)
 	for _, b := range p.boxes {
 		ib := InventoryBox{ID: b.id, Agent: b.agent, SandboxID: b.sandbox.ID, Generation: b.generation, EngineInitialized: b.engineInit, State: b.state}
 		ib.Files = b.sandbox.Paths()

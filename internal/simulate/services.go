@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/astrabox-dev/astrabox/internal/conntag"
 	"github.com/astrabox-dev/astrabox/internal/double"
 	"github.com/astrabox-dev/astrabox/internal/egress"
 	"github.com/astrabox-dev/astrabox/internal/services"
@@ -173,6 +174,13 @@ type EgressAttempt struct {
 	Method   string `json:"method"`
 	Path     string `json:"path,omitempty"`
 	Refused  bool   `json:"refused"`
+	// File, Line and Function are the innermost frame in the provider's own files that opened the
+	// connection, as the harness reported it ("" when it did not know: no provider frame on the stack).
+	File     string `json:"file,omitempty"`
+	Line     int    `json:"line,omitempty"`
+	Function string `json:"function,omitempty"`
+	// conn names the connection to the proxy, to find the harness's record of it.
+	conn conntag.Ref
 }
 
 // egressLog collects a scenario's egress attempts from the replicas' proxies.
@@ -214,7 +222,7 @@ func (p *platform) observeEgress(rec egress.Record) {
 	if rec.Service != "" {
 		return
 	}
-	a := EgressAttempt{Replica: rec.Replica, Scheme: rec.Scheme, Host: rec.Host, Method: rec.Method, Path: rec.Path, Refused: rec.Refused}
+	a := EgressAttempt{Replica: rec.Replica, Scheme: rec.Scheme, Host: rec.Host, Method: rec.Method, Path: rec.Path, Refused: rec.Refused, conn: rec.Conn}
 	if call, ok := p.dbl.InFlight(rec.Replica); ok {
 		a.Call, a.Callback = call.CallID, call.Callback
 		fmt.Sscanf(call.Step, "%d:", &a.Step)

@@ -86,6 +86,7 @@ func (p *platform) settle(r *replica, work []pendingWork, wait time.Duration) bo
 		p.mu.Unlock()
 	}
 	bg := r.proc.Background()
+	p.takeConns(r.name, r.proc.PID(), &bg)
 	ev := &Event{Kind: EventBackground, Replica: r.name, Origin: origin}
 	if rep != nil {
 		ev.Stdout, ev.Stderr = p.stableText(rep.Stdout.String()), p.stableText(rep.Stderr.String())

@@ -7,6 +7,7 @@ package timeline
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -16,14 +17,15 @@ import (
 	"github.com/astrabox-dev/astrabox/internal/term"
 )
 
-// Write prints h as a timeline on w with the styles s, masking every secret of set.
-func Write(w io.Writer, s term.Styles, h *simulate.History, set *secrets.Set) {
+// Write prints h as a timeline on w with the styles s, masking every secret of set. Source locations are shown
+// relative to root (the project directory) when they are inside it.
+func Write(w io.Writer, s term.Styles, h *simulate.History, set *secrets.Set, root string) {
 	fmt.Fprintf(w, "%s  seed %d, %d replicas, engine %s, provider %s\n", s.Heading.Render("scenario "+h.Scenario), h.Seed, h.Replicas, h.Engine, h.Provider)
 	for _, e := range h.Events {
 		writeEvent(w, s, e, set)
 	}
 	writeRequests(w, s, h.Requests, set)
-	writeEgress(w, s, h.Egress, set)
+	writeEgress(w, s, h.Egress, set, root)
 	fmt.Fprintln(w)
 }
 
@@ -109,7 +111,7 @@ func writeRequests(w io.Writer, s term.Styles, reqs []simulate.Request, set *sec
 }
 
 // writeEgress prints the connections replicas made to destinations that are not declared services.
-func writeEgress(w io.Writer, s term.Styles, attempts []simulate.EgressAttempt, set *secrets.Set) {
+func writeEgress(w io.Writer, s term.Styles, attempts []simulate.EgressAttempt, set *secrets.Set, root string) {
 	if len(attempts) == 0 {
 		return
 	}
@@ -128,8 +130,22 @@ func writeEgress(w io.Writer, s term.Styles, attempts []simulate.EgressAttempt, 
 			target = a.Scheme + "://" + a.Host
 		}
 		line := strings.TrimSpace(a.Method + " " + set.Mask(target+a.Path))
-		fmt.Fprintf(w, "   %-3s %s %s %s\n", a.Replica, line, s.Dim.Render("("+by+")"), verdict)
+		fmt.Fprintf(w, "   %-3s %s %s %s%s\n", a.Replica, line, s.Dim.Render("("+by+")"), verdict, connectedAt(s, a, root))
 	}
+}
+
+// connectedAt is " at FILE:LINE" of the provider's line that opened the connection, when the harness knew it.
+func connectedAt(s term.Styles, a simulate.EgressAttempt, root string) string {
+	if a.File == "" || a.Line <= 0 {
+		return ""
+	}
+	file := a.File
+	if root != "" {
+		if rel, err := filepath.Rel(root, file); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			file = rel
+		}
+	}
+	return " " + s.Dim.Render(fmt.Sprintf("at %s:%d", file, a.Line))
 }
 
 func flags(r simulate.Request) string {

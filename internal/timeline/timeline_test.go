@@ -23,7 +23,7 @@ func TestTimelineMasksNamesAndCutSecrets(t *testing.T) {
 			Error:  &harness.PyError{Type: "RuntimeError", Message: strings.Repeat("x", 100) + canary},
 			Result: &harness.Result{Type: "RuntimeMaterials", Files: []harness.MaterialFile{{Name: canary + ".json", Content: []byte("{}")}}, Environment: map[string]string{"KEY_" + canary: "v"}}}}}}
 	var out bytes.Buffer
-	Write(&out, term.NewStyles(false), h, set)
+	Write(&out, term.NewStyles(false), h, set, "/proj")
 	got := out.String()
 	if strings.Contains(got, canary[:20]) {
 		t.Fatalf("the timeline shows (part of) a canary:\n%s", got)
@@ -35,7 +35,8 @@ func TestTimelineMasksNamesAndCutSecrets(t *testing.T) {
 
 // TestServicesAndEgress renders a history with requests to the double and to declared services and with
 // egress attempts: the service requests name their service, the header names the services, and a refused
-// and an allowed attempt are each shown with their replica, callback and destination, secrets masked.
+// and an allowed attempt are each shown with their replica, callback, destination and the provider line that
+// connected (project-relative when inside the project), secrets masked.
 func TestServicesAndEgress(t *testing.T) {
 	set := &secrets.Set{}
 	set.Add("tok-3f9a1c77e2b4", "a value service oauth answered")
@@ -44,19 +45,22 @@ func TestServicesAndEgress(t *testing.T) {
 		{Seq: 2, Replica: "r1", Call: "r1#2", Method: "POST", Path: "/oauth2/token", Status: 200, Service: "oauth", Held: true},
 		{Seq: 3, Replica: "r2", Method: "GET", Path: "/consents/alice", Status: 200},
 	}, Egress: []simulate.EgressAttempt{
-		{Replica: "r2", Call: "r2#2", Callback: "prepare_session", Scheme: "https", Host: "api.example.com:443", Method: "GET", Path: "/x?k=tok-3f9a1c77e2b4", Refused: true},
+		{Replica: "r2", Call: "r2#2", Callback: "prepare_session", Scheme: "https", Host: "api.example.com:443", Method: "GET", Path: "/x?k=tok-3f9a1c77e2b4", Refused: true,
+			File: "/proj/src/acme/telemetry.py", Line: 41, Function: "_ping"},
+		{Replica: "r2", Host: "elsewhere.example:443", Method: "CONNECT", Refused: true, File: "/usr/lib/python3/site.py", Line: 7},
 		{Replica: "r1", Host: "mirror.example.org:80", Method: "CONNECT"},
 	}}
 	var out bytes.Buffer
-	Write(&out, term.NewStyles(false), h, set)
+	Write(&out, term.NewStyles(false), h, set, "/proj")
 	got := out.String()
 	for _, want := range []string{
 		"requests: 3 request(s) to the deployment double and the declared services (oauth, vault)\n",
 		"   #1   r1  GET    /v1/secret/data/a (r1#2) -> 404 via vault\n",
 		"   #2   r1  POST   /oauth2/token (r1#2) -> 200 [held] via oauth\n",
 		"   #3   r2  GET    /consents/alice (background) -> 200\n",
-		"egress: 2 connection(s) to destinations that are not declared services\n",
-		"   r2  GET https://api.example.com:443/x?k=‹secret:raw› (r2#2 prepare_session) refused\n",
+		"egress: 3 connection(s) to destinations that are not declared services\n",
+		"   r2  GET https://api.example.com:443/x?k=‹secret:raw› (r2#2 prepare_session) refused at src/acme/telemetry.py:41\n",
+		"   r2  CONNECT elsewhere.example:443 (no callback in flight) refused at /usr/lib/python3/site.py:7\n",
 		"   r1  CONNECT mirror.example.org:80 (no callback in flight) let through (egress = \"allow\")\n",
 	} {
 		if !strings.Contains(got, want) {
@@ -72,7 +76,7 @@ func TestServicesAndEgress(t *testing.T) {
 func TestDoubleOnly(t *testing.T) {
 	h := &simulate.History{Scenario: "s", Requests: []simulate.Request{{Seq: 1, Replica: "r1", Method: "PUT", Path: "/records/a", Status: 200, Call: "r1#1"}}}
 	var out bytes.Buffer
-	Write(&out, term.NewStyles(false), h, &secrets.Set{})
+	Write(&out, term.NewStyles(false), h, &secrets.Set{}, "")
 	got := out.String()
 	if !strings.Contains(got, "double: 1 request(s) to the deployment double\n   #1   r1  PUT    /records/a (r1#1) -> 200\n") || strings.Contains(got, "egress:") {
 		t.Errorf("double-only timeline changed:\n%s", got)

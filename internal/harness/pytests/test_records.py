@@ -32,7 +32,8 @@ class RecordsMirrorGo(unittest.TestCase):
             "LeftoverTimer": records.LeftoverTimer("m.cb", 0.5),
             "LeftoverChild": records.LeftoverChild(42, "sleep 9"),
             "Leftovers": records.Leftovers(),
-            "Observations": records.Observations(),
+            "Connection": records.Connection(1, 50000, 8080, "/f.py", 6, "f"),
+            "Observations": records.Observations(connections=[records.Connection(1, 50000, 8080, None, None, None)]),
         }
         for name, rec in samples.items():
             with self.subTest(name):

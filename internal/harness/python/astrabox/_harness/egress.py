@@ -6,8 +6,9 @@ own. ``http.client``, asyncio streams and raw sockets resolve and connect by the
 declared ``host:port`` answer with the loopback address of that host's direct listener on the proxy, where
 TLS is terminated with the run's certificate authority exactly as for a proxied client. A connection to any
 other non-loopback destination is refused under the default policy: the refusal is reported to the proxy
-(which records it against the callback in flight) and the client sees ``socket.gaierror`` or
-``ConnectionRefusedError``, as it would for an unreachable host.
+over a connection of its own, which the harness tags like any other (see :mod:`connections`), so the kit
+records it against the call whose code tried and at the provider's line; the client sees
+``socket.gaierror`` or ``ConnectionRefusedError``, as it would for an unreachable host.
 
 Requests sent this way to a declared service carry the same ``X-Astrabox-Call`` tag as requests to the
 deployment double, so work a finished callback left running is attributed to that callback.

@@ -13,10 +13,11 @@ import asyncio
 import contextvars
 import functools
 import os
+import sys
 import threading
 import weakref
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Dict, List, NamedTuple, Optional, Set, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Set, Tuple
 
 from astrabox._harness.records import (
     LeftoverChild,
@@ -25,7 +26,7 @@ from astrabox._harness.records import (
     LeftoverTimer,
     Leftovers,
 )
-from astrabox._harness.routing import CURRENT_CALL, Router
+from astrabox._harness.routing import CURRENT_CALL, SUBMITTED_AT, Router
 from astrabox._harness.sources import code_location, unwrap_job
 from astrabox._harness.values import callable_name, type_name
 
@@ -120,6 +121,8 @@ class Work:
         # Scanning /proc for children costs a file open per process on the machine: only do it once the
         # provider has started a process (an audited spawn) at least once.
         self.spawned = False
+        #: Finds the provider's own frame on a stack (set by the observer); executor jobs remember theirs.
+        self.locate: Optional[Callable[[Any], Any]] = None
 
     # -- tracking ----------------------------------------------------------------------------------------
 
@@ -146,12 +149,24 @@ class Work:
 
         def submit(executor: ThreadPoolExecutor, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
             ctx = contextvars.copy_context()
+            work.remember_submitter(ctx, sys._getframe(1))
             future = original_submit(executor, ctx.run, fn, *args, **kwargs)
             work.track_job(ctx.get(CURRENT_CALL), future, unwrap_job(fn, args))
             return future
 
         submit.__wrapped__ = original_submit  # type: ignore[attr-defined]
         ThreadPoolExecutor.submit = submit  # type: ignore[method-assign]
+
+    def remember_submitter(self, ctx: contextvars.Context, frame: Any) -> None:
+        """Keep, in a job's context, the provider line that submitted it (only during a call)."""
+        if self.locate is None or ctx.get(CURRENT_CALL) is None:
+            return
+        try:
+            where = self.locate(frame)
+            if where.file is not None:
+                ctx.run(SUBMITTED_AT.set, where)
+        except BaseException:  # noqa: B036 - never break the provider's submit
+            pass
 
     def track_tasks(self, loop: Any) -> None:
         """Remember which call created each task on the harness's loop (``asyncio.create_task`` and

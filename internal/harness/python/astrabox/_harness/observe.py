@@ -6,6 +6,7 @@ parts that do the work, one job each:
 
 - :mod:`~astrabox._harness.audit`: which audit events are observations, and their secret-free summaries;
 - :mod:`~astrabox._harness.sources`: which code file is the provider's and where an event was caused;
+- :mod:`~astrabox._harness.connections`: the call and line that opened each loopback TCP connection;
 - :mod:`~astrabox._harness.routing`: the call ``ContextVar`` and routing to the reply or the background;
 - :mod:`~astrabox._harness.leftovers`: the work each call started, its leftovers and settling;
 - :mod:`~astrabox._harness.records`: the typed records, mirroring internal/harness/messages.go.
@@ -21,11 +22,11 @@ import warnings
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, List, Optional, Set, Tuple
 
-from astrabox._harness import audit
+from astrabox._harness import audit, connections
 from astrabox._harness.leftovers import Snapshot, Work
-from astrabox._harness.records import AuditEvent, Leftovers, LogRecord, Observations, WarningRecord
-from astrabox._harness.routing import CURRENT_CALL, Router
-from astrabox._harness.sources import CodeKinds
+from astrabox._harness.records import AuditEvent, Connection, Leftovers, LogRecord, Observations, WarningRecord
+from astrabox._harness.routing import CURRENT_CALL, SUBMITTED_AT, Router
+from astrabox._harness.sources import CodeKinds, own_location
 from astrabox._harness.values import MESSAGE_LIMIT, safe_str, truncate, type_name
 
 __all__ = ["CURRENT_CALL", "Observer", "Snapshot"]
@@ -38,6 +39,7 @@ class Observer:
         self.router = Router()
         self.code = CodeKinds(sdk_dir)
         self.work = Work(self.router)
+        self.work.locate = lambda frame: own_location(self.code, frame)
         self.sdk_dir = self.code.sdk_dir
 
     # -- what the runner and the loader use --------------------------------------------------------------
@@ -215,7 +217,23 @@ class Observer:
             return
         if self.router.busy():
             return
-        self.router.guarded(self._audit, event, args, sys._getframe(1))
+        frame = sys._getframe(1)
+        if event == "socket.connect":
+            self.router.guarded(self._connection, args, frame)
+        self.router.guarded(self._audit, event, args, frame)
+
+    def _connection(self, args: Tuple[Any, ...], frame: Any) -> None:
+        """Tag a loopback TCP connection with the call whose code opens it (see :mod:`connections`)."""
+        if len(args) < 2:
+            return
+        tagged = connections.tag(args[0], args[1])
+        if tagged is None:
+            return
+        seq, port, dest = tagged
+        where = own_location(self.code, frame)
+        if where.file is None:
+            where = SUBMITTED_AT.get() or where  # library code on an executor thread (asyncio's resolver)
+        self.router.record(Connection(seq, port, dest, where.file, where.line, where.function))
 
     def _audit(self, event: str, args: Tuple[Any, ...], frame: Any) -> None:
         where = self.code.locate(event, frame)

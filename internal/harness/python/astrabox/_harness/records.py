@@ -72,6 +72,30 @@ class AuditEvent:
 
 
 @dataclass
+class Connection:
+    """A loopback TCP connection the provider's code opened (Go: ``Connection``).
+
+    ``port`` is the socket's local port (bound to an ephemeral one first when it was unbound), ``dest_port``
+    the port it connects to, and ``file``/``line``/``function`` the innermost frame of the provider's own
+    files on the stack: the platform matches the record to the requests that arrive over the connection.
+    """
+
+    KIND = "connections"
+    seq: int
+    port: int
+    dest_port: int
+    file: Optional[str]
+    line: Optional[int]
+    function: Optional[str]
+    call: Optional[int] = None
+    after_return: bool = False
+
+    def wire(self) -> Dict[str, Any]:
+        return {"seq": self.seq, "port": self.port, "dest_port": self.dest_port, "file": self.file,
+                "line": self.line, "function": self.function, "call": self.call, "after_return": self.after_return}
+
+
+@dataclass
 class LeftoverThread:
     """A thread (or pending executor job) a call started that is still alive (Go: ``LeftoverThread``)."""
 
@@ -156,9 +180,11 @@ class Observations:
     audit: List[AuditEvent] = field(default_factory=list)
     leftovers: Leftovers = field(default_factory=Leftovers)
     dropped: int = 0
+    connections: List[Connection] = field(default_factory=list)
 
     def add(self, entry: Any) -> None:
-        """Append a log, warning or audit record to its list, or count it as dropped past the bound."""
+        """Append a log, warning, audit or connection record to its list, or count it as dropped past the
+        bound."""
         items = getattr(self, entry.KIND)
         if len(items) >= LIST_LIMIT:
             self.dropped += 1
@@ -166,10 +192,14 @@ class Observations:
             items.append(entry)
 
     def empty(self) -> bool:
-        """No log, warning or audit record and nothing dropped (leftovers are not looked at)."""
-        return not (self.logs or self.warnings or self.audit or self.dropped)
+        """No log, warning, audit or connection record and nothing dropped (leftovers are not looked at)."""
+        return not (self.logs or self.warnings or self.audit or self.dropped or self.connections)
 
     def wire(self) -> Dict[str, Any]:
-        return {"logs": [r.wire() for r in self.logs], "warnings": [r.wire() for r in self.warnings],
-                "audit": [r.wire() for r in self.audit], "dropped": self.dropped,
-                "leftovers": self.leftovers.wire()}
+        """The wire form; ``connections`` is present only when there are any (older frames had none)."""
+        out = {"logs": [r.wire() for r in self.logs], "warnings": [r.wire() for r in self.warnings],
+               "audit": [r.wire() for r in self.audit], "dropped": self.dropped,
+               "leftovers": self.leftovers.wire()}
+        if self.connections:
+            out["connections"] = [c.wire() for c in self.connections]
+        return out

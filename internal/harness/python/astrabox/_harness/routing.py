@@ -18,6 +18,11 @@ from astrabox._harness.records import Observations
 #: The call in flight in this thread or task (``None`` outside any call).
 CURRENT_CALL: "contextvars.ContextVar[Optional[int]]" = contextvars.ContextVar("astrabox_call", default=None)
 
+#: Where the provider's code submitted the executor job running in this thread (a ``sources.Location``), for
+#: what library code does on the executor's thread with no provider frame on its stack (asyncio resolves
+#: names there).
+SUBMITTED_AT: "contextvars.ContextVar[Optional[Any]]" = contextvars.ContextVar("astrabox_submitted_at", default=None)
+
 
 class Router:
     """The reply bucket of the call in flight, the background bucket, and the harness's own-work flag."""

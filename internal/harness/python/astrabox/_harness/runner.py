@@ -291,7 +291,8 @@ class Runner:
             try:
                 self.writer.send(reply)
             except wire.FrameTooLarge:
-                reply["observations"] = Observations(dropped=len(obs.logs) + len(obs.warnings) + len(obs.audit)).wire()
+                reply["observations"] = Observations(dropped=len(obs.logs) + len(obs.warnings) + len(obs.audit),
+                                                     connections=obs.connections).wire()
                 self.writer.send(reply)
         if self._exit_after is not None:
             self._end_process(self._exit_after)

@@ -1,7 +1,8 @@
 """Source locations: which code file is the provider's, and where in it an observation was made.
 
 :class:`CodeKinds` sorts a code file name into ``provider``, ``sdk``, ``stdlib`` or ``other``;
-:meth:`CodeKinds.locate` walks a stack to the provider frame that caused an audit event;
+:meth:`CodeKinds.locate` walks a stack to the provider frame that caused an audit event, and
+:func:`own_location` to the innermost frame of the provider's own files (a connection's origin);
 :func:`code_location` finds the file and first line of a callable (a thread target, an executor job).
 """
 
@@ -132,6 +133,16 @@ class CodeKinds:
         if where is None:
             return NOWHERE
         return Location(where.f_code.co_filename, where.f_lineno, where.f_code.co_name)
+
+
+def own_location(kinds: CodeKinds, frame: Any) -> Location:
+    """The innermost frame of the provider's own files on the stack from ``frame``, else :data:`NOWHERE`."""
+    f = frame
+    while f is not None:
+        if kinds.kind(f.f_code.co_filename) == PROVIDER:
+            return Location(f.f_code.co_filename, f.f_lineno, f.f_code.co_name)
+        f = f.f_back
+    return NOWHERE
 
 
 def code_location(fn: Any) -> Tuple[Optional[str], Optional[int]]:
