@@ -7,11 +7,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/astrabox-dev/astrabox/internal/proclimit"
+	"github.com/astrabox-dev/astrabox/internal/testutil/asuser"
 )
 
 // TestLowProcessLimit runs the kit as the user nobody (it needs root) under a process limit a little above what
@@ -21,14 +21,8 @@ func TestLowProcessLimit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the kit and starts Python (skipped under -short)")
 	}
-	if os.Getuid() != 0 {
-		t.Skip("needs root to run the kit as the user nobody, where the process limit applies")
-	}
-	dir, err := os.MkdirTemp("", "lowlimit-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
+	asuser.Require(t, "the kit runs as nobody, where the process limit applies")
+	dir := asuser.Dir(t, "lowlimit-")
 	bin := filepath.Join(dir, "astrabox")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
@@ -42,20 +36,12 @@ func TestLowProcessLimit(t *testing.T) {
 	if err := os.Mkdir(home, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, 65534, 65534)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	asuser.Chown(t, dir)
 	limit := tasksOfNobody() + 20
-	cmd := exec.Command("bash", "-c", "ulimit -u "+strconv.FormatUint(limit, 10)+
+	cmd := asuser.Command("bash", "-c", "ulimit -u "+strconv.FormatUint(limit, 10)+
 		" && exec ./astrabox conformance run --project reference")
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + dir}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err = cmd.Run()
@@ -112,7 +98,7 @@ func pidsOfNobody() []int {
 		}
 		for _, line := range strings.Split(string(b), "\n") {
 			if v, ok := strings.CutPrefix(line, "Uid:"); ok {
-				if f := strings.Fields(v); len(f) > 0 && f[0] == "65534" && !strings.Contains(string(b), "State:\tZ") {
+				if f := strings.Fields(v); len(f) > 0 && f[0] == strconv.Itoa(asuser.UID) && !strings.Contains(string(b), "State:\tZ") {
 					pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(name)))
 					out = append(out, pid)
 				}

@@ -22,7 +22,7 @@ func syntheticHistory(n int) *simulate.History {
 	h := &simulate.History{Scenario: fmt.Sprintf("turns-%d", n), Seed: 1, Replicas: 2, Engine: "claude-code"}
 	for i := 0; i < n; i++ {
 		tok := fmt.Sprintf("astx_wid_%036x", rng.Uint64())
-		h.Secrets = append(h.Secrets, simulate.Secret{Value: tok, Origin: fmt.Sprintf("workload identity token of session s%d", i)})
+		h.Secrets = append(h.Secrets, secrets.Secret{Value: tok, Origin: fmt.Sprintf("workload identity token of session s%d", i)})
 		msg := fmt.Sprintf("prepare_turn of s%d returned RuntimeMaterials (1 file, 2 environment values)", i)
 		if i%10 == 0 {
 			msg += " token=" + tok

@@ -23,12 +23,13 @@ import (
 	"github.com/astrabox-dev/astrabox/internal/term"
 )
 
-func newConformanceCmd(f *Factory) *cobra.Command {
+// NewCmdConformance builds `astrabox conformance` and its subcommands.
+func NewCmdConformance(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "conformance",
 		Short: "Run, list and explain the conformance checks",
 	}
-	cmd.AddCommand(newConformanceRunCmd(f, nil), newConformanceListCmd(f), newConformanceExplainCmd(f))
+	cmd.AddCommand(NewCmdConformanceRun(f, nil), NewCmdConformanceList(f, nil), NewCmdConformanceExplain(f, nil))
 	return cmd
 }
 
@@ -69,7 +70,8 @@ func projectFlags(cmd *cobra.Command, project, python, provider *string) {
 	cmd.Flags().StringVar(provider, "provider", "", "pick one provider by entry-point name when several are declared (the platform itself would refuse to start)")
 }
 
-func newConformanceRunCmd(f *Factory, runF func(*RunOptions) error) *cobra.Command {
+// NewCmdConformanceRun builds `astrabox conformance run`; runF, when set, replaces the run.
+func NewCmdConformanceRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 	o := &RunOptions{}
 	cmd := &cobra.Command{
 		Use:   "run [PROJECT]",
@@ -100,6 +102,9 @@ scenario exercised).`,
 				return err
 			}
 			o.Policy.FailOn = failOn
+			if err := parseFormat(&o.Format, report.Reports); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(o)
 			}
@@ -110,14 +115,14 @@ scenario exercised).`,
 	cmd.Flags().Int64Var(&o.Seed, "seed", 1, "seed of every scenario (also from [tool.astrabox] seed)")
 	cmd.Flags().StringSliceVar(&o.Checks, "check", nil, "run only checks matching these IDs, globs (SESSION-*) or areas")
 	cmd.Flags().StringSliceVar(&o.Skip, "skip", nil, "skip checks matching these IDs, globs or areas")
-	cmd.Flags().StringVarP(&o.Format, "format", "f", "text", "format on stdout: "+strings.Join(report.Formats(), ", "))
+	cmd.Flags().StringVarP(&o.Format, "format", "f", "text", "format on stdout: "+strings.Join(report.Reports.Names(), ", "))
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "write the --format output to this file instead of stdout")
 	cmd.Flags().StringVar(&o.JSONFile, "json", "", "also write the JSON report to this file")
 	cmd.Flags().StringVar(&o.JUnit, "junit", "", "also write a JUnit XML report to this file")
 	cmd.Flags().StringVar(&o.SARIF, "sarif", "", "also write a SARIF 2.1.0 report to this file")
 	cmd.Flags().StringVar(&o.GitHub, "github", "", "also write GitHub workflow annotations to this file")
 	cmd.Flags().StringVar(&o.GitLab, "gitlab", "", "also write a GitLab Code Quality report to this file")
-	cmd.Flags().IntVarP(&o.Jobs, "jobs", "j", 0, "scenarios run at once on independent replica sets (default: the number of cores)")
+	cmd.Flags().IntVarP(&o.Jobs, "jobs", "j", 0, "scenarios run at once, each on its own replica processes and its own instance of every declared service (default: the number of cores)")
 	cmd.Flags().StringVar(&o.ConfigFile, "config", "", "read the settings from this file instead of the project's [tool.astrabox] or astrabox.toml (a pyproject.toml gives its [tool.astrabox] table)")
 	cmd.Flags().StringArrayVar(&o.Set, "set", nil, "override one setting, KEY=VALUE with VALUE in TOML (--set seed=7 --set 'deadlines={turn=5}'); repeatable")
 	cmd.Flags().StringVar(&o.failOn, "fail-on", string(FailOnFailed), "results that fail the run (exit 1): failed (failed or flaky checks) or warning (also warnings)")
@@ -127,7 +132,7 @@ scenario exercised).`,
 	coverageFlags(cmd, &o.Coverage)
 	_ = cmd.RegisterFlagCompletionFunc("check", completeCheckIDs)
 	_ = cmd.RegisterFlagCompletionFunc("skip", completeCheckIDs)
-	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(report.Formats(), cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(report.Reports.Names(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("fail-on", cobra.FixedCompletions([]string{string(FailOnFailed), string(FailOnWarning)}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("provider", completeProviders)
 	return cmd
@@ -167,11 +172,6 @@ func runConformance(parent context.Context, f *Factory, o *RunOptions) error {
 	if parent == nil {
 		parent = context.Background()
 	}
-	format, err := report.ParseFormat(o.Format)
-	if err != nil {
-		return usagef("%v", err)
-	}
-	o.Format = string(format)
 	ctx, cancel := signalContext(parent)
 	defer cancel()
 	opts := conformance.Options{
@@ -309,8 +309,6 @@ type ListOptions struct {
 	Format string
 }
 
-func newConformanceListCmd(f *Factory) *cobra.Command { return NewCmdConformanceList(f, nil) }
-
 // NewCmdConformanceList builds `astrabox conformance list`; runF, when set, replaces the run.
 func NewCmdConformanceList(f *Factory, runF func(*ListOptions) error) *cobra.Command {
 	o := &ListOptions{}
@@ -319,7 +317,7 @@ func NewCmdConformanceList(f *Factory, runF func(*ListOptions) error) *cobra.Com
 		Short: "List every check with its severity and the clauses it covers",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := textOrJSON(&o.Format); err != nil {
+			if err := parseFormat(&o.Format, report.TextOrJSON); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -364,8 +362,6 @@ type ExplainOptions struct {
 	// CheckID is the check to explain, as given.
 	CheckID string
 }
-
-func newConformanceExplainCmd(f *Factory) *cobra.Command { return NewCmdConformanceExplain(f, nil) }
 
 // NewCmdConformanceExplain builds `astrabox conformance explain`; runF, when set, replaces the run.
 func NewCmdConformanceExplain(f *Factory, runF func(*ExplainOptions) error) *cobra.Command {

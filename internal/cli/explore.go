@@ -118,10 +118,23 @@ func writeExploreSummary(w io.Writer, r *explore.Result) {
 	}
 }
 
-func newSimulateExploreCmd(f *Factory, so *SimOptions) *cobra.Command {
-	eo := &ExploreOptions{}
-	var checks, skip []string
-	var jobs int
+// SimExploreOptions are the options of `astrabox simulate explore`.
+type SimExploreOptions struct {
+	// Sim holds the flags shared with the other simulate commands: the project, interpreter, provider,
+	// --format (text or json, validated and lower-cased before the run) and --seed.
+	Sim *SimOptions
+	// Explore is the exploration flags; at least --explore N or --last-failed is given, and --shard is
+	// valid, before the run.
+	Explore ExploreOptions
+	// Checks and Skip select the checks that judge each scenario; Jobs is the worker sets at once.
+	Checks, Skip []string
+	Jobs         int
+}
+
+// NewCmdSimulateExplore builds `astrabox simulate explore` under a simulate command whose shared flags fill
+// so; runF, when set, replaces the run.
+func NewCmdSimulateExplore(f *Factory, so *SimOptions, runF func(*SimExploreOptions) error) *cobra.Command {
+	o := &SimExploreOptions{Sim: so}
 	cmd := &cobra.Command{
 		Use:   "explore",
 		Short: "Judge generated lifecycle scenarios with faults, shrinking and saving every failure",
@@ -134,48 +147,69 @@ command that replays it. A failure whose replay does not fail the same way is re
   astrabox simulate explore --explore 2000 --shard 1/4 --jobs 2`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := textOrJSON(&so.Format); err != nil {
+			if err := parseFormat(&so.Format, report.TextOrJSON); err != nil {
 				return err
 			}
-			var res *explore.Result
-			hook, err := exploreHook(f, eo, false, jobs, checks, skip, &res)
-			if err != nil {
-				return err
-			}
-			if hook == nil {
+			if o.Explore.N <= 0 && !o.Explore.LastFailed {
 				return usagef("nothing to explore: give --explore N or --last-failed")
 			}
-			ctx, cancel := signalContext(cmd.Context())
-			defer cancel()
-			seed := so.Seed
-			_, err = conformance.Run(ctx, conformance.Options{Project: so.Project, Python: so.Python, Provider: so.Provider, Seed: &seed,
-				Checks: checks, Skip: skip, Jobs: jobs, Getenv: f.Getenv, NoSuite: true, After: hook, Version: f.Version})
-			if err != nil {
-				if ctx.Err() != nil && cmd.Context().Err() == nil {
-					return &exitError{code: ExitUndecided, err: errInterrupted}
-				}
-				return asUndecided(err)
+			if _, _, err := parseShard(o.Explore.Shard); err != nil {
+				return err
 			}
-			if so.Format == "json" {
-				if err := writeJSON(f.IO.Out, res); err != nil {
-					return err
-				}
-			} else {
-				writeExploreSummary(f.IO.Out, res)
+			if runF != nil {
+				return runF(o)
 			}
-			for _, w := range res.Warnings {
-				fmt.Fprintln(f.IO.Err, f.IO.ErrStyles().Warn.Render("warning:")+" "+errorText(w))
-			}
-			if len(res.Failures) > 0 {
-				return errFailed
-			}
-			return nil
+			return runSimulateExplore(cmd.Context(), f, o)
 		},
 	}
-	exploreFlags(cmd, eo, 100)
-	cmd.Flags().StringSliceVar(&checks, "check", nil, "judge only checks matching these IDs, globs or areas")
-	cmd.Flags().StringSliceVar(&skip, "skip", nil, "do not judge checks matching these IDs, globs or areas")
-	cmd.Flags().IntVarP(&jobs, "jobs", "j", 0, "worker sets running scenarios at once (default: the number of cores)")
+	exploreFlags(cmd, &o.Explore, 100)
+	cmd.Flags().StringSliceVar(&o.Checks, "check", nil, "judge only checks matching these IDs, globs or areas")
+	cmd.Flags().StringSliceVar(&o.Skip, "skip", nil, "do not judge checks matching these IDs, globs or areas")
+	cmd.Flags().IntVarP(&o.Jobs, "jobs", "j", 0, "scenarios run at once, each on its own replica processes and its own instance of every declared service (default: the number of cores)")
 	_ = cmd.RegisterFlagCompletionFunc("check", completeCheckIDs)
 	return cmd
+}
+
+// runSimulateExplore explores with warm workers and no default suite, then prints the result.
+func runSimulateExplore(parent context.Context, f *Factory, o *SimExploreOptions) error {
+	if parent == nil {
+		parent = context.Background()
+	}
+	var res *explore.Result
+	hook, err := exploreHook(f, &o.Explore, false, o.Jobs, o.Checks, o.Skip, &res)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := signalContext(parent)
+	defer cancel()
+	so := o.Sim
+	seed := so.Seed
+	_, err = conformance.Run(ctx, conformance.Options{Project: so.Project, Python: so.Python, Provider: so.Provider, Seed: &seed,
+		Checks: o.Checks, Skip: o.Skip, Jobs: o.Jobs, Getenv: f.Getenv, NoSuite: true, After: hook, Version: f.Version})
+	if err != nil {
+		if ctx.Err() != nil && parent.Err() == nil {
+			return &exitError{code: ExitUndecided, err: errInterrupted}
+		}
+		return asUndecided(err)
+	}
+	return writeExploreResult(f, so.Format, res)
+}
+
+// writeExploreResult prints an exploration's result as JSON or as the summary, then its warnings on stderr;
+// the error is errFailed when a check failed.
+func writeExploreResult(f *Factory, format string, res *explore.Result) error {
+	if format == string(report.FormatJSON) {
+		if err := writeJSON(f.IO.Out, res); err != nil {
+			return err
+		}
+	} else {
+		writeExploreSummary(f.IO.Out, res)
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintln(f.IO.Err, f.IO.ErrStyles().Warn.Render("warning:")+" "+errorText(w))
+	}
+	if len(res.Failures) > 0 {
+		return errFailed
+	}
+	return nil
 }

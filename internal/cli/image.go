@@ -8,17 +8,22 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/astrabox-dev/astrabox/internal/report"
 	"github.com/astrabox-dev/astrabox/internal/wrapper"
 )
 
 // CheckWrapperOptions are the options of `astrabox image check-wrapper`.
 type CheckWrapperOptions struct {
-	Path    string
-	Format  string
+	// Path is the wrapper script to check, as given.
+	Path string
+	// Format is text or json, validated and lower-cased before the run.
+	Format string
+	// Timeout bounds each run of the wrapper (positive).
 	Timeout time.Duration
 }
 
-func newImageCmd(f *Factory) *cobra.Command {
+// NewCmdImage builds `astrabox image` and its subcommands.
+func NewCmdImage(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "image",
 		Short: "Check what a sandbox image must bring with it",
@@ -29,11 +34,12 @@ A CLI wrapper finds the real CLI through the ASTRABOX_REAL_CLI environment varia
 otherwise runs "claude" from PATH.`,
 		Example: `  astrabox image check-wrapper images/agent/claude-wrapper.sh`,
 	}
-	cmd.AddCommand(newCheckWrapperCmd(f, nil))
+	cmd.AddCommand(NewCmdImageCheckWrapper(f, nil))
 	return cmd
 }
 
-func newCheckWrapperCmd(f *Factory, runF func(*CheckWrapperOptions) error) *cobra.Command {
+// NewCmdImageCheckWrapper builds `astrabox image check-wrapper`; runF, when set, replaces the run.
+func NewCmdImageCheckWrapper(f *Factory, runF func(*CheckWrapperOptions) error) *cobra.Command {
 	o := &CheckWrapperOptions{}
 	cmd := &cobra.Command{
 		Use:   "check-wrapper PATH",
@@ -64,7 +70,7 @@ executable or cannot be started, or on bad usage.`,
 		Args: exactArgs("WRAPPER path", "for example images/agent/claude-wrapper.sh"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Path = args[0]
-			if err := textOrJSON(&o.Format); err != nil {
+			if err := parseFormat(&o.Format, report.TextOrJSON); err != nil {
 				return err
 			}
 			if o.Timeout <= 0 {
@@ -78,7 +84,7 @@ executable or cannot be started, or on bad usage.`,
 	}
 	cmd.Flags().StringVarP(&o.Format, "format", "f", "text", "output format: text or json")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", wrapper.DefaultTimeout, "bound on each run of the wrapper")
-	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{"text", "json"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(report.TextOrJSON.Names(), cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 

@@ -116,12 +116,13 @@ func takeProjectArg(cmd *cobra.Command, args []string, project *string) error {
 	return nil
 }
 
-// textOrJSON validates the --format of the commands that print text or JSON, in any case, and normalises it
-// to lower case. (conformance run and report merge take every report format: report.ParseFormat.)
-func textOrJSON(format *string) error {
-	f := report.Format(strings.ToLower(strings.TrimSpace(*format)))
-	if f != report.FormatText && f != report.FormatJSON {
-		return usagef("unknown format %q; use text or json", *format)
+// parseFormat validates a command's --format against the formats it accepts (report.Reports or
+// report.TextOrJSON: the one format registry), in any case, and normalises it to the format's name; an unknown
+// name is a usage error that lists the accepted ones.
+func parseFormat(format *string, accepted report.FormatSet) error {
+	f, err := accepted.Parse(*format)
+	if err != nil {
+		return &usageError{err}
 	}
 	*format = string(f)
 	return nil

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/astrabox-dev/astrabox/internal/conformance"
+	"github.com/astrabox-dev/astrabox/internal/report"
 	"github.com/astrabox-dev/astrabox/internal/term"
 )
 
@@ -37,7 +38,7 @@ RuntimePreparationProvider subclass with a valid name; 2 otherwise (it does not 
 has an invalid name, or several providers conflict), so the command works as a smoke check.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := textOrJSON(&o.Format); err != nil {
+			if err := parseFormat(&o.Format, report.TextOrJSON); err != nil {
 				return err
 			}
 			if runF != nil {

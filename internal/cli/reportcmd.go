@@ -16,7 +16,7 @@ import (
 type MergeOptions struct {
 	// Files are the JSON reports to merge.
 	Files []string
-	// Format is the output format as given; it is validated by report.ParseFormat before the run.
+	// Format is the output format as given; it is validated against report.Reports before the run.
 	Format     string
 	Output     string
 	SourceRoot string
@@ -49,21 +49,20 @@ when the merged report has a failure.`,
   astrabox report merge shard-*.json --format junit --source-root . --output junit.xml`,
 		Args: minArgs("REPORT.json"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			fm, err := report.ParseFormat(o.Format)
-			if err != nil {
-				return usagef("%v", err)
+			if err := parseFormat(&o.Format, report.Reports); err != nil {
+				return err
 			}
-			o.Files, o.format = args, fm
+			o.Files, o.format = args, report.Format(o.Format)
 			if runF != nil {
 				return runF(o)
 			}
 			return mergeReports(f, o)
 		},
 	}
-	merge.Flags().StringVarP(&o.Format, "format", "f", "json", "output format: "+strings.Join(report.Formats(), ", "))
+	merge.Flags().StringVarP(&o.Format, "format", "f", "json", "output format: "+strings.Join(report.Reports.Names(), ", "))
 	merge.Flags().StringVarP(&o.Output, "output", "o", "", "write to this file instead of stdout")
 	merge.Flags().StringVar(&o.SourceRoot, "source-root", "", "directory report paths are relative to (default: GITHUB_WORKSPACE or CI_PROJECT_DIR, else the git repository holding the project, else the project)")
-	_ = merge.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(report.Formats(), cobra.ShellCompDirectiveNoFileComp))
+	_ = merge.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(report.Reports.Names(), cobra.ShellCompDirectiveNoFileComp))
 	lcovXMLFlags(merge, &o.Coverage)
 	return merge
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/astrabox-dev/astrabox/internal/report"
 	"github.com/astrabox-dev/astrabox/internal/term"
 )
 
@@ -114,14 +115,14 @@ file and line.`,
 		return &usageError{fmt.Errorf("%s\nRun '%s --help' for usage.", cleanFlagError(err.Error()), cmd.CommandPath())}
 	})
 	root.AddCommand(
-		newConformanceCmd(f),
+		NewCmdConformance(f),
 		newProvidersCmd(f),
 		newSimulateCmd(f),
-		newSDKCmd(f),
+		NewCmdSDK(f),
 		newReportCmd(f),
 		newVersionCmd(f),
 		newInitCmd(f),
-		newImageCmd(f),
+		NewCmdImage(f),
 		newEnvironmentTopic(),
 	)
 	root.SuggestionsMinimumDistance = 2
@@ -206,7 +207,7 @@ func NewCmdVersion(f *Factory, runF func(*VersionOptions) error) *cobra.Command 
 		Short: "Print the kit's version, commit and Go version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := textOrJSON(&o.Format); err != nil {
+			if err := parseFormat(&o.Format, report.TextOrJSON); err != nil {
 				return err
 			}
 			if runF != nil {

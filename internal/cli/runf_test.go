@@ -155,7 +155,7 @@ func TestSimulateRunFile(t *testing.T) {
 func TestConformanceRunOptions(t *testing.T) {
 	var got *RunOptions
 	build := func(f *Factory) *cobra.Command {
-		return newConformanceRunCmd(f, func(o *RunOptions) error { got = o; return nil })
+		return NewCmdConformanceRun(f, func(o *RunOptions) error { got = o; return nil })
 	}
 	err, _, _ := execute(t, build, "proj", "--seed", "5", "--check", "TURN-*,LEAK-LOG", "--fail-on", "Warning", "--exit-zero", "--set", "seed=7", "--set", "jobs=1")
 	if err != nil || got == nil {
@@ -268,7 +268,7 @@ func TestInitAndCheckWrapperOptions(t *testing.T) {
 
 	var wo *CheckWrapperOptions
 	wrap := func(f *Factory) *cobra.Command {
-		return newCheckWrapperCmd(f, func(o *CheckWrapperOptions) error { wo = o; return nil })
+		return NewCmdImageCheckWrapper(f, func(o *CheckWrapperOptions) error { wo = o; return nil })
 	}
 	if err, _, _ := execute(t, wrap, "./claude", "--format", "JSON", "--timeout", "3s"); err != nil ||
 		wo.Path != "./claude" || wo.Format != "json" || wo.Timeout.String() != "3s" {

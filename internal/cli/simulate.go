@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/astrabox-dev/astrabox/internal/conformance"
+	"github.com/astrabox-dev/astrabox/internal/report"
 	"github.com/astrabox-dev/astrabox/internal/simulate"
 	"github.com/astrabox-dev/astrabox/internal/timeline"
 )
@@ -49,6 +50,14 @@ The project's declared services ([tool.astrabox.services.NAME]) are started as i
 behind egress control: the timeline names the service of each request and lists every connection
 to an undeclared destination that was refused (docs/services.md).`,
 	}
+	simulateFlags(cmd, o)
+	cmd.AddCommand(cannedSimulations(f, o, runF)...)
+	cmd.AddCommand(newSimulateRunCmd(f, o, runF), NewCmdSimulateExplore(f, o, nil))
+	return cmd
+}
+
+// simulateFlags adds the flags every simulate command shares (persistent on the simulate command) into o.
+func simulateFlags(cmd *cobra.Command, o *SimOptions) {
 	cmd.PersistentFlags().StringVar(&o.Project, "project", "", "provider project directory (default: the nearest directory upward holding pyproject.toml or setup.cfg)")
 	cmd.PersistentFlags().StringVar(&o.Python, "python", "", "Python interpreter to load the provider with")
 	cmd.PersistentFlags().StringVar(&o.Provider, "provider", "", "pick one provider by entry-point name when several are declared")
@@ -59,15 +68,11 @@ to an undeclared destination that was refused (docs/services.md).`,
 	cmd.PersistentFlags().StringVar(&o.Principal, "principal", "alice", "the Session owner")
 	cmd.PersistentFlags().StringVar(&o.Consent, "consent", "granted", "the owner's consent at the identity service: granted or pending")
 	_ = cmd.RegisterFlagCompletionFunc("engine", cobra.FixedCompletions(simulate.AdapterNames(), cobra.ShellCompDirectiveNoFileComp))
-
-	cmd.AddCommand(cannedSimulations(f, o, runF)...)
-	cmd.AddCommand(newSimulateRunCmd(f, o, runF), newSimulateExploreCmd(f, o))
-	return cmd
 }
 
 // simulateOrRunF validates the format and runs the scenario, or hands the options to runF.
 func simulateOrRunF(c *cobra.Command, f *Factory, o *SimOptions, sc *simulate.Scenario, runF func(*SimOptions) error) error {
-	if err := textOrJSON(&o.Format); err != nil {
+	if err := parseFormat(&o.Format, report.TextOrJSON); err != nil {
 		return err
 	}
 	o.Scenario = sc

@@ -55,9 +55,9 @@ func NewCanary() string {
 }
 
 // plantCanaries fills every field under `secrets` and every configured secret field with a unique canary
-// from newCanary, and returns (value, origin) pairs.
-func plantCanaries(cfg map[string]any, fields []string, newCanary func() string) ([][2]string, error) {
-	var out [][2]string
+// from newCanary, and returns the canaries as secrets with their origins.
+func plantCanaries(cfg map[string]any, fields []string, newCanary func() string) ([]secrets.Secret, error) {
+	var out []secrets.Secret
 	if sec, ok := cfg["secrets"].(map[string]any); ok {
 		keys := make([]string, 0, len(sec))
 		for k := range sec {
@@ -67,7 +67,7 @@ func plantCanaries(cfg map[string]any, fields []string, newCanary func() string)
 		for _, k := range keys {
 			v := newCanary()
 			sec[k] = v
-			out = append(out, [2]string{v, "configuration field secrets." + k})
+			out = append(out, secrets.Secret{Value: v, Origin: "configuration field secrets." + k})
 		}
 	}
 	for _, f := range fields {
@@ -77,7 +77,7 @@ func plantCanaries(cfg map[string]any, fields []string, newCanary func() string)
 			if i == len(parts)-1 {
 				v := newCanary()
 				m[p] = v
-				out = append(out, [2]string{v, "configuration field " + f})
+				out = append(out, secrets.Secret{Value: v, Origin: "configuration field " + f})
 				break
 			}
 			next, ok := m[p].(map[string]any)

@@ -193,6 +193,7 @@ func init() {
 	)
 }
 
+// canonical is a JSON value as the checks compare it: simulate.CanonicalJSON, trimmed.
 func canonical(raw []byte) []byte {
-	return []byte(strings.TrimSpace(string(canonicalJSON(raw))))
+	return []byte(strings.TrimSpace(string(simulate.CanonicalJSON(raw))))
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/astrabox-dev/astrabox/internal/harness"
+	"github.com/astrabox-dev/astrabox/internal/secrets"
 	"github.com/astrabox-dev/astrabox/internal/simulate"
 )
 
@@ -142,10 +143,10 @@ func TestLeakCrossSession(t *testing.T) {
 		return write(call, "POST", "/v1/credentials", `{"principal_id":"`+principal+`","audience":"tools"}`, order)
 	}
 	const tokA, tokC, tokSvc = "astx_cred_aaaaaaaaaaaa", "astx_cred_cccccccccccc", "astx_cred_ssssssssssss"
-	secretsOf := func(tokens ...string) []simulate.Secret {
-		var out []simulate.Secret
+	secretsOf := func(tokens ...string) []secrets.Secret {
+		var out []secrets.Secret
 		for _, t := range tokens {
-			out = append(out, simulate.Secret{Value: t, Origin: originCredential})
+			out = append(out, secrets.Secret{Value: t, Origin: originCredential})
 		}
 		return out
 	}

@@ -118,7 +118,7 @@ func writeSignature(r simulate.Request) string {
 	if len(body) == 0 {
 		body = r.Body
 	}
-	return strings.ToUpper(r.Method) + " " + r.Path + " " + string(canonicalJSON(body))
+	return strings.ToUpper(r.Method) + " " + r.Path + " " + string(simulate.CanonicalJSON(body))
 }
 
 func decideTurnIdempotent(ev *Evidence) []Finding {

@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -170,20 +169,6 @@ func describeRequest(r simulate.Request) string {
 func isWrite(method string) bool {
 	m := strings.ToUpper(method)
 	return m == "PUT" || m == "POST" || m == "DELETE" || m == "PATCH"
-}
-
-// canonicalJSON re-encodes a JSON document with sorted keys, so that equal values compare equal; an empty
-// document is null (simulate's canonicalDeclaration, which hashes declarations, treats empty as {}).
-func canonicalJSON(raw []byte) []byte {
-	if len(raw) == 0 {
-		return []byte("null")
-	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return raw
-	}
-	b, _ := json.Marshal(v)
-	return b
 }
 
 // callID is the harness call id part of a call key ("r2#5" -> "5"), or the key when it has no replica part.

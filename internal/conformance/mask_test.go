@@ -42,12 +42,12 @@ func TestMaskResultMasksLocationsAndLeavesTheOriginal(t *testing.T) {
 func TestCanariesDifferFromRunToRun(t *testing.T) {
 	a, _ := plantCanaries(DefaultConfig(1), nil, NewCanary)
 	b, _ := plantCanaries(DefaultConfig(1), nil, NewCanary)
-	if len(a) != 2 || len(b) != 2 || a[0][0] == b[0][0] || a[1][0] == b[1][0] {
+	if len(a) != 2 || len(b) != 2 || a[0].Value == b[0].Value || a[1].Value == b[1].Value {
 		t.Fatalf("two runs of seed 1 planted %v and %v", a, b)
 	}
 	for _, p := range a {
-		if !strings.HasPrefix(p[0], CanaryPrefix) || len(p[0]) != len(CanaryPrefix)+24 {
-			t.Fatalf("canary %q", p[0][:len(CanaryPrefix)])
+		if !strings.HasPrefix(p.Value, CanaryPrefix) || len(p.Value) != len(CanaryPrefix)+24 {
+			t.Fatalf("canary %q", p.Value[:len(CanaryPrefix)])
 		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/astrabox-dev/astrabox/internal/simulate"
 )
 
 // settingsSource returns the raw settings a run uses, the file they are reported against and the directory
@@ -27,7 +29,7 @@ func settingsSource(raw map[string]any, file, dir, configFile string, set []stri
 	if len(set) == 0 {
 		return raw, file, dir, nil
 	}
-	out := deepCopyMap(raw)
+	out := simulate.CopyMap(raw)
 	if out == nil {
 		out = map[string]any{}
 	}

@@ -375,7 +375,6 @@ func runScenarios(ctx context.Context, env *Env, o Options, seed int64, logf fun
 	if o.After != nil {
 		jobs = o.jobs(1 << 20)
 	}
-	jobs = serialWithServices(jobs, t.Settings)
 	started := time.Now()
 	w, err := env.NewWorkers(ctx, jobs, maxReplicas(scenarios, 3))
 	if err != nil {
@@ -383,7 +382,7 @@ func runScenarios(ctx context.Context, env *Env, o Options, seed int64, logf fun
 	}
 	defer w.Close()
 	if o.Verbose {
-		logf("prepared %d scenario slot(s) in %s (fresh replicas per scenario)", jobs, time.Since(started).Round(time.Millisecond))
+		logf("prepared %d scenario slot(s) in %s (fresh replicas per scenario%s)", jobs, time.Since(started).Round(time.Millisecond), slotServices(t.Settings, jobs))
 	}
 	var hists []*simulate.History
 	if !o.NoSuite {
@@ -407,6 +406,9 @@ func runScenarios(ctx context.Context, env *Env, o Options, seed int64, logf fun
 	if o.After != nil {
 		if err := o.After(ctx, env, w, rep); err != nil {
 			return rep, err
+		}
+		if err := t.Services.Alive(); err != nil {
+			return nil, undecided(err)
 		}
 		rep.Summarize()
 	}
@@ -443,14 +445,13 @@ func (o Options) jobs(n int) int {
 	return max(1, min(jobs, n))
 }
 
-// serialWithServices runs one scenario at a time when the project declares services: their stand-ins are
-// started once per run and reset before each scenario, so two scenarios at once would clear each other's
-// state (a fake's records, a fence) and make verdicts depend on timing.
-func serialWithServices(jobs int, s *Settings) int {
-	if s != nil && len(s.Services) > 0 {
-		return 1
+// slotServices says, for the verbose log, what stand-ins the slots run: one instance of each declared
+// service per slot.
+func slotServices(s *Settings, jobs int) string {
+	if s == nil || len(s.Services) == 0 {
+		return ""
 	}
-	return jobs
+	return fmt.Sprintf("; %d instance(s) of each of %d declared service(s), one per slot", jobs, len(s.Services))
 }
 
 func maxReplicas(scenarios []*simulate.Scenario, floor int) int {
@@ -470,7 +471,7 @@ type Env struct {
 	Config map[string]any
 	Sim    simulate.Options
 
-	planted [][2]string
+	planted []secrets.Secret
 	trusted []string
 }
 
@@ -478,7 +479,7 @@ type Env struct {
 func NewEnv(t *Target, info *harness.LoadInfo, seed int64) (*Env, error) {
 	cfg := DefaultConfig(seed)
 	if t.Settings.Config != nil {
-		mergeConfig(cfg, deepCopyMap(t.Settings.Config))
+		mergeConfig(cfg, simulate.CopyMap(t.Settings.Config))
 	}
 	planted, err := plantCanaries(cfg, t.Settings.SecretFields, NewCanary)
 	if err != nil {
@@ -486,15 +487,13 @@ func NewEnv(t *Target, info *harness.LoadInfo, seed int64) (*Env, error) {
 	}
 	e := &Env{Target: t, Info: info, Seed: seed, Config: cfg, planted: planted}
 	secretValues := map[string]bool{}
-	var simSecrets []simulate.Secret
 	for _, p := range planted {
-		secretValues[p[0]] = true
-		simSecrets = append(simSecrets, simulate.Secret{Value: p[0], Origin: p[1]})
+		secretValues[p.Value] = true
 	}
 	e.trusted = trustedStrings(cfg, secretValues)
 	e.Sim = simulate.Options{
 		Python: t.Python.Path, ProjectDir: t.Project.Dir, Target: t.Resolution.Chosen.Ref.Target(), Paths: t.Paths,
-		Config: cfg, Secrets: simSecrets, Limits: t.Settings.limits(), ForceDebugLogging: t.Settings.ForceDebugLogging,
+		Config: cfg, Secrets: planted, Limits: t.Settings.limits(), ForceDebugLogging: t.Settings.ForceDebugLogging,
 		Hosts: t.Hosts, Settle: time.Duration(t.Settings.SettleS * float64(time.Second)),
 		Services: t.Services, Coverage: coverageOptions(t.Settings, Options{}, t.Python.Version),
 	}
@@ -524,7 +523,7 @@ func (e *Env) Evidence(hists []*simulate.History) *Evidence {
 		EgressAllowed: e.Target.Settings != nil && e.Target.Settings.Egress == egress.PolicyAllow,
 		Wrapper:       e.Target.Wrapper, WrapperUnusable: e.Target.WrapperUnusable}
 	for _, p := range e.planted {
-		ev.Secrets.Add(p[0], p[1])
+		ev.Secrets.Add(p.Value, p.Origin)
 	}
 	if !e.Runnable() {
 		ev.Skipped["*"] = "the provider is not an instantiable subclass of astrabox.seams.RuntimePreparationProvider, so no scenario could run"

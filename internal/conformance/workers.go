@@ -33,17 +33,24 @@ type Workers struct {
 	closing  sync.WaitGroup
 }
 
-// slot is one scenario at a time, with the stage its next scenario takes.
+// slot is one scenario at a time, with the stage its next scenario takes and its own stand-ins of the
+// declared services (nil without services).
 type slot struct {
-	next *simulate.Stage
+	next     *simulate.Stage
+	services *simulate.Services
 }
 
-// NewWorkers prepares to run n scenarios at a time with up to `replicas` replicas each: it starts the fork
-// servers of those replicas (unless the environment's target already has them) and prepares each slot's
-// first stage.
+// NewWorkers prepares to run n scenarios at a time with up to `replicas` replicas each: it gives each slot
+// its own stand-ins of the declared services (one instance of each per slot, see simulate.Services.Slots),
+// starts the fork servers of those replicas (unless the environment's target already has them) and prepares
+// each slot's first stage.
 func (e *Env) NewWorkers(ctx context.Context, n, replicas int) (*Workers, error) {
 	if n < 1 {
 		n = 1
+	}
+	svcs, err := e.Sim.Services.Slots(ctx, n)
+	if err != nil {
+		return nil, undecided(fmt.Errorf("start the declared services for %d scenario slots (one instance of each service per slot; --jobs 1 runs one): %w", n, err))
 	}
 	w := &Workers{env: e, ctx: ctx, slots: make(chan *slot, n), replicas: max(1, replicas), hosts: e.Sim.Hosts}
 	if w.hosts == nil {
@@ -52,7 +59,7 @@ func (e *Env) NewWorkers(ctx context.Context, n, replicas int) (*Workers, error)
 	}
 	w.hosts.Prestart(replicaNames(w.replicas)...)
 	for i := 0; i < n; i++ {
-		s := &slot{next: w.prepare(w.replicas)}
+		s := &slot{next: w.prepare(w.replicas), services: svcs[i]}
 		w.all = append(w.all, s)
 		w.slots <- s
 	}
@@ -94,6 +101,7 @@ func (w *Workers) Run(ctx context.Context, sc *simulate.Scenario) (*simulate.His
 	defer func() { w.slots <- s }()
 	o := w.options()
 	o.Stage, o.Closing = s.next, &w.closing
+	o.Services = s.services // this slot's stand-ins: a scenario at once on another slot never shares them
 	h, err := simulate.Run(ctx, sc, o)
 	// The next scenario's stage is prepared once this one has ended, never while it runs: preparing forks
 	// processes, and CPU taken from a running scenario would shift its timing.
@@ -171,7 +179,7 @@ func Collect(ctx context.Context, t *Target, info *harness.LoadInfo, seed int64,
 	if err != nil {
 		return nil, err
 	}
-	w, err := env.NewWorkers(ctx, serialWithServices(o.jobs(len(scenarios)), t.Settings), maxReplicas(scenarios, 1))
+	w, err := env.NewWorkers(ctx, o.jobs(len(scenarios)), maxReplicas(scenarios, 1))
 	if err != nil {
 		return nil, err
 	}
@@ -179,6 +187,10 @@ func Collect(ctx context.Context, t *Target, info *harness.LoadInfo, seed int64,
 	hists, err := w.RunAll(ctx, scenarios)
 	if err != nil {
 		return nil, err
+	}
+	// As in Run: a fake that died mid-run answered later requests with 502s, so nothing after it is evidence.
+	if err := t.Services.Alive(); err != nil {
+		return nil, undecided(err)
 	}
 	return env.Evidence(hists), nil
 }
@@ -243,32 +255,6 @@ func nearMissReport(e *NearMissError, o Options) *report.Report {
 	}
 	rep.Summarize()
 	return rep
-}
-
-// deepCopyMap copies a settings map so that merging into the copy never changes the original: nested maps
-// and lists are copied too.
-func deepCopyMap(m map[string]any) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = deepCopyValue(v)
-	}
-	return out
-}
-
-// deepCopyValue copies one settings value, recursing through maps and lists.
-func deepCopyValue(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		return deepCopyMap(t)
-	case []any:
-		s := make([]any, len(t))
-		for i, x := range t {
-			s[i] = deepCopyValue(x)
-		}
-		return s
-	default:
-		return v
-	}
 }
 
 // Decide runs the selected checks over the evidence and builds the report, masking every secret.

@@ -21,14 +21,19 @@ const (
 	DropAfterApply
 )
 
-var kindNames = map[FaultKind]string{
-	Delay:          "delay",
-	Hold:           "hold",
-	Unavailable:    "unavailable",
-	DropAfterApply: "drop-after-apply",
-}
+// kindOrder is every kind, in the order errors list them; kindNames are their names, the ones scenarios
+// write (simulate's DoubleFault.Kind): the one place the double's fault kinds are named and told apart.
+var (
+	kindOrder = []FaultKind{Delay, Hold, Unavailable, DropAfterApply}
+	kindNames = map[FaultKind]string{
+		Delay:          "delay",
+		Hold:           "hold",
+		Unavailable:    "unavailable",
+		DropAfterApply: "drop",
+	}
+)
 
-// String returns the kind's name: delay, hold, unavailable or drop-after-apply.
+// String returns the kind's name: delay, hold, unavailable or drop.
 func (k FaultKind) String() string {
 	if n, ok := kindNames[k]; ok {
 		return n
@@ -36,15 +41,17 @@ func (k FaultKind) String() string {
 	return fmt.Sprintf("FaultKind(%d)", int(k))
 }
 
-// ParseFaultKind parses a kind name as written by String (case-insensitive; "_" is accepted for "-").
+// ParseFaultKind returns the kind a name denotes, exactly as String writes it (a scenario's double fault
+// kind); an unknown name is an error that lists the kinds.
 func ParseFaultKind(s string) (FaultKind, error) {
-	norm := strings.ReplaceAll(strings.ToLower(strings.TrimSpace(s)), "_", "-")
-	for k, n := range kindNames {
-		if n == norm {
+	names := make([]string, len(kindOrder))
+	for i, k := range kindOrder {
+		if kindNames[k] == s {
 			return k, nil
 		}
+		names[i] = kindNames[k]
 	}
-	return 0, fmt.Errorf("unknown fault kind %q: use delay, hold, unavailable or drop-after-apply", s)
+	return 0, fmt.Errorf("double fault kind %q; use %s or %s", s, strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
 }
 
 // FaultID identifies a fault added with [Double.AddFault]. IDs start at 1.
@@ -66,7 +73,8 @@ type Fault struct {
 	Duration time.Duration
 	// Times is how many matching requests the fault affects; 0 means unlimited.
 	Times int
-	// WritesOnly matches only writes (PUT, POST, DELETE), whatever their path.
+	// WritesOnly matches only writes, whatever their path: PUT, POST and DELETE at the double's own
+	// endpoints, and what a declared service counts as a write (see Request.Write).
 	WritesOnly bool
 	// Skip lets the first Skip matching requests through untouched; the fault acts from the next one on
 	// (Skip 1 with Times 1 acts on the second write of a callback only).
@@ -105,7 +113,7 @@ func (fs *faultState) matches(r *Request) bool {
 		return false
 	}
 	return (f.Method == "" || strings.EqualFold(f.Method, r.Method)) &&
-		(!f.WritesOnly || isWrite(strings.ToUpper(r.Method))) &&
+		(!f.WritesOnly || r.Write) &&
 		strings.HasPrefix(r.Path, f.PathPrefix) &&
 		(f.Replica == "" || f.Replica == r.Replica) &&
 		(f.Operation == "" || f.Operation == r.Operation)

@@ -15,11 +15,13 @@ func TestFaultKindNames(t *testing.T) {
 			t.Errorf("ParseFaultKind(%q) = %v, %v", k.String(), got, err)
 		}
 	}
-	if k, err := ParseFaultKind(" Drop_After_Apply "); err != nil || k != DropAfterApply {
-		t.Errorf("lenient parse: %v, %v", k, err)
+	if k, err := ParseFaultKind("drop"); err != nil || k != DropAfterApply {
+		t.Errorf("drop: %v, %v", k, err)
 	}
-	if _, err := ParseFaultKind("explode"); err == nil {
-		t.Error("unknown kind accepted")
+	for _, bad := range []string{"explode", "Hold", " delay", "drop-after-apply", ""} {
+		if _, err := ParseFaultKind(bad); err == nil || err.Error() != fmt.Sprintf("double fault kind %q; use delay, hold, unavailable or drop", bad) {
+			t.Errorf("ParseFaultKind(%q): %v", bad, err)
+		}
 	}
 	bad := []Fault{{Kind: 0}, {Kind: Hold, Times: -1}, {Kind: Delay}}
 	for _, f := range bad {

@@ -35,6 +35,35 @@ func (d *Double) serve(replica string, w http.ResponseWriter, r *http.Request) {
 
 	req, faults := d.arrive(replica, r)
 	service, up := d.upstreamOf(r)
+	body, ok := d.readBody(req, w, r, service, up)
+	if !ok {
+		return
+	}
+	drop, ok := d.applyFaults(req, w, faults)
+	if !ok {
+		return
+	}
+	if up != nil {
+		sa := d.applyUpstream(req, up, r, body)
+		if drop {
+			d.drop(req, w)
+			return
+		}
+		d.finishService(req, w, sa)
+		return
+	}
+	a := d.apply(req, r.Header, body)
+	if drop {
+		d.drop(req, w)
+		return
+	}
+	d.finish(req, w, a)
+}
+
+// readBody reads the request's body (at most maxBody bytes) and records it, with the declared service it is
+// for; it answers the request itself and returns false when the body cannot be read or the service has no
+// stand-in.
+func (d *Double) readBody(req *Request, w http.ResponseWriter, r *http.Request, service string, up *Upstream) ([]byte, bool) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, d.maxBody))
 	d.update(req, func(q *Request) {
 		q.Body = body
@@ -47,28 +76,34 @@ func (d *Double) serve(replica string, w http.ResponseWriter, r *http.Request) {
 	})
 	if service != "" && up == nil {
 		d.finish(req, w, errAnswer(http.StatusBadGateway, "no stand-in for service %q", service))
-		return
+		return nil, false
 	}
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			d.finish(req, w, errAnswer(http.StatusRequestEntityTooLarge,
 				"request body exceeds %d bytes", d.maxBody))
-			return
+			return nil, false
 		}
 		d.finish(req, w, errAnswer(http.StatusBadRequest, "could not read the request body: %v", err))
-		return
+		return nil, false
 	}
+	return body, true
+}
 
+// applyFaults applies the faults that match the request before it reaches its endpoint: delays, then holds,
+// then unavailability. It reports whether the connection is to be dropped after the request applies, and
+// returns false when it answered the request itself (closed while delayed or held, or unavailable).
+func (d *Double) applyFaults(req *Request, w http.ResponseWriter, faults []*faultState) (drop, ok bool) {
 	var holds []FaultID
-	unavailable, drop := false, false
+	unavailable := false
 	for _, fs := range faults {
 		switch fs.f.Kind {
 		case Delay:
 			d.update(req, func(q *Request) { q.Delayed = true })
 			if !d.delay(fs.f.Duration) {
 				d.finish(req, w, closedAnswer)
-				return
+				return false, false
 			}
 		case Hold:
 			holds = append(holds, fs.id)
@@ -80,40 +115,25 @@ func (d *Double) serve(replica string, w http.ResponseWriter, r *http.Request) {
 	}
 	if len(holds) > 0 && !d.hold(req, holds) {
 		d.finish(req, w, closedAnswer)
-		return
+		return false, false
 	}
 	if unavailable {
 		d.update(req, func(q *Request) { q.Unavailable = true })
 		d.finish(req, w, errAnswer(http.StatusServiceUnavailable, "unavailable"))
-		return
+		return false, false
 	}
-
-	if up != nil {
-		sa := d.applyUpstream(req, up, r, body)
-		if drop {
-			d.update(req, func(q *Request) {
-				q.Dropped = true
-				q.Done = true
-			})
-			dropConnection(w)
-			return
-		}
-		d.finishService(req, w, sa)
-		return
-	}
-	a := d.apply(req, r.Header, body)
-	if drop {
-		d.update(req, func(q *Request) {
-			q.Dropped = true
-			q.Done = true
-		})
-		dropConnection(w)
-		return
-	}
-	d.finish(req, w, a)
+	return drop, true
 }
 
-// finish records the answer's status and sends it.
+// drop records that the request applied and its connection was dropped before the answer, and drops it.
+func (d *Double) drop(req *Request, w http.ResponseWriter) {
+	d.update(req, func(q *Request) {
+		q.Dropped = true
+		q.Done = true
+	})
+	dropConnection(w)
+}
+
 func (d *Double) finish(req *Request, w http.ResponseWriter, a answer) {
 	d.update(req, func(q *Request) {
 		q.Status = a.status

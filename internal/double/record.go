@@ -3,6 +3,7 @@ package double
 import (
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/astrabox-dev/astrabox/internal/conntag"
@@ -56,6 +57,10 @@ type Request struct {
 	Status int
 	// Done reports that the handler finished (answered or dropped).
 	Done bool
+	// Write reports that the request counts as a write: PUT, POST or DELETE at the double's own endpoints;
+	// for a declared service, as its stand-in classifies it (Upstream.IsWrite: every method but GET, HEAD
+	// and OPTIONS, less the service's reads). Faults that act on writes only (Fault.WritesOnly) count these.
+	Write bool
 	// Applied reports that a write was executed and changed (or idempotently kept) the state: a 2xx answer
 	// to PUT, POST or DELETE. Reads are never applied.
 	Applied bool
@@ -161,7 +166,11 @@ func (d *Double) arrive(replica string, r *http.Request) (*Request, []*faultStat
 		Path:      r.URL.Path,
 		Header:    r.Header.Clone(),
 		Operation: r.Header.Get(OperationHeader),
+		Write:     isWrite(strings.ToUpper(r.Method)),
 		Conn:      connOf(r),
+	}
+	if _, up := d.upstreamOf(r); up != nil {
+		req.Write = up.write(r.Method, r.URL.Path)
 	}
 	if d.hasFlight[replica] {
 		call := d.inFlight[replica]

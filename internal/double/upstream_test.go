@@ -96,3 +96,36 @@ func TestServiceRequestsAreRecordedFaultedAndFenced(t *testing.T) {
 		t.Errorf("fenced record %+v", fenced)
 	}
 }
+
+// TestWriteFaultsCountAServicesWrites: a fault on the Nth write counts a service's requests as the service
+// classifies them: its declared read (a POST search) is not a write, its PATCH is, and the double's own
+// endpoints keep counting PUT, POST and DELETE.
+func TestWriteFaultsCountAServicesWrites(t *testing.T) {
+	v := &vaultLike{}
+	reads := func(method, path string) bool {
+		switch method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+			return false
+		}
+		return !(method == http.MethodPost && strings.HasPrefix(path, "/v1/search"))
+	}
+	d := newDouble(t, Options{Upstreams: map[string]Upstream{"store": {Handler: v, IsWrite: reads}}})
+	base := baseURL(t, d, "r1")
+	svc := []string{ServiceHeader, "store", HostHeader, "store.corp.example:443"}
+	// The second write, and only it, is answered 503.
+	d.AddFault(Fault{Kind: Unavailable, WritesOnly: true, Skip: 1, Times: 1})
+	must(t, 201, "POST", base+"/v1/search", `{"q":"a"}`, svc...) // a read: not counted
+	must(t, 201, "PATCH", base+"/v1/items/a", `{"v":1}`, svc...) // write 1
+	must(t, 201, "POST", base+"/v1/search", `{"q":"b"}`, svc...) // a read again
+	must(t, 503, "PATCH", base+"/v1/items/a", `{"v":2}`, svc...) // write 2
+	must(t, 200, "PUT", base+"/v1/records/a", `{"value": 1}`)    // write 3, at the double
+	var writes []string
+	for _, r := range d.Requests() {
+		if r.Write {
+			writes = append(writes, r.Method+" "+r.Path)
+		}
+	}
+	if got := strings.Join(writes, ", "); got != "PATCH /v1/items/a, PATCH /v1/items/a, PUT /v1/records/a" {
+		t.Fatalf("writes = %s", got)
+	}
+}

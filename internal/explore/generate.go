@@ -65,74 +65,97 @@ func (g *gen) session() string { return g.sessions[g.rng.Intn(len(g.sessions))] 
 
 func (g *gen) add(st simulate.Step) { g.steps = append(g.steps, st) }
 
-// step appends one platform step whose preconditions hold.
-func (g *gen) step() {
-	type choice struct {
-		weight int
-		ok     bool
-		do     func()
-	}
-	hasSession := len(g.sessions) > 0
-	hasAttempt := false
-	for _, a := range g.attempts {
-		if len(a) > 0 {
-			hasAttempt = true
+// emitters make a step of each op the generator draws (simulate.Generated: the op registry holds each op's
+// weight and what it needs first); an emitter may assume its op's need holds. TestEveryOpIsGeneratedOrExcluded
+// fails for a generated op without one.
+var emitters = map[string]func(g *gen){
+	simulate.OpPrewarm:   (*gen).prewarm,
+	simulate.OpColdStart: func(g *gen) { g.start(simulate.OpColdStart) },
+	simulate.OpClaim:     func(g *gen) { g.start(simulate.OpClaim) },
+	simulate.OpTurn:      (*gen).turn,
+	simulate.OpRetry:     (*gen).retry,
+	simulate.OpReattach: func(g *gen) {
+		g.add(simulate.Step{Op: simulate.OpReattach, Session: g.session(), Replica: g.replica()})
+	},
+	simulate.OpReplaceSandbox: func(g *gen) {
+		g.add(simulate.Step{Op: simulate.OpReplaceSandbox, Session: g.session(), Replica: g.replica()})
+	},
+	simulate.OpAdvance: func(g *gen) { g.add(simulate.Step{Op: simulate.OpAdvance, Seconds: float64(30 + g.rng.Intn(670))}) },
+	simulate.OpReadUserActions: func(g *gen) {
+		g.add(simulate.Step{Op: simulate.OpReadUserActions, Session: g.session(), Replica: g.replica()})
+	},
+	simulate.OpPerformUserAction: func(g *gen) {
+		g.add(simulate.Step{Op: simulate.OpPerformUserAction, Session: g.session(), Action: simulate.FillOffered, Replica: g.replica()})
+	},
+	simulate.OpRecover:      (*gen).recover,
+	simulate.OpRelease:      func(g *gen) { g.add(simulate.Step{Op: simulate.OpRelease}); g.held = false },
+	simulate.OpHostLoss:     func(g *gen) { g.add(simulate.Step{Op: simulate.OpHostLoss, Replica: g.replica()}) },
+	simulate.OpConfigChange: func(g *gen) { g.add(simulate.Step{Op: simulate.OpConfigChange, Agent: "agent-1"}) },
+	simulate.OpSetConsent: func(g *gen) {
+		consent := "pending"
+		if g.chance(0.5) {
+			consent = "granted"
 		}
-	}
-	choices := []choice{
-		{10, true, g.prewarm},
-		{8, true, func() { g.start(simulate.OpColdStart) }},
-		{8, true, func() { g.start(simulate.OpClaim) }},
-		{20, hasSession, g.turn},
-		{12, hasAttempt, g.retry},
-		{4, hasSession, func() { g.add(simulate.Step{Op: simulate.OpReattach, Session: g.session(), Replica: g.replica()}) }},
-		{4, hasSession, func() {
-			g.add(simulate.Step{Op: simulate.OpReplaceSandbox, Session: g.session(), Replica: g.replica()})
-		}},
-		{5, true, func() { g.add(simulate.Step{Op: simulate.OpAdvance, Seconds: float64(30 + g.rng.Intn(670))}) }},
-		{6, hasSession, func() {
-			g.add(simulate.Step{Op: simulate.OpReadUserActions, Session: g.session(), Replica: g.replica()})
-		}},
-		{4, hasSession, func() {
-			g.add(simulate.Step{Op: simulate.OpPerformUserAction, Session: g.session(), Action: simulate.FillOffered, Replica: g.replica()})
-		}},
-		{g.lostWeight(6, 16), g.ops > 0, g.recover},
-		{g.lostWeight(5, 10), g.held, func() { g.add(simulate.Step{Op: simulate.OpRelease}); g.held = false }},
-		{3, true, func() { g.add(simulate.Step{Op: simulate.OpHostLoss, Replica: g.replica()}) }},
-		{3, true, func() { g.add(simulate.Step{Op: simulate.OpConfigChange, Agent: "agent-1"}) }},
-		{3, true, func() {
-			consent := "pending"
-			if g.chance(0.5) {
-				consent = "granted"
-			}
-			g.add(simulate.Step{Op: simulate.OpSetConsent, Principal: principals[g.rng.Intn(len(principals))], Consent: consent})
-		}},
-	}
+		g.add(simulate.Step{Op: simulate.OpSetConsent, Principal: principals[g.rng.Intn(len(principals))], Consent: consent})
+	},
+}
+
+// generated is the ops the generator draws, in the order their weights are laid out.
+var generated = simulate.Generated()
+
+// step appends one platform step whose preconditions hold: it draws an op by weight among those whose need
+// holds now.
+func (g *gen) step() {
 	total := 0
-	for _, c := range choices {
-		if c.ok {
-			total += c.weight
+	for _, op := range generated {
+		if g.holds(op.Need) {
+			total += g.weight(op.Gen)
 		}
 	}
 	pick := g.rng.Intn(total)
-	for _, c := range choices {
-		if !c.ok {
+	for _, op := range generated {
+		if !g.holds(op.Need) {
 			continue
 		}
-		if pick < c.weight {
-			c.do()
-			return
+		if w := g.weight(op.Gen); pick >= w {
+			pick -= w
+			continue
 		}
-		pick -= c.weight
+		emit, ok := emitters[op.Name]
+		if !ok {
+			panic(fmt.Sprintf("explore: op %s is generated but has no emitter", op.Name))
+		}
+		emit(g)
+		return
 	}
 }
 
-// lostWeight favours recovery steps once an operation was lost with its host.
-func (g *gen) lostWeight(normal, lost int) int {
-	if len(g.lost) > 0 {
-		return lost
+// holds tells whether what an op needs exists in the scenario so far.
+func (g *gen) holds(need simulate.GenNeed) bool {
+	switch need {
+	case simulate.NeedSession:
+		return len(g.sessions) > 0
+	case simulate.NeedAttempt:
+		for _, a := range g.attempts {
+			if len(a) > 0 {
+				return true
+			}
+		}
+		return false
+	case simulate.NeedOperation:
+		return g.ops > 0
+	case simulate.NeedHeld:
+		return g.held
 	}
-	return normal
+	return true
+}
+
+// weight is an op's weight now: its lost weight once an operation was lost with its host, when it has one.
+func (g *gen) weight(w simulate.Gen) int {
+	if len(g.lost) > 0 && w.LostWeight > 0 {
+		return w.LostWeight
+	}
+	return w.Weight
 }
 
 func (g *gen) recover() {

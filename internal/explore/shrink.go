@@ -99,21 +99,16 @@ func (sh *shrinker) removeFaults() error {
 	return nil
 }
 
-// simplifyValues gives each step simpler values: no live_for, images or via, one box, at most a minute.
+// simplifyValues gives each step the simpler values of its op's simplify hook (Step.Simplified: a turn not
+// kept live, one box, at most a minute of clock).
 func (sh *shrinker) simplifyValues() error {
 	for i := range sh.best.Steps {
-		cand := clone(sh.best)
-		st := &cand.Steps[i]
-		st.LiveFor, st.Images, st.Via = simulate.LiveFor{}, 0, ""
-		if st.Boxes > 1 {
-			st.Boxes = 1
-		}
-		if st.Op == simulate.OpAdvance && st.Seconds > 60 {
-			st.Seconds = 60
-		}
-		if st.Equal(sh.best.Steps[i]) {
+		simpler := sh.best.Steps[i].Simplified()
+		if simpler.Equal(sh.best.Steps[i]) {
 			continue
 		}
+		cand := clone(sh.best)
+		cand.Steps[i] = simpler
 		if _, err := sh.accept(cand); err != nil {
 			return err
 		}

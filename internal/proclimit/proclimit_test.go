@@ -1,18 +1,16 @@
 package proclimit
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/astrabox-dev/astrabox/internal/testutil/asuser"
 )
 
 // helperVar selects the re-executed test binary's role (see TestAsUnprivilegedUser).
@@ -69,41 +67,13 @@ func TestRootIsExempt(t *testing.T) {
 // applies: with the limit set a little above what is in use, Ensure refuses a need larger than the rest and
 // accepts a smaller one; RaiseSoft lifts a soft limit to the hard one.
 func TestAsUnprivilegedUser(t *testing.T) {
-	if os.Getenv(helperVar) == "1" {
+	if asuser.Helper(helperVar) {
 		unprivileged(t)
 		return
 	}
-	if os.Getuid() != 0 {
-		t.Skip("needs root to run a process as the user nobody")
-	}
-	// The test binary lies in a directory only root may enter: run a copy from one the user may.
-	dir, err := os.MkdirTemp("", "proclimit-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "proclimit.test")
-	data, err := os.ReadFile(os.Args[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-test.run=^TestAsUnprivilegedUser$", "-test.count=1", "-test.v")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), helperVar+"=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("as nobody: %v\n%s", err, out.String())
-	}
-	if !strings.Contains(out.String(), "CHECKED") {
-		t.Fatalf("the helper did not run its checks:\n%s", out.String())
+	asuser.Require(t, "the process limit applies to it")
+	if out := asuser.Reexec(t, "TestAsUnprivilegedUser", helperVar); !strings.Contains(out, "CHECKED") {
+		t.Fatalf("the helper did not run its checks:\n%s", out)
 	}
 }
 

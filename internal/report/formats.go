@@ -25,26 +25,49 @@ const (
 // formatOrder is every format, in the order the docs and help list them.
 var formatOrder = []Format{FormatText, FormatJSON, FormatJUnit, FormatSARIF, FormatGitHub, FormatGitLab, FormatConcise}
 
-// Formats returns the names of the output formats ParseFormat accepts, in the order the docs list them.
-func Formats() []string {
-	out := make([]string, len(formatOrder))
-	for i, f := range formatOrder {
+// FormatSet is the formats one command accepts on --format, in the order its help lists them. Every
+// command's --format is validated by the Parse of its set: Reports for the commands that render a report,
+// TextOrJSON for those that print text or JSON.
+type FormatSet []Format
+
+// Reports is every report format (conformance run, report merge).
+var Reports = FormatSet(formatOrder)
+
+// TextOrJSON is the formats of the commands that print text or JSON rather than a report (providers,
+// version, conformance list, simulate, image check-wrapper).
+var TextOrJSON = FormatSet{FormatText, FormatJSON}
+
+// Names returns the names of the set's formats, in order.
+func (s FormatSet) Names() []string {
+	out := make([]string, len(s))
+	for i, f := range s {
 		out[i] = string(f)
 	}
 	return out
 }
 
-// ParseFormat returns the format a name denotes, ignoring case and surrounding space. Every command that
-// takes --format validates it here; an unknown name is an error that lists the valid ones.
-func ParseFormat(name string) (Format, error) {
+// Parse returns the format of the set a name denotes, ignoring case and surrounding space; an unknown name
+// is an error that lists the set's names.
+func (s FormatSet) Parse(name string) (Format, error) {
 	want := strings.ToLower(strings.TrimSpace(name))
-	for _, f := range formatOrder {
+	for _, f := range s {
 		if string(f) == want {
 			return f, nil
 		}
 	}
-	return "", fmt.Errorf("unknown output format %q: use one of %s", name, strings.Join(Formats(), ", "))
+	// The two wordings are those docs/troubleshooting.md lists: a long set "use one of", a pair "use a or b".
+	names := s.Names()
+	if len(names) > 2 {
+		return "", fmt.Errorf("unknown output format %q: use one of %s", name, strings.Join(names, ", "))
+	}
+	return "", fmt.Errorf("unknown format %q; use %s", name, strings.Join(names, " or "))
 }
+
+// Formats returns the names of every report format, in the order the docs list them.
+func Formats() []string { return Reports.Names() }
+
+// ParseFormat returns the report format a name denotes (Reports.Parse).
+func ParseFormat(name string) (Format, error) { return Reports.Parse(name) }
 
 // Options are what renderers need beyond the report: the text format's styles and width, and where paths
 // of the other formats are relative to.

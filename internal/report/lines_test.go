@@ -26,6 +26,32 @@ func TestParseFormatIsCaseInsensitiveAndListsFormats(t *testing.T) {
 	}
 }
 
+// TestFormatSets: the text-or-JSON commands and the report commands validate --format with the same registry;
+// each set accepts its own formats in any case, refuses the others and names what it accepts.
+func TestFormatSets(t *testing.T) {
+	for _, c := range []struct {
+		set  FormatSet
+		in   string
+		want Format
+		err  string
+	}{
+		{TextOrJSON, " JSON", FormatJSON, ""},
+		{TextOrJSON, "text", FormatText, ""},
+		{TextOrJSON, "sarif", "", `unknown format "sarif"; use text or json`},
+		{TextOrJSON, "", "", `unknown format ""; use text or json`},
+		{Reports, "Concise", FormatConcise, ""},
+		{Reports, "yaml", "", `unknown output format "yaml": use one of text, json, junit, sarif, github, gitlab, concise`},
+	} {
+		got, err := c.set.Parse(c.in)
+		if got != c.want || (err == nil) != (c.err == "") || (err != nil && err.Error() != c.err) {
+			t.Errorf("%v.Parse(%q) = %q, %v; want %q, %q", c.set, c.in, got, err, c.want, c.err)
+		}
+	}
+	if strings.Join(Reports.Names(), ",") != strings.Join(Formats(), ",") || len(Reports) != len(formatOrder) {
+		t.Errorf("Reports %v is not every format %v", Reports, formatOrder)
+	}
+}
+
 var conciseLine = regexp.MustCompile(`^([^:]+):(\d+):(\d+): ([A-Z][A-Z0-9-]*) (.+)$`)
 
 func TestConciseOneLinePerFinding(t *testing.T) {

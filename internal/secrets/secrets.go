@@ -39,7 +39,9 @@ const (
 	minNeedle = MinLength / 2
 )
 
-// Secret is one secret value and where it came from.
+// Secret is one secret value and where it came from ("workload identity token of session s1", "configuration
+// field secrets.api_key"): the kit's one secret type, for the secrets a simulated run plants (simulate's
+// History.Secrets), the canaries conformance plants in the configuration, and every Set.
 type Secret struct {
 	Value  string
 	Origin string

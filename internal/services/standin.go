@@ -32,15 +32,25 @@ type StandIn interface {
 }
 
 // Start brings up the stand-in of a service: its stubs, or its fake on a free loopback port.
-func Start(ctx context.Context, s Spec) (StandIn, error) {
+func Start(ctx context.Context, s Spec) (StandIn, error) { return StartInstance(ctx, s, 1) }
+
+// StartInstance brings up one of several independent stand-ins of a service (one per scenario slot of a
+// run): its own copy of the stubs' scenario state, or its own fake process on its own free loopback port,
+// with its own output. Instances share nothing the kit keeps; instance numbers start at 1, and messages
+// about any instance but the first name it ("service vault (instance 2)").
+func StartInstance(ctx context.Context, s Spec, instance int) (StandIn, error) {
+	label := "service " + s.Name
+	if instance > 1 {
+		label = fmt.Sprintf("service %s (instance %d)", s.Name, instance)
+	}
 	if s.Stubs != "" {
 		set, err := stubs.Load(s.Stubs)
 		if err != nil {
-			return nil, fmt.Errorf("service %s: %w", s.Name, err)
+			return nil, fmt.Errorf("%s: %w", label, err)
 		}
 		return &stubStandIn{set: set}, nil
 	}
-	f := &Fake{spec: s}
+	f := &Fake{spec: s, label: label}
 	if err := f.start(ctx); err != nil {
 		return nil, err
 	}
@@ -56,8 +66,9 @@ func (s *stubStandIn) Close() error                { return nil }
 
 // Fake is the author's own fake of a service, running as a child process group of the kit.
 type Fake struct {
-	spec Spec
-	port int
+	spec  Spec
+	label string // "service NAME", with the instance number after the first
+	port  int
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -75,6 +86,16 @@ const stopGrace = 2 * time.Second
 // Port is the loopback port the fake listens on.
 func (f *Fake) Port() int { return f.port }
 
+// Pid is the process id (and process group id) of the fake's command while it runs, else 0.
+func (f *Fake) Pid() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cmd == nil || f.cmd.Process == nil {
+		return 0
+	}
+	return f.cmd.Process.Pid
+}
+
 // Output is the end of what the fake printed.
 func (f *Fake) Output() string {
 	if f.out == nil {
@@ -84,9 +105,9 @@ func (f *Fake) Output() string {
 }
 
 func (f *Fake) start(ctx context.Context) error {
-	port, err := freePort()
+	port, err := reservePort()
 	if err != nil {
-		return fmt.Errorf("service %s: %w", f.spec.Name, err)
+		return fmt.Errorf("%s: %w", f.label, err)
 	}
 	f.port = port
 	line := strings.ReplaceAll(f.spec.Run, "{port}", strconv.Itoa(port))
@@ -96,7 +117,8 @@ func (f *Fake) start(ctx context.Context) error {
 	cmd.Stdout, cmd.Stderr = f.out, f.out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("service %s: start %q: %w", f.spec.Name, line, err)
+		releasePort(port)
+		return fmt.Errorf("%s: start %q: %w", f.label, line, err)
 	}
 	f.mu.Lock()
 	f.cmd, f.done, f.err = cmd, make(chan struct{}), nil
@@ -124,9 +146,9 @@ func (f *Fake) waitReady(ctx context.Context) error {
 	for {
 		select {
 		case <-f.done:
-			return fmt.Errorf("service %s: the fake exited before it answered (%s): %v\n%s", f.spec.Name, f.spec.Run, f.exitErr(), indent(f.Output()))
+			return fmt.Errorf("%s: the fake exited before it answered (%s): %v\n%s", f.label, f.spec.Run, f.exitErr(), indent(f.Output()))
 		case <-ctx.Done():
-			return fmt.Errorf("service %s: %w", f.spec.Name, ctx.Err())
+			return fmt.Errorf("%s: %w", f.label, ctx.Err())
 		default:
 		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
@@ -135,8 +157,8 @@ func (f *Fake) waitReady(ctx context.Context) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("service %s: the fake did not answer GET %s within %s; check that it listens on 127.0.0.1 at the port given by {port}\n%s",
-				f.spec.Name, f.spec.Ready, f.spec.ReadyTimeout, indent(f.Output()))
+			return fmt.Errorf("%s: the fake did not answer GET %s within %s; check that it listens on 127.0.0.1 at the port given by {port}\n%s",
+				f.label, f.spec.Ready, f.spec.ReadyTimeout, indent(f.Output()))
 		}
 		t := time.NewTimer(25 * time.Millisecond)
 		select {
@@ -169,7 +191,7 @@ func (f *Fake) Handler() http.Handler {
 			pr.Out.Header.Set("X-Forwarded-Proto", pr.In.URL.Scheme)
 		},
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-			http.Error(w, fmt.Sprintf("astrabox: the fake for service %s did not answer: %v", f.spec.Name, err), http.StatusBadGateway)
+			http.Error(w, fmt.Sprintf("astrabox: the fake for %s did not answer: %v", f.label, err), http.StatusBadGateway)
 		},
 	}
 }
@@ -178,7 +200,7 @@ func (f *Fake) Handler() http.Handler {
 func (f *Fake) Alive() error {
 	select {
 	case <-f.done:
-		return fmt.Errorf("service %s: the fake exited during the run: %v\n%s", f.spec.Name, f.exitErr(), indent(f.Output()))
+		return fmt.Errorf("%s: the fake exited during the run: %v\n%s", f.label, f.exitErr(), indent(f.Output()))
 	default:
 		return nil
 	}
@@ -201,7 +223,7 @@ func (f *Fake) Reset(ctx context.Context) error {
 			case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusNotImplemented:
 				// the fake does not implement the reset request: restart it
 			default:
-				return fmt.Errorf("service %s: POST %s answered %d", f.spec.Name, ResetPath, resp.StatusCode)
+				return fmt.Errorf("%s: POST %s answered %d", f.label, ResetPath, resp.StatusCode)
 			}
 		}
 	}
@@ -213,10 +235,12 @@ func (f *Fake) Reset(ctx context.Context) error {
 func (f *Fake) Close() error {
 	f.mu.Lock()
 	cmd, done := f.cmd, f.done
+	f.cmd = nil
 	f.mu.Unlock()
 	if cmd == nil || cmd.Process == nil {
 		return nil
 	}
+	defer releasePort(f.port)
 	pgid := cmd.Process.Pid
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
 	select {
@@ -227,9 +251,42 @@ func (f *Fake) Close() error {
 	select {
 	case <-done:
 	case <-time.After(stopGrace):
-		return fmt.Errorf("service %s: the fake (pid %d) did not exit after SIGKILL", f.spec.Name, pgid)
+		return fmt.Errorf("%s: the fake (pid %d) did not exit after SIGKILL", f.label, pgid)
 	}
 	return nil
+}
+
+// reserved are the loopback ports given to this process's fakes and not yet released: two instances started
+// at once (one per scenario slot) never get the same port, even if the system hands a just-closed port out
+// again before the first fake has bound it.
+var reserved = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// reservePort finds a free loopback port that no other fake of this process holds, and reserves it.
+func reservePort() (int, error) {
+	for range 64 {
+		port, err := freePort()
+		if err != nil {
+			return 0, err
+		}
+		reserved.Lock()
+		if !reserved.ports[port] {
+			reserved.ports[port] = true
+			reserved.Unlock()
+			return port, nil
+		}
+		reserved.Unlock()
+	}
+	return 0, errors.New("find a free loopback port: every port offered is held by another fake")
+}
+
+// releasePort gives a fake's port back once the fake is stopped.
+func releasePort(port int) {
+	reserved.Lock()
+	defer reserved.Unlock()
+	delete(reserved.ports, port)
 }
 
 func freePort() (int, error) {

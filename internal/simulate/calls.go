@@ -341,7 +341,7 @@ func defaultResult(method string) *harness.Result {
 
 // withDeadline fills the "deadline" fields of contexts with the wall-clock deadline.
 func withDeadline(args map[string]any, deadline float64) map[string]any {
-	out := deepCopy(args).(map[string]any)
+	out := CopyMap(args)
 	for _, k := range []string{"context", "operation"} {
 		if c, ok := out[k].(map[string]any); ok {
 			if _, has := c["deadline"]; has {
@@ -363,7 +363,7 @@ func substituteArgs(args map[string]any, url string) map[string]any {
 
 // recordArgs is the arguments as kept in the history: deadlines relative, configuration unsubstituted.
 func recordArgs(args map[string]any) map[string]any {
-	return deepCopy(args).(map[string]any)
+	return CopyMap(args)
 }
 
 // replicaSandbox answers one replica's SandboxHandle calls, attributing each to the call whose code made it.

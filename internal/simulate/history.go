@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/astrabox-dev/astrabox/internal/harness"
+	"github.com/astrabox-dev/astrabox/internal/secrets"
 )
 
 // History is everything that happened while a scenario ran: each platform step, each callback with its
@@ -19,7 +20,7 @@ type History struct {
 	Events   []*Event `json:"events"`
 	// Secrets are the values planted as secrets during the run (workload identity tokens, credentials the
 	// double issued, secret configuration fields), with where each came from.
-	Secrets []Secret `json:"-"`
+	Secrets []secrets.Secret `json:"-"`
 	// Requests are the deployment double's recorded requests, in arrival order.
 	Requests []Request `json:"requests"`
 	// Inventory is what waiting (unclaimed) inventory held at the end of the run.
@@ -54,12 +55,6 @@ const (
 	ConsentGranted = "granted"
 	ConsentPending = "pending"
 )
-
-// Secret is a value planted as a secret and its origin ("workload identity token of session s1", ...).
-type Secret struct {
-	Value  string
-	Origin string
-}
 
 // Event kinds.
 const (

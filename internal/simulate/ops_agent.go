@@ -7,14 +7,16 @@ func init() {
 	registerOps(
 		&opSpec{name: OpPrewarm, required: []string{"agent"}, allowed: []string{"replica", "boxes", "fault", "double"},
 			notes: map[string]string{"boxes": "default 1, 0 to 16"},
-			doc:   "Prepare boxes of waiting inventory for the Agent.", validate: validatePrewarm, run: (*platform).prewarm},
+			doc:   "Prepare boxes of waiting inventory for the Agent.", validate: validatePrewarm, run: (*platform).prewarm,
+			gen: &Gen{Weight: 10}, simplify: simplifyPrewarm},
 		&opSpec{name: OpRecover, required: []string{"operation"}, allowed: []string{"replica", "fault", "double"},
-			doc: "Ask the provider to recover an unresolved synchronize operation.", run: (*platform).recover},
+			doc: "Ask the provider to recover an unresolved synchronize operation.", run: (*platform).recover,
+			gen: &Gen{Weight: 6, LostWeight: 16, Need: NeedOperation}},
 		&opSpec{name: OpRelease, allowed: []string{"operation"},
 			doc: "Release every request the double holds (`operation` is accepted but does not narrow it), and wait until they are answered.",
-			run: (*platform).release},
+			run: (*platform).release, gen: &Gen{Weight: 5, LostWeight: 10, Need: NeedHeld}},
 		&opSpec{name: OpConfigChange, required: []string{"agent"},
-			doc: "The Agent's owner authors a new version.", run: (*platform).configChange},
+			doc: "The Agent's owner authors a new version.", run: (*platform).configChange, gen: &Gen{Weight: 3}},
 	)
 }
 
@@ -27,6 +29,13 @@ func validatePrewarm(st *Step) string {
 		return "boxes must be between 0 and 16"
 	}
 	return ""
+}
+
+// simplifyPrewarm prepares one box instead of several.
+func simplifyPrewarm(st *Step) {
+	if st.Boxes > 1 {
+		st.Boxes = 1
+	}
 }
 
 // release plays release: every request the double holds is answered.

@@ -7,12 +7,14 @@ func init() {
 	registerOps(
 		&opSpec{name: OpAdvance, required: []string{"seconds"},
 			doc: "Move the host clock forward.", validate: validateAdvance,
-			run: func(p *platform, st *Step) { p.advance(time.Duration(st.Seconds * float64(time.Second))) }},
+			run:      func(p *platform, st *Step) { p.advance(time.Duration(st.Seconds * float64(time.Second))) },
+			gen:      &Gen{Weight: 5},
+			simplify: simplifyAdvance},
 		&opSpec{name: OpHostLoss, required: []string{"replica"},
-			doc: "Kill a replica's process; it restarts on its next callback.", run: (*platform).hostLoss},
+			doc: "Kill a replica's process; it restarts on its next callback.", run: (*platform).hostLoss, gen: &Gen{Weight: 3}},
 		&opSpec{name: OpSetConsent, required: []string{"principal", "consent"},
 			doc: "Change a principal's consent at the identity service (`granted` or `pending`).", validate: validateSetConsent,
-			run: (*platform).setConsent},
+			run: (*platform).setConsent, gen: &Gen{Weight: 3}},
 	)
 }
 
@@ -21,6 +23,13 @@ func validateAdvance(st *Step) string {
 		return "seconds must be positive"
 	}
 	return ""
+}
+
+// simplifyAdvance moves the clock at most a minute.
+func simplifyAdvance(st *Step) {
+	if st.Seconds > 60 {
+		st.Seconds = 60
+	}
 }
 
 func validateSetConsent(st *Step) string {

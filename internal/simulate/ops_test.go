@@ -2,7 +2,6 @@ package simulate
 
 import (
 	"os"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -35,11 +34,57 @@ func TestOpRegistryComplete(t *testing.T) {
 		if s.startsSession && s.needsSession {
 			t.Errorf("op %s both starts and needs a Session", name)
 		}
+		switch {
+		case s.gen == nil && s.notGenerated == "":
+			t.Errorf("op %s has no generator weight and no notGenerated reason", name)
+		case s.gen != nil && s.notGenerated != "":
+			t.Errorf("op %s has a generator weight and a notGenerated reason (%s)", name, s.notGenerated)
+		case s.gen != nil && (s.gen.Weight <= 0 || s.gen.LostWeight < 0):
+			t.Errorf("op %s has generator weights %+v; a generated op needs a positive weight", name, *s.gen)
+		}
 		for _, f := range append(slices.Clone(s.required), s.allowed...) {
 			if !slices.Contains(stepFieldNames, f) {
 				t.Errorf("op %s names field %q, which Step does not have", name, f)
 			}
 		}
+	}
+}
+
+// TestSimplified: each op's simplify hook gives simpler values of that op only, and a step already simple (or
+// of an op without a hook) comes back equal, so the shrinker spends no run on it.
+func TestSimplified(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		in, want Step
+	}{
+		{"turn kept live with images via the console",
+			Step{Op: OpTurn, Session: "s1", Attempt: "a1", LiveFor: LiveFor{Seconds: 600}, Images: 2, Via: "console", Fault: &Fault{Kind: FaultCancel}},
+			Step{Op: OpTurn, Session: "s1", Attempt: "a1", Fault: &Fault{Kind: FaultCancel}}},
+		{"retry kept live",
+			Step{Op: OpRetry, Session: "s1", Attempt: "a1", LiveFor: LiveFor{Seconds: 5}, Via: "api", Replica: "r2"},
+			Step{Op: OpRetry, Session: "s1", Attempt: "a1", Replica: "r2"}},
+		{"prewarm of three boxes", Step{Op: OpPrewarm, Agent: "agent-1", Boxes: 3}, Step{Op: OpPrewarm, Agent: "agent-1", Boxes: 1}},
+		{"prewarm of no box", Step{Op: OpPrewarm, Agent: "agent-1"}, Step{Op: OpPrewarm, Agent: "agent-1"}},
+		{"advance of ten minutes", Step{Op: OpAdvance, Seconds: 600}, Step{Op: OpAdvance, Seconds: 60}},
+		{"advance of half a minute", Step{Op: OpAdvance, Seconds: 30}, Step{Op: OpAdvance, Seconds: 30}},
+		{"claim (no hook)", Step{Op: OpClaim, Session: "s1", Agent: "agent-1", Principal: "bob", Replica: "r2"},
+			Step{Op: OpClaim, Session: "s1", Agent: "agent-1", Principal: "bob", Replica: "r2"}},
+		{"unknown op", Step{Op: "fly", Seconds: 600}, Step{Op: "fly", Seconds: 600}},
+	} {
+		got := c.in.Simplified()
+		if !got.Equal(c.want) {
+			t.Errorf("%s: Simplified() = %+v, want %+v", c.name, got, c.want)
+		}
+		if c.in.Fault != nil && got.Fault == c.in.Fault {
+			t.Errorf("%s: the simplified step shares its fault with the original", c.name)
+		}
+	}
+	sc := &Scenario{Name: "x", Replicas: 2, Agents: []AgentSpec{{ID: "agent-1"}},
+		Steps: []Step{{Op: OpColdStart, Session: "s1", Agent: "agent-1", Principal: "alice"},
+			{Op: OpTurn, Session: "s1", Attempt: "a1", LiveFor: LiveFor{Seconds: 600}, Images: 1, Via: "console"}}}
+	sc.Steps[1] = sc.Steps[1].Simplified()
+	if err := sc.Validate(); err != nil {
+		t.Errorf("a simplified scenario does not validate: %v", err)
 	}
 }
 
@@ -85,18 +130,6 @@ func TestCloneIsDeep(t *testing.T) {
 		t.Errorf("the clone shares state with the original: %+v", sc)
 	}
 }
-
-// stepFieldNames are the YAML names of Step's fields.
-var stepFieldNames = func() []string {
-	var out []string
-	t := reflect.TypeOf(Step{})
-	for i := 0; i < t.NumField(); i++ {
-		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); name != "" && name != "-" {
-			out = append(out, name)
-		}
-	}
-	return out
-}()
 
 // TestScenariosDocOpTableIsCurrent fails when the op table of docs/scenarios.md is not the one the registry
 // generates (run `go run ./internal/tools/gendocs`).

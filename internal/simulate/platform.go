@@ -16,6 +16,7 @@ import (
 	"github.com/astrabox-dev/astrabox/internal/double"
 	"github.com/astrabox-dev/astrabox/internal/egress"
 	"github.com/astrabox-dev/astrabox/internal/harness"
+	"github.com/astrabox-dev/astrabox/internal/secrets"
 )
 
 // Options configure a simulation run.
@@ -32,7 +33,7 @@ type Options struct {
 	// Config is the base Agent configuration; "${ASTRABOX_DOUBLE_URL}" in string values is substituted.
 	Config map[string]any
 	// Secrets are planted secret values in Config, with their origin.
-	Secrets []Secret
+	Secrets []secrets.Secret
 	// Limits bound each replica process.
 	Limits harness.Limits
 	// ForceDebugLogging sets the provider's root logger to DEBUG so that debug records are scanned too.
@@ -194,7 +195,7 @@ func Run(ctx context.Context, sc *Scenario, o Options) (*History, error) {
 		current:   map[string]*CallRecord{},
 		callSeq:   map[string]int{},
 		callTags:  map[string]string{},
-		hist:      &History{Scenario: sc.Name, Seed: sc.Seed, Replicas: sc.Replicas, Engine: sc.Engine, Secrets: append([]Secret(nil), o.Secrets...), Played: sc},
+		hist:      &History{Scenario: sc.Name, Seed: sc.Seed, Replicas: sc.Replicas, Engine: sc.Engine, Secrets: append([]secrets.Secret(nil), o.Secrets...), Played: sc},
 	}
 	p.hosts = o.Hosts
 	if p.hosts == nil {
@@ -388,7 +389,7 @@ func (p *platform) finish() {
 		p.hist.Requests = append(p.hist.Requests, hr)
 	}
 	for _, t := range p.dbl.IssuedTokens() {
-		p.hist.Secrets = append(p.hist.Secrets, Secret{Value: t, Origin: "credential issued by the deployment double"})
+		p.hist.Secrets = append(p.hist.Secrets, secrets.Secret{Value: t, Origin: "credential issued by the deployment double"})
 	}
 	p.hist.Secrets = append(p.hist.Secrets, p.serviceSecrets(p.dbl.Requests())...)
 	p.hist.Egress = p.egress.sorted()
@@ -460,9 +461,9 @@ func (p *platform) replicaFor(st *Step) *replica {
 // agentConfig is the detached resolved Agent configuration of one version: the base configuration with the
 // version folded into the authored instructions. It never names a Session (PLAN-DETACHED).
 func (p *platform) agentConfig(agentID string, version int) map[string]any {
-	cfg := deepCopy(p.o.Config).(map[string]any)
+	cfg := CopyMap(p.o.Config)
 	for k, v := range p.sc.Config {
-		cfg[k] = deepCopy(v)
+		cfg[k] = CopyValue(v)
 	}
 	if a, ok := cfg["agent"].(map[string]any); ok && version > 1 {
 		if s, ok := a["instructions"].(string); ok {
@@ -470,27 +471,6 @@ func (p *platform) agentConfig(agentID string, version int) map[string]any {
 		}
 	}
 	return cfg
-}
-
-func deepCopy(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(t))
-		for k, x := range t {
-			m[k] = deepCopy(x)
-		}
-		return m
-	case []any:
-		s := make([]any, len(t))
-		for i, x := range t {
-			s[i] = deepCopy(x)
-		}
-		return s
-	case nil:
-		return map[string]any{}
-	default:
-		return t
-	}
 }
 
 // substitute replaces ${ASTRABOX_DOUBLE_URL} in every string of a configuration.
@@ -525,18 +505,14 @@ func (p *platform) generation(a *agentState) string {
 	return "gen-" + hex.EncodeToString(h.Sum(nil))[:12]
 }
 
-// canonicalDeclaration re-encodes a plan's declaration with sorted keys for the generation hash; an absent
-// declaration hashes as the empty object {} (unlike conformance's canonicalJSON, where empty is null).
+// canonicalDeclaration is a plan's declaration as the generation hash reads it: CanonicalJSON, except that
+// an absent declaration hashes as the empty object {} (so that the generations of providers that declare
+// nothing stay what they were).
 func canonicalDeclaration(raw json.RawMessage) []byte {
 	if len(raw) == 0 {
 		return []byte("{}")
 	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return raw
-	}
-	b, _ := json.Marshal(v) // map keys are sorted by encoding/json
-	return b
+	return CanonicalJSON(raw)
 }
 
 // CallHeader is the header the harness adds to the provider's requests to the deployment double, naming the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"reflect"
 	"regexp"
 	"strings"
 
@@ -98,8 +99,9 @@ type Step struct {
 
 	// Line is the step's line in its YAML file.
 	Line int `yaml:"-" json:"-"`
-	// keys are the fields the YAML mapping had, for validation.
-	keys map[string]bool
+	// zeros are the fields the step's YAML mapping gave their zero value (`boxes: 0`, `double: []`), the one
+	// presence its values cannot show (see has); nil when there are none.
+	zeros map[string]bool
 }
 
 // Fault is something that goes wrong with the callback a step makes.
@@ -331,18 +333,24 @@ func keyAtLine(n *yaml.Node, line int, tag, value string) string {
 	return found
 }
 
+// presentFields records which fields of the step's YAML mapping n are given as zero values; a field given no
+// value (`agent:`) is absent, as YAML() would write it.
 func (st *Step) presentFields(n *yaml.Node) {
 	if n.Kind != yaml.MappingNode {
 		return
 	}
-	keys := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if v := n.Content[i+1]; v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
-			continue // `agent:` with no value is an absent agent, as YAML() would write it
+			continue
 		}
-		keys[n.Content[i].Value] = true
+		name := n.Content[i].Value
+		if f, ok := stepFieldIndex[name]; ok && isZeroField(reflect.ValueOf(st).Elem().Field(f)) {
+			if st.zeros == nil {
+				st.zeros = map[string]bool{}
+			}
+			st.zeros[name] = true
+		}
 	}
-	st.keys = keys
 }
 
 // The callback faults a step may carry.
@@ -354,33 +362,48 @@ const (
 	FaultSupersede = "supersede"
 )
 
+// Step's fields by YAML name: stepFieldNames in Step's order, stepFieldIndex to each one's struct field.
+var stepFieldNames, stepFieldIndex = func() ([]string, map[string]int) {
+	var names []string
+	index := map[string]int{}
+	t := reflect.TypeOf(Step{})
+	for i := 0; i < t.NumField(); i++ {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); name != "" && name != "-" {
+			names = append(names, name)
+			index[name] = i
+		}
+	}
+	return names, index
+}()
+
+// isZeroField tells whether a field of Step holds nothing: its zero value, or an empty list.
+func isZeroField(v reflect.Value) bool {
+	if v.Kind() == reflect.Slice {
+		return v.Len() == 0
+	}
+	return v.IsZero()
+}
+
+// has tells whether the step has a field: derived from the step itself, a field it holds a value in, or one
+// its YAML gave as a zero value (zeros). So an edit (the shrinker removing a fault or simplifying a value)
+// never leaves the presence stale: a field set to its zero value is absent unless the file said it.
 func (st *Step) has(field string) bool {
-	if st.keys != nil {
-		return st.keys[field]
+	f, ok := stepFieldIndex[field]
+	if !ok {
+		return false
 	}
-	switch field {
-	case "agent":
-		return st.Agent != ""
-	case "session":
-		return st.Session != ""
-	case "principal":
-		return st.Principal != ""
-	case "attempt":
-		return st.Attempt != ""
-	case "operation":
-		return st.Operation != ""
-	case "action":
-		return st.Action != ""
-	case "consent":
-		return st.Consent != ""
-	case "replica":
-		return st.Replica != ""
-	case "seconds":
-		return st.Seconds != 0
-	case "boxes":
-		return st.Boxes != 0
+	return !isZeroField(reflect.ValueOf(st).Elem().Field(f)) || st.zeros[field]
+}
+
+// fields returns the fields the step has (see has), in Step's order.
+func (st *Step) fields() []string {
+	var out []string
+	for _, name := range stepFieldNames {
+		if st.has(name) {
+			out = append(out, name)
+		}
 	}
-	return false
+	return out
 }
 
 func (d *Deadlines) fill() {
@@ -432,7 +455,7 @@ func (s *Scenario) Clone() *Scenario {
 		c.Deadlines = &d
 	}
 	if s.Config != nil {
-		c.Config = deepCopy(s.Config).(map[string]any)
+		c.Config = CopyMap(s.Config)
 	}
 	if s.Principals != nil {
 		c.Principals = make(map[string]Principal, len(s.Principals))

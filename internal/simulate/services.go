@@ -11,73 +11,154 @@ import (
 	"github.com/astrabox-dev/astrabox/internal/conntag"
 	"github.com/astrabox-dev/astrabox/internal/double"
 	"github.com/astrabox-dev/astrabox/internal/egress"
+	"github.com/astrabox-dev/astrabox/internal/secrets"
 	"github.com/astrabox-dev/astrabox/internal/services"
 )
 
 // Services are the provider's declared external systems for a run (`[tool.astrabox.services]`): their
-// stand-ins, started once per run, and the run's certificate authority. Every scenario resets the stand-ins,
-// and each of its replicas reaches them through its own egress proxy and the scenario's double, which records,
-// attributes and faults their requests like its own. Connections to any other non-loopback destination are
-// refused (unless the policy allows them) and recorded as EgressAttempts.
+// stand-ins and the run's certificate authority. A run has one set of stand-ins per scenario slot (see
+// [Services.Slots]): a scenario resets its slot's stand-ins before it starts, and each of its replicas
+// reaches them through its own egress proxy and the scenario's double, which records, attributes and faults
+// their requests like its own. Two scenarios that run at once therefore never share a fake's records or a
+// stub scenario's state. Connections to any other non-loopback destination are refused (unless the policy
+// allows them) and recorded as EgressAttempts.
 type Services struct {
 	Specs  []services.Spec
 	Policy egress.Policy
 
-	standIns map[string]services.StandIn
-	ca       *egress.CA
-	dir      string
-	bundle   string
+	standIns map[string]services.StandIn // this slot's stand-ins, by service name
+	slot     int                         // this slot's index; 0 is the set StartServices returns
+	run      *serviceRun
 }
 
-// StartServices starts the stand-in of every declared service and makes the run's CA. Close stops them.
+// serviceRun is what the slots of one run share: the CA, its bundle on disk, and every slot.
+type serviceRun struct {
+	ca     *egress.CA
+	dir    string
+	bundle string
+
+	mu    sync.Mutex
+	slots []*Services
+}
+
+// StartServices starts the stand-in of every declared service (the first slot's) and makes the run's CA.
+// Close stops them, and those of every slot added since.
 func StartServices(ctx context.Context, specs []services.Spec, policy egress.Policy) (*Services, error) {
-	s := &Services{Specs: specs, Policy: policy, standIns: map[string]services.StandIn{}}
 	ca, err := egress.NewCA()
 	if err != nil {
 		return nil, err
 	}
-	s.ca = ca
-	if s.dir, err = os.MkdirTemp("", "astrabox-services-"); err != nil {
+	run := &serviceRun{ca: ca}
+	s := &Services{Specs: specs, Policy: policy, standIns: map[string]services.StandIn{}, run: run}
+	run.slots = []*Services{s}
+	if run.dir, err = os.MkdirTemp("", "astrabox-services-"); err != nil {
 		return nil, fmt.Errorf("make the run's CA directory: %w", err)
 	}
-	if s.bundle, err = ca.WriteBundle(s.dir, nil); err != nil {
+	if run.bundle, err = ca.WriteBundle(run.dir, nil); err != nil {
 		s.Close()
 		return nil, err
 	}
-	for _, spec := range specs {
-		si, err := services.Start(ctx, spec)
-		if err != nil {
-			s.Close()
-			return nil, err
-		}
-		s.standIns[spec.Name] = si
+	if err := s.start(ctx); err != nil {
+		s.Close()
+		return nil, err
 	}
 	return s, nil
 }
 
-// Close stops every stand-in and removes the CA bundle.
-func (s *Services) Close() error {
+// start starts this slot's stand-in of every service, in declaration order; on an error the ones started are
+// stopped again.
+func (s *Services) start(ctx context.Context) error {
+	for _, spec := range s.Specs {
+		si, err := services.StartInstance(ctx, spec, s.slot+1)
+		if err != nil {
+			s.closeStandIns()
+			return err
+		}
+		s.standIns[spec.Name] = si
+	}
+	return nil
+}
+
+// Slots returns the stand-ins of n scenario slots, the first being the run's own set: one more instance of
+// every service per slot (each fake its own process group on its own port, each stubs directory its own
+// scenario state), started at once the first time they are asked for, and stopped by the run's Close. Two
+// scenarios given different slots never see each other's state. Every caller gets the same first n sets, so
+// one set of workers at a time may use them (as a run does). On a nil Services (no services for this run) it
+// returns n nils.
+func (s *Services) Slots(ctx context.Context, n int) ([]*Services, error) {
+	n = max(1, n)
 	if s == nil {
+		return make([]*Services, n), nil
+	}
+	r := s.run
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var added []*Services
+	for i := len(r.slots); i < n; i++ {
+		added = append(added, &Services{Specs: s.Specs, Policy: s.Policy, standIns: map[string]services.StandIn{}, slot: i, run: r})
+	}
+	errs := make([]error, len(added))
+	var wg sync.WaitGroup
+	for i, sl := range added {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = sl.start(ctx)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, sl := range added {
+			sl.closeStandIns()
+		}
+		return nil, err
+	}
+	r.slots = append(r.slots, added...)
+	return append([]*Services(nil), r.slots[:n]...), nil
+}
+
+// Close stops the stand-ins of every slot of the run and removes the CA bundle. Only the Services that
+// StartServices returned closes anything; closing another slot does nothing (the run's Close stops it).
+func (s *Services) Close() error {
+	if s == nil || s.slot != 0 {
 		return nil
 	}
+	s.run.mu.Lock()
+	slots := append([]*Services(nil), s.run.slots...)
+	s.run.mu.Unlock()
 	var errs []error
-	for _, name := range s.names() {
-		errs = append(errs, s.standIns[name].Close())
+	for _, sl := range slots {
+		errs = append(errs, sl.closeStandIns())
 	}
-	if s.dir != "" {
-		errs = append(errs, os.RemoveAll(s.dir))
+	if s.run.dir != "" {
+		errs = append(errs, os.RemoveAll(s.run.dir))
 	}
 	return errors.Join(errs...)
 }
 
-// Alive reports a stand-in that can no longer answer (a fake that died mid-run), with its output.
+// closeStandIns stops this slot's stand-ins.
+func (s *Services) closeStandIns() error {
+	var errs []error
+	for _, name := range s.names() {
+		errs = append(errs, s.standIns[name].Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Alive reports a stand-in of any slot of the run that can no longer answer (a fake that died mid-run), with
+// its output.
 func (s *Services) Alive() error {
 	if s == nil {
 		return nil
 	}
-	for _, name := range s.names() {
-		if err := s.standIns[name].Alive(); err != nil {
-			return err
+	s.run.mu.Lock()
+	slots := append([]*Services(nil), s.run.slots...)
+	s.run.mu.Unlock()
+	for _, sl := range slots {
+		for _, name := range sl.names() {
+			if err := sl.standIns[name].Alive(); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -92,7 +173,7 @@ func (s *Services) names() []string {
 	return out
 }
 
-// reset clears every stand-in's state before a scenario.
+// reset clears this slot's stand-ins' state before a scenario.
 func (s *Services) reset(ctx context.Context) error {
 	if s == nil {
 		return nil
@@ -144,12 +225,12 @@ func (s *Services) proxy(replica string, dbl *double.Double, observe func(egress
 		}
 		svcs = append(svcs, svc)
 	}
-	px, err := egress.Start(egress.Options{Replica: replica, Services: svcs, CA: s.ca, Policy: s.Policy, Observe: observe})
+	px, err := egress.Start(egress.Options{Replica: replica, Services: svcs, CA: s.run.ca, Policy: s.Policy, Observe: observe})
 	if err != nil {
 		return nil, nil, err
 	}
 	var env []string
-	vars := px.Env(s.bundle)
+	vars := px.Env(s.run.bundle)
 	keys := make([]string, 0, len(vars))
 	for k := range vars {
 		keys = append(keys, k)
@@ -232,8 +313,8 @@ func (p *platform) observeEgress(rec egress.Record) {
 
 // serviceSecrets are the secrets the stand-ins handed out in answers to the provider (field names or
 // pointers of each service's secret-fields), in request order.
-func (p *platform) serviceSecrets(reqs []double.Request) []Secret {
-	var out []Secret
+func (p *platform) serviceSecrets(reqs []double.Request) []secrets.Secret {
+	var out []secrets.Secret
 	seen := map[string]bool{}
 	for _, rq := range reqs {
 		if rq.Service == "" || len(rq.Answer) == 0 {
@@ -246,7 +327,7 @@ func (p *platform) serviceSecrets(reqs []double.Request) []Secret {
 		for _, v := range services.ResponseSecrets(rq.Answer, spec.SecretFields) {
 			if !seen[v] {
 				seen[v] = true
-				out = append(out, Secret{Value: v, Origin: fmt.Sprintf("a value service %s answered to %s %s", rq.Service, rq.Method, rq.Path)})
+				out = append(out, secrets.Secret{Value: v, Origin: fmt.Sprintf("a value service %s answered to %s %s", rq.Service, rq.Method, rq.Path)})
 			}
 		}
 	}

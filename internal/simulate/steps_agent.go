@@ -36,19 +36,12 @@ func toDoubleFault(df DoubleFault, replica string) double.Fault {
 			f.Times = 1
 		}
 	}
-	switch df.Kind {
-	case DoubleDelay:
-		f.Kind = double.Delay
+	f.Kind, _ = double.ParseFaultKind(df.Kind) // validated with the scenario
+	if f.Kind == double.Delay {
 		f.Duration = time.Duration(df.Delay * float64(time.Second))
 		if f.Duration <= 0 {
 			f.Duration = 100 * time.Millisecond
 		}
-	case DoubleHold:
-		f.Kind = double.Hold
-	case DoubleUnavailable:
-		f.Kind = double.Unavailable
-	case DoubleDrop:
-		f.Kind = double.DropAfterApply
 	}
 	return f
 }

@@ -326,8 +326,7 @@ func (p *platform) writePositions(method string) int {
 		if rq.Call == nil || !clean[rq.Call.CallID] {
 			continue
 		}
-		switch strings.ToUpper(rq.Method) {
-		case "PUT", "POST", "DELETE":
+		if rq.Write { // as the double's write faults count them, a service's classification included
 			writes[rq.Call.CallID]++
 			most = max(most, writes[rq.Call.CallID])
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/astrabox-dev/astrabox/internal/harness"
+	"github.com/astrabox-dev/astrabox/internal/secrets"
 )
 
 // Platform error codes.
@@ -103,7 +104,7 @@ func (p *platform) replaceSandbox(st *Step) {
 
 func (p *platform) sessionArgs(s *session, a *agentState, trigger string) map[string]any {
 	tok := p.token("astx_wid_")
-	p.hist.Secrets = append(p.hist.Secrets, Secret{Value: tok, Origin: "workload identity token of session " + s.id})
+	p.hist.Secrets = append(p.hist.Secrets, secrets.Secret{Value: tok, Origin: "workload identity token of session " + s.id})
 	return map[string]any{"context": map[string]any{
 		"session_id":         s.id,
 		"agent_id":           a.spec.ID,

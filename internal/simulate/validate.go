@@ -3,6 +3,8 @@ package simulate
 import (
 	"fmt"
 	"strings"
+
+	"github.com/astrabox-dev/astrabox/internal/double"
 )
 
 // Validate checks that the scenario is one the platform could play, filling in defaults.
@@ -94,15 +96,13 @@ func (s *Scenario) validateStep(i int, agents, sessions map[string]bool) error {
 	if !ok {
 		return errAt(line, "step %d: unknown op %q; use one of %s", i+1, st.Op, strings.Join(Ops(), ", "))
 	}
-	if st.keys != nil {
-		allowed := map[string]bool{"op": true}
-		for _, f := range append(append([]string{}, spec.required...), spec.allowed...) {
-			allowed[f] = true
-		}
-		for k := range st.keys {
-			if !allowed[k] {
-				return errAt(line, "step %d (%s): field %q does not apply to this step", i+1, st.Op, k)
-			}
+	allowed := map[string]bool{"op": true}
+	for _, f := range append(append([]string{}, spec.required...), spec.allowed...) {
+		allowed[f] = true
+	}
+	for _, k := range st.fields() {
+		if !allowed[k] {
+			return errAt(line, "step %d (%s): field %q does not apply to this step", i+1, st.Op, k)
 		}
 	}
 	for _, f := range spec.required {
@@ -148,8 +148,8 @@ func (s *Scenario) validateStep(i int, agents, sessions map[string]bool) error {
 		return errAt(line, "step %d (%s): %s", i+1, st.Op, msg)
 	}
 	for _, d := range st.Double {
-		if !knownDoubleKind(d.Kind) {
-			return errAt(line, "step %d (%s): double fault kind %q; use delay, hold, unavailable or drop", i+1, st.Op, d.Kind)
+		if _, err := double.ParseFaultKind(d.Kind); err != nil {
+			return errAt(line, "step %d (%s): %v", i+1, st.Op, err)
 		}
 	}
 	return nil
@@ -179,19 +179,11 @@ func (f *Fault) check() string {
 	return ""
 }
 
-// The kinds of fault the deployment double applies (DoubleFault.Kind).
+// The kinds of fault the deployment double applies (DoubleFault.Kind): the double's own names
+// (double.FaultKind's String), which double.ParseFaultKind, the one place they are validated, reads.
 const (
 	DoubleDelay       = "delay"
 	DoubleHold        = "hold"
 	DoubleUnavailable = "unavailable"
 	DoubleDrop        = "drop"
 )
-
-// knownDoubleKind tells whether kind is one of the double's fault kinds.
-func knownDoubleKind(kind string) bool {
-	switch kind {
-	case DoubleDelay, DoubleHold, DoubleUnavailable, DoubleDrop:
-		return true
-	}
-	return false
-}
