@@ -174,7 +174,15 @@ func (p *Process) serveSandbox(r SandboxRequest) {
 	}
 }
 
+// BeforeCancel, when set, runs before each cancel is sent. Tests set it to hold the cancel back as a loaded
+// machine does (Go's timer fires late, or the pipe is slow), so that a reply crossing its cancel is reproduced
+// without load; it is never set outside tests.
+var BeforeCancel func()
+
 func (p *Process) sendCancel(id int64, method, why string) (bool, <-chan time.Time) {
+	if BeforeCancel != nil {
+		BeforeCancel()
+	}
 	p.logf("call %d %s: %s; sending cancel", id, method, why)
 	if err := p.send(cancelMsg{Kind: "cancel", ID: id}, p.lim.Grace); err != nil {
 		p.logf("send cancel: %v", err)

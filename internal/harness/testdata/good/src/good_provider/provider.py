@@ -57,6 +57,10 @@ class Provider(RuntimePreparationProvider):
     async def read_user_actions(self, *, context):
         if context.session_id == "slow":
             await asyncio.sleep(3600)
+        if context.session_id == "holds-loop":
+            time.sleep(0.3)  # holds the event loop through its deadline: no cancel can reach it
+        if context.session_id == "yields-late":
+            await asyncio.sleep(0.2)  # past its deadline, but the loop is free when the deadline passes
         return SessionUserActionState(ready=True)
 
     async def perform_user_action(self, *, context, action_id):
