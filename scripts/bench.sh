@@ -30,6 +30,9 @@ awk '
 ' "$out"
 printf 'harness work per plan, warm loop:  %s µs (best batch median, one process, no pipes: scripts/harness_warm.py)\n' \
   "$(python3 scripts/harness_warm.py internal/harness/python examples/providers/reference)"
+if ! grep -q '^BenchmarkGuidedVsBlind/' "$out"; then
+  echo "guided against blind exploration: skipped (set ASTRABOX_BENCH_GUIDED=1; docs/performance.md has the command)"
+fi
 if ! grep -q '^BenchmarkExploreMemory/' "$out"; then
   echo "peak heap: skipped (set ASTRABOX_BENCH_MEMORY=1 to explore 10,000 scenarios)"
 fi

@@ -4,21 +4,33 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/astrabox-dev/astrabox/internal/conformance"
 	"github.com/astrabox-dev/astrabox/internal/explore"
+	"github.com/astrabox-dev/astrabox/internal/harness"
 )
 
 // guidedFixtures are the broken fixtures whose bug needs a particular order or fault, with the check that
-// finds it.
+// finds it. The first three are found within a few scenarios by any method; the last four need several
+// conditions in order (their expect.json says which).
 var guidedFixtures = []struct{ fixture, check string }{
-	{"turn-idempotent", "TURN-IDEMPOTENT"},       // a retry must land on another replica
-	{"leak-cross-session", "LEAK-CROSS-SESSION"}, // two principals' sessions on one agent
-	{"recover-truth", "RECOVER-TRUTH"},           // host loss with a held write, recover, release
+	{"turn-idempotent", "TURN-IDEMPOTENT"},                // a retry must land on another replica
+	{"leak-cross-session", "LEAK-CROSS-SESSION"},          // two principals' sessions on one agent
+	{"recover-truth", "RECOVER-TRUTH"},                    // host loss with a held write, recover, release
+	{"leak-cross-session-reattach", "LEAK-CROSS-SESSION"}, // two principals' sessions on one replica, a reattachment there
+	{"recover-truth-fenced-agent", "RECOVER-TRUTH"},       // two operations lost with held writes, both recovered on one replica, release
+	{"ua-authority-read-cache", "UA-AUTHORITY"},           // a state read while granted, consent withdrawn, a turn on the replica that read
+	{"recover-truth-superseded", "RECOVER-TRUTH"},         // a written record, a new version, a held write lost with its host, recover, release
 }
+
+// benchPython is the interpreter the guided benchmarks use: 3.12 measures coverage (with branches) by default.
+const benchPython = "/root/.pyenv/versions/3.12.1/bin/python3"
 
 func medianInt(xs []int) float64 {
 	s := append([]int(nil), xs...)
@@ -29,64 +41,179 @@ func medianInt(xs []int) float64 {
 	return float64(s[len(s)/2-1]+s[len(s)/2]) / 2
 }
 
+func medianFloat(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// benchTarget resolves and inspects a project for the guided benchmarks, which run only with
+// ASTRABOX_BENCH_GUIDED=1 (they take tens of minutes, so `make bench` leaves them out).
+func benchTarget(b *testing.B, project string) (*conformance.Target, *harness.LoadInfo) {
+	b.Helper()
+	if os.Getenv("ASTRABOX_BENCH_GUIDED") == "" {
+		b.Skip("set ASTRABOX_BENCH_GUIDED=1 to compare guided and blind exploration (tens of minutes)")
+	}
+	if _, err := os.Stat(benchPython); err != nil {
+		b.Skipf("%s not installed", benchPython)
+	}
+	ctx := context.Background()
+	t, err := conformance.Resolve(ctx, conformance.Options{Project: project, Python: benchPython, Getenv: os.Getenv})
+	if err != nil {
+		b.Fatal(err)
+	}
+	info, _, err := conformance.Inspect(ctx, t)
+	if err != nil || info == nil {
+		b.Fatalf("inspect: %v", err)
+	}
+	return t, info
+}
+
+// benchMode is one way to explore: blind, guided by the provider's lines and branches alone ("lines"), or
+// guided by them and by the orders of callbacks ("guided", the default of --explore).
+type benchMode struct {
+	name             string
+	blind, linesOnly bool
+}
+
+// benchModes are the modes ASTRABOX_BENCH_GUIDED_MODES names (comma-separated; default all three).
+func benchModes(b *testing.B) []benchMode {
+	all := []benchMode{{"blind", true, false}, {"lines", false, true}, {"guided", false, false}}
+	names := os.Getenv("ASTRABOX_BENCH_GUIDED_MODES")
+	if names == "" {
+		return all
+	}
+	var out []benchMode
+	for _, m := range all {
+		if slices.Contains(strings.Split(names, ","), m.name) {
+			out = append(out, m)
+		}
+	}
+	if len(out) == 0 {
+		b.Fatalf("ASTRABOX_BENCH_GUIDED_MODES=%q names none of blind, lines, guided", names)
+	}
+	return out
+}
+
 // BenchmarkGuidedVsBlind explores each fixture whose bug needs a particular order or fault, blind and guided
 // by coverage (from an empty corpus), from the same seeds, on CPython 3.12 (which measures coverage by
-// default), and reports the median number of scenarios judged up to the first failure (N+1 when none
-// failed within N) and the median lines and branch directions reached after N scenarios.
-// ASTRABOX_BENCH_GUIDED_N sets N (default 40) and ASTRABOX_BENCH_GUIDED_SEEDS the number of seeds (default 3).
+// default), each until its first failure or N scenarios, and reports the median number of scenarios judged
+// up to the first failure (N+1 when none failed within N) and the median seconds the exploration took
+// (including one shrink run and one replay of the failure).
+// ASTRABOX_BENCH_GUIDED_N sets N (default 40), ASTRABOX_BENCH_GUIDED_SEEDS the number of seeds (default 3),
+// ASTRABOX_BENCH_GUIDED_FIXTURES, a comma-separated list, the fixtures (default all), and
+// ASTRABOX_BENCH_GUIDED_MODES the modes (benchModes).
 func BenchmarkGuidedVsBlind(b *testing.B) {
-	py := "/root/.pyenv/versions/3.12.1/bin/python3"
-	if _, err := os.Stat(py); err != nil {
-		b.Skipf("%s not installed", py)
-	}
 	n, seeds := envInt("ASTRABOX_BENCH_GUIDED_N", 40), envInt("ASTRABOX_BENCH_GUIDED_SEEDS", 3)
+	only := strings.Split(os.Getenv("ASTRABOX_BENCH_GUIDED_FIXTURES"), ",")
 	for _, fx := range guidedFixtures {
-		b.Run(fx.check, func(b *testing.B) {
-			ctx := context.Background()
+		if only[0] != "" && !slices.Contains(only, fx.fixture) {
+			continue
+		}
+		b.Run(fx.fixture, func(b *testing.B) {
 			project, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "providers", "broken", fx.fixture))
-			t, err := conformance.Resolve(ctx, conformance.Options{Project: project, Python: py, Getenv: os.Getenv})
-			if err != nil {
-				b.Fatal(err)
-			}
-			info, _, err := conformance.Inspect(ctx, t)
-			if err != nil || info == nil {
-				b.Fatalf("inspect: %v", err)
-			}
+			t, info := benchTarget(b, project)
+			modes := benchModes(b)
 			for i := 0; i < b.N; i++ {
-				var first, reach [2][]int
-				for s := 1; s <= seeds; s++ {
-					env, err := conformance.NewEnv(t, info, int64(s))
-					if err != nil {
-						b.Fatal(err)
-					}
-					w, err := env.NewWorkers(ctx, 2, 3)
-					if err != nil {
-						b.Fatal(err)
-					}
-					for k, blind := range []bool{true, false} {
-						res, err := explore.Explore(ctx, env, w, explore.Options{N: n, Seed: int64(s), Jobs: 2, Checks: []string{fx.check},
-							Blind: blind, Fresh: true, CorpusDir: b.TempDir(), FailuresDir: b.TempDir(), ShrinkBudget: 1, Replays: 1})
-						if err != nil {
-							b.Fatal(err)
-						}
-						f := res.FirstFailure
-						if f == 0 {
-							f = n + 1
-						}
+				first := make([][]int, len(modes))
+				secs := make([][]float64, len(modes))
+				for s := firstSeed(); s < firstSeed()+seeds; s++ {
+					for k, m := range modes {
+						f, el := firstFailure(b, t, info, int64(s), n, fx.check, m)
 						first[k] = append(first[k], f)
-						reach[k] = append(reach[k], res.Reached)
-						b.Logf("%s seed %d blind=%v: first failure after %d scenarios, %d reached", fx.check, s, blind, f, res.Reached)
+						secs[k] = append(secs[k], el.Seconds())
+						b.Logf("%s seed %d %s: first failure after %d scenarios (%.1fs)", fx.fixture, s, m.name, f, el.Seconds())
 					}
-					w.Close()
 				}
-				b.ReportMetric(medianInt(first[0]), "scenarios-blind")
-				b.ReportMetric(medianInt(first[1]), "scenarios-guided")
-				b.ReportMetric(medianInt(reach[0]), "reached-blind")
-				b.ReportMetric(medianInt(reach[1]), "reached-guided")
+				for k, m := range modes {
+					b.ReportMetric(medianInt(first[k]), "scenarios-"+m.name)
+					b.ReportMetric(medianFloat(secs[k]), "s-"+m.name)
+				}
 			}
 		})
 	}
 }
+
+// firstFailure explores from seed until the first scenario that fails check (at most n), and returns how
+// many scenarios that took (n+1 when none failed) and how long the exploration ran.
+func firstFailure(b *testing.B, t *conformance.Target, info *harness.LoadInfo, seed int64, n int, check string, m benchMode) (int, time.Duration) {
+	b.Helper()
+	ctx := context.Background()
+	env, err := conformance.NewEnv(t, info, seed)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, err := env.NewWorkers(ctx, 2, 3)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	start := time.Now()
+	res, err := explore.Explore(ctx, env, w, explore.Options{N: n, Seed: seed, Jobs: 2, Checks: []string{check}, Blind: m.blind, LinesOnly: m.linesOnly,
+		Fresh: true, StopAfterFailure: true, CorpusDir: b.TempDir(), FailuresDir: b.TempDir(), ShrinkBudget: 1, Replays: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(res.Errors) > 0 {
+		b.Logf("seed %d %s: %d scenario(s) could not run, first: %s", seed, m.name, len(res.Errors), res.Errors[0])
+	}
+	if res.FirstFailure == 0 {
+		return n + 1, time.Since(start)
+	}
+	return res.FirstFailure, time.Since(start)
+}
+
+// BenchmarkGuidedCoverage explores one project in each mode (from an empty corpus) from the same seeds,
+// N scenarios each, and reports the median lines and branch directions (by callback) reached.
+// ASTRABOX_BENCH_GUIDED_PROJECT names the project (default the reference provider), ASTRABOX_BENCH_GUIDED_N
+// sets N (default 500), ASTRABOX_BENCH_GUIDED_SEEDS the number of seeds (default 3) and
+// ASTRABOX_BENCH_GUIDED_MODES the modes (benchModes).
+func BenchmarkGuidedCoverage(b *testing.B) {
+	n, seeds := envInt("ASTRABOX_BENCH_GUIDED_N", 500), envInt("ASTRABOX_BENCH_GUIDED_SEEDS", 3)
+	project := os.Getenv("ASTRABOX_BENCH_GUIDED_PROJECT")
+	if project == "" {
+		project = filepath.Join("..", "..", "examples", "providers", "reference")
+	}
+	project, _ = filepath.Abs(project)
+	t, info := benchTarget(b, project)
+	modes := benchModes(b)
+	ctx := context.Background()
+	for i := 0; i < b.N; i++ {
+		reach := make([][]int, len(modes))
+		for s := firstSeed(); s < firstSeed()+seeds; s++ {
+			env, err := conformance.NewEnv(t, info, int64(s))
+			if err != nil {
+				b.Fatal(err)
+			}
+			w, err := env.NewWorkers(ctx, 2, 3)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for k, m := range modes {
+				start := time.Now()
+				res, err := explore.Explore(ctx, env, w, explore.Options{N: n, Seed: int64(s), Jobs: 2, Blind: m.blind, LinesOnly: m.linesOnly, Fresh: true,
+					CorpusDir: b.TempDir(), FailuresDir: b.TempDir(), ShrinkBudget: 1, Replays: 1})
+				if err != nil {
+					b.Fatal(err)
+				}
+				reach[k] = append(reach[k], res.Reached)
+				b.Logf("%s seed %d %s: %d reached after %d scenarios (%d seeds, %d favoured, %d varied, %d orders, %d not run; %.0fs)",
+					filepath.Base(project), s, m.name, res.Reached, n, res.Seeds, res.Favoured, res.Mutated, res.Orders, len(res.Errors), time.Since(start).Seconds())
+			}
+			w.Close()
+		}
+		for k, m := range modes {
+			b.ReportMetric(medianInt(reach[k]), "reached-"+m.name)
+		}
+	}
+}
+
+// firstSeed is the first seed the guided benchmarks explore from (ASTRABOX_BENCH_GUIDED_FIRST_SEED, default 1;
+// the seeds follow it), so that a measurement cut short resumes where it stopped.
+func firstSeed() int { return envInt("ASTRABOX_BENCH_GUIDED_FIRST_SEED", 1) }
 
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {

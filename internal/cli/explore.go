@@ -103,8 +103,8 @@ func writeExploreSummary(w io.Writer, r *explore.Result) {
 	fmt.Fprintf(w, "explored %d scenario(s) with seed %d in %s: %d callbacks (%.0f/s), %d failing check(s)\n",
 		r.Scenarios, r.Seed, r.Elapsed.Round(1e6), r.Callbacks, rate, len(r.Failures))
 	if r.Guided {
-		fmt.Fprintf(w, "  guided by coverage: %d lines and branch directions reached; %d scenario(s) replayed the corpus, %d varied seeds; corpus now %d seed(s)\n",
-			r.Reached, r.Replayed, r.Mutated, r.Seeds)
+		fmt.Fprintf(w, "  guided by coverage: %d lines and branch directions reached; %d scenario(s) replayed the corpus, %d varied seeds; corpus now %d seed(s), %d favoured\n",
+			r.Reached, r.Replayed, r.Mutated, r.Seeds, r.Favoured)
 	}
 	for _, e := range r.Errors {
 		fmt.Fprintf(w, "  could not run %s\n", e)

@@ -51,6 +51,12 @@ type Options struct {
 	Log io.Writer
 	// Blind explores without guidance even when coverage is measured (benchmarks compare the two).
 	Blind bool
+	// LinesOnly guides by the provider's lines and branches alone, not also by the orders in which callbacks
+	// ran (benchmarks compare the two).
+	LinesOnly bool
+	// StopAfterFailure judges no scenario after the first that failed (in index order; benchmarks count the
+	// scenarios to the first failure). Every scenario before it is still judged.
+	StopAfterFailure bool
 }
 
 // Failure is one check that a generated scenario broke.
@@ -81,13 +87,17 @@ type Result struct {
 	// Errors are scenarios the kit itself could not run.
 	Errors []string `json:"errors,omitempty"`
 	// Guided is true when coverage steered the exploration: Replayed scenarios replayed the saved corpus,
-	// Mutated were varied from seeds, Seeds is the corpus at the end, and Reached the lines and branch
+	// Mutated were varied from seeds, Seeds is the corpus at the end (Favoured of them represent a feature), and Reached the lines and branch
 	// directions (by callback) the explored scenarios reached.
 	Guided   bool `json:"guided"`
 	Replayed int  `json:"replayed_seeds,omitempty"`
 	Mutated  int  `json:"mutated,omitempty"`
 	Seeds    int  `json:"seeds,omitempty"`
-	Reached  int  `json:"reached,omitempty"`
+	// Favoured counts the seeds that are the shortest to reach some feature (the ones varied by rarity).
+	Favoured int `json:"favoured,omitempty"`
+	// Orders counts the orders of two callbacks the explored scenarios showed (guided runs).
+	Orders  int `json:"orders,omitempty"`
+	Reached int `json:"reached,omitempty"`
 	// FirstFailure is how many scenarios were judged up to and including the first that failed a check
 	// (in index order; 0 when none failed).
 	FirstFailure int `json:"first_failure,omitempty"`
@@ -148,12 +158,15 @@ func Explore(ctx context.Context, env *conformance.Env, w *conformance.Workers, 
 	start := time.Now()
 	jobs := max(o.Jobs, 1)
 	t := &tally{progress: newProgress(o.Progress, len(indexes))}
+	t.stopAt.Store(int64(len(indexes)))
 	if g == nil {
 		res.Reached = blind(ctx, env, w, o, indexes, jobs, t)
 	} else {
 		res.Guided = true
 		guided(ctx, env, w, o, g, indexes, jobs, t)
-		res.Replayed, res.Mutated, res.Seeds, res.Reached = g.replayed(indexes), g.mutated, len(g.seeds), len(g.reached)
+		res.Replayed, res.Mutated, res.Seeds, res.Reached = g.replayed(indexes), g.mutated, len(g.seeds), g.covered
+		res.Orders = len(g.hits) - g.covered
+		res.Favoured = g.favoured()
 		res.Coverage = g.cov.Profile()
 	}
 	t.progress.finish()

@@ -49,6 +49,8 @@ type gen struct {
 	steps    []simulate.Step
 	sessions []string
 	attempts map[string][]string
+	// nSession and nAttempt number the next new Session and attempt.
+	nSession int
 	nAttempt int
 	ops      int
 	held     bool
@@ -182,7 +184,8 @@ func (g *gen) prewarm() {
 }
 
 func (g *gen) start(op string) {
-	s := fmt.Sprintf("s%d", len(g.sessions)+1)
+	g.nSession++
+	s := fmt.Sprintf("s%d", g.nSession)
 	g.sessions = append(g.sessions, s)
 	g.add(simulate.Step{Op: op, Session: s, Agent: "agent-1", Principal: principals[g.rng.Intn(len(principals))], Replica: g.replica()})
 }

@@ -2,6 +2,9 @@ package explore
 
 import (
 	"math/rand"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/astrabox-dev/astrabox/internal/simulate"
 )
@@ -9,19 +12,18 @@ import (
 // maxSteps bounds a varied scenario: insertions and splices never grow one past it.
 const maxSteps = 30
 
-// mutate varies base with one to three changes: insert a step (taken from a fresh scenario), delete one,
-// swap two neighbours, change a step's faults or replica, change the number of replicas, or splice base with
-// another seed. The result may break the platform's order rules; the caller validates it.
-func mutate(rng *rand.Rand, base *simulate.Scenario, seeds []*simulate.Scenario, seed int64) *simulate.Scenario {
+// mutate varies base with one to three changes: insert a step the generator could take at that point, delete
+// one, swap two neighbours, change a step's faults or replica, change the number of replicas, splice base
+// with another seed, or change who a step concerns (a Session's principal, a consent change's principal or
+// state). The result may break the platform's order rules; the caller validates it.
+func mutate(rng *rand.Rand, base *simulate.Scenario, seeds []*simulate.Scenario) *simulate.Scenario {
 	sc := clone(base)
 	for n := 1 + rng.Intn(3); n > 0; n-- {
 		switch pickOp(rng) {
 		case 0:
-			donor := Generate(seed, 1<<20+rng.Intn(1<<20))
-			st := donor.Steps[rng.Intn(len(donor.Steps))]
 			if len(sc.Steps) < maxSteps {
 				i := rng.Intn(len(sc.Steps) + 1)
-				sc.Steps = append(sc.Steps[:i], append([]simulate.Step{st}, sc.Steps[i:]...)...)
+				sc.Steps = slices.Insert(sc.Steps, i, stepAt(rng, sc, i))
 			}
 		case 1:
 			if len(sc.Steps) > 1 {
@@ -38,7 +40,7 @@ func mutate(rng *rand.Rand, base *simulate.Scenario, seeds []*simulate.Scenario,
 		case 4:
 			st := &sc.Steps[rng.Intn(len(sc.Steps))]
 			if st.Replica != "" {
-				st.Replica = simulate.ReplicaName(1 + rng.Intn(sc.Replicas))
+				st.Replica = simulate.ReplicaName(1 + rng.Intn(max(1, sc.Replicas)))
 			}
 		case 5:
 			changeReplicas(rng, sc)
@@ -50,14 +52,86 @@ func mutate(rng *rand.Rand, base *simulate.Scenario, seeds []*simulate.Scenario,
 				sc.Steps = steps
 				sc.Replicas = max(sc.Replicas, other.Replicas)
 			}
+		case 7:
+			changeWho(rng, &sc.Steps[rng.Intn(len(sc.Steps))])
 		}
 	}
 	return sc
 }
 
+// stepAt returns a step the generator could take after the first i steps of sc: its state (Sessions,
+// attempts, operations, held writes) is rebuilt from those steps, and a new Session or attempt gets a name
+// no step of sc uses.
+func stepAt(rng *rand.Rand, sc *simulate.Scenario, i int) simulate.Step {
+	g := &gen{rng: rng, replicas: max(1, sc.Replicas), attempts: map[string][]string{}}
+	for _, st := range sc.Steps[:i] {
+		g.track(st)
+	}
+	for _, st := range sc.Steps {
+		g.nSession = max(g.nSession, numbered(st.Session, "s"))
+		g.nAttempt = max(g.nAttempt, numbered(st.Attempt, "t"))
+	}
+	g.step()
+	return g.steps[len(g.steps)-1]
+}
+
+// track takes an existing step into the generator's state.
+func (g *gen) track(st simulate.Step) {
+	switch st.Op {
+	case simulate.OpClaim, simulate.OpColdStart:
+		g.sessions = append(g.sessions, st.Session)
+	case simulate.OpTurn:
+		// Only the turns of Sessions started before (a change earlier in the same variation may have
+		// deleted a start; the result is validated, but the generator must not offer a retry of them).
+		if slices.Contains(g.sessions, st.Session) {
+			g.attempts[st.Session] = append(g.attempts[st.Session], st.Attempt)
+		}
+	case simulate.OpPrewarm:
+		if st.Fault != nil && st.Fault.Kind == simulate.FaultHostLoss && len(st.Double) > 0 {
+			g.held = true
+			g.lost = append(g.lost, g.ops+1)
+		}
+		g.ops += st.Boxes
+	case simulate.OpRelease:
+		g.held = false
+	}
+}
+
+// numbered is the number of a generated name such as s3 or t12 (0 for any other name).
+func numbered(name, prefix string) int {
+	n, err := strconv.Atoi(strings.TrimPrefix(name, prefix))
+	if err != nil || !strings.HasPrefix(name, prefix) {
+		return 0
+	}
+	return n
+}
+
+// changeWho gives a Session start another principal, or a consent change another principal or state.
+func changeWho(rng *rand.Rand, st *simulate.Step) {
+	other := func(p string) string {
+		for {
+			if q := principals[rng.Intn(len(principals))]; q != p {
+				return q
+			}
+		}
+	}
+	switch st.Op {
+	case simulate.OpClaim, simulate.OpColdStart:
+		st.Principal = other(st.Principal)
+	case simulate.OpSetConsent:
+		if rng.Intn(2) == 0 {
+			st.Principal = other(st.Principal)
+		} else if st.Consent == "pending" {
+			st.Consent = "granted"
+		} else {
+			st.Consent = "pending"
+		}
+	}
+}
+
 // opWeights weigh the changes: growing a seed (insert, splice) and changing its faults reach new paths more
 // often than shrinking it.
-var opWeights = [7]int{4, 1, 1, 3, 1, 1, 3}
+var opWeights = [8]int{4, 1, 1, 3, 1, 1, 3, 2}
 
 func pickOp(rng *rand.Rand) int {
 	total := 0

@@ -15,8 +15,8 @@ func TestMutateVariesWithoutTouchingSeeds(t *testing.T) {
 	before := []*simulate.Scenario{clone(seeds[0]), clone(seeds[1]), clone(seeds[2])}
 	valid, changed := 0, 0
 	for i := 0; i < 200; i++ {
-		a := mutate(rand.New(rand.NewSource(int64(i))), seeds[i%3], seeds, 1)
-		b := mutate(rand.New(rand.NewSource(int64(i))), seeds[i%3], seeds, 1)
+		a := mutate(rand.New(rand.NewSource(int64(i))), seeds[i%3], seeds)
+		b := mutate(rand.New(rand.NewSource(int64(i))), seeds[i%3], seeds)
 		if !reflect.DeepEqual(a, b) {
 			t.Fatalf("variation %d differs between two runs from the same source", i)
 		}
@@ -35,5 +35,21 @@ func TestMutateVariesWithoutTouchingSeeds(t *testing.T) {
 	}
 	if valid < 50 || changed < 150 {
 		t.Errorf("%d of 200 variations valid, %d changed", valid, changed)
+	}
+}
+
+// TestStepAtAfterADeletedStart inserts steps into a variation whose Session start an earlier change deleted:
+// the generator's rebuilt state must not offer a retry of that Session's attempts (it once panicked choosing
+// among none).
+func TestStepAtAfterADeletedStart(t *testing.T) {
+	sc := &simulate.Scenario{Name: "orphan", Replicas: 2, Steps: []simulate.Step{
+		{Op: simulate.OpTurn, Session: "s1", Attempt: "t1", Replica: "r1"},
+		{Op: simulate.OpRetry, Session: "s1", Attempt: "t1", Replica: "r2"},
+	}}
+	for i := 0; i < 500; i++ {
+		st := stepAt(rand.New(rand.NewSource(int64(i))), sc, 2)
+		if st.Op == simulate.OpRetry {
+			t.Fatalf("offered %v, a retry of an attempt whose Session never started", st)
+		}
 	}
 }

@@ -13,15 +13,31 @@ import (
 // tally counts an exploration's judged scenarios as workers finish them: failures, errors, callbacks, and
 // what was reached, for the result and the progress line.
 type tally struct {
-	mu       sync.Mutex
-	failing  []found
-	errs     []string
-	done     atomic.Int64
-	nfail    atomic.Int64
-	calls    atomic.Int64
-	reached  atomic.Int64
+	mu      sync.Mutex
+	failing []found
+	errs    []string
+	done    atomic.Int64
+	nfail   atomic.Int64
+	calls   atomic.Int64
+	reached atomic.Int64
+	// stopAt is where StopAfterFailure stops: the lowest position (in the shard's order) of a failing
+	// scenario so far, or the number of positions.
+	stopAt   atomic.Int64
 	progress *progress
 }
+
+// failedAt lowers stopAt to position k.
+func (t *tally) failedAt(k int) {
+	for {
+		cur := t.stopAt.Load()
+		if int64(k) >= cur || t.stopAt.CompareAndSwap(cur, int64(k)) {
+			return
+		}
+	}
+}
+
+// beyond tells whether position k comes after the failure exploration stops at.
+func (t *tally) beyond(k int) bool { return int64(k) > t.stopAt.Load() }
 
 // add takes one judged scenario (from any worker).
 func (t *tally) add(idx int, sc *simulate.Scenario, ids []string, msgs map[string]string, h *simulate.History, err error) {
@@ -47,6 +63,9 @@ func blind(ctx context.Context, env *conformance.Env, w *conformance.Workers, o 
 	seen := map[feature]bool{}
 	var mu sync.Mutex
 	runAll(ctx, jobs, len(indexes), func(k int) {
+		if t.beyond(k) {
+			return
+		}
 		idx := indexes[k]
 		sc := o.scenario(idx)
 		env.Adjust(sc)
@@ -61,6 +80,9 @@ func blind(ctx context.Context, env *conformance.Env, w *conformance.Workers, o 
 			mu.Unlock()
 		}
 		t.add(idx, sc, ids, msgs, h, err)
+		if o.StopAfterFailure && len(ids) > 0 {
+			t.failedAt(k)
+		}
 	})
 	return len(seen)
 }
