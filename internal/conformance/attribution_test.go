@@ -1,12 +1,10 @@
 package conformance
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/astrabox-dev/astrabox/internal/report"
 	"github.com/astrabox-dev/astrabox/internal/simulate"
@@ -15,23 +13,8 @@ import (
 // judgedProject plays the default suite on a fixture and returns its report with the histories it judged.
 func judgedProject(t *testing.T, dir string) (*report.Report, []*simulate.History) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
-	defer cancel()
-	abs, _ := filepath.Abs(dir)
-	o := Options{Project: abs, Python: "python3", Jobs: 2, Getenv: pathOnly}
-	tg, err := Resolve(ctx, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, _, err := Inspect(ctx, tg)
-	if err != nil || info == nil {
-		t.Fatalf("inspect: %v", err)
-	}
-	ev, err := Collect(ctx, tg, info, 1, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Decide(ev, tg, 1, o), ev.Histories
+	c := collectSuite(t, dir)
+	return Decide(c.ev, c.target, 1, c.opts), c.ev.Histories
 }
 
 // lineOf is the 1-based number of the only line of file that contains text.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/astrabox-dev/astrabox/internal/harness"
 	"github.com/astrabox-dev/astrabox/internal/report"
 )
 
@@ -49,6 +50,38 @@ func runProject(t *testing.T, dir string) (*report.Report, error) {
 	defer cancel()
 	abs, _ := filepath.Abs(dir)
 	return Run(ctx, Options{Project: abs, Python: "python3", Jobs: 2, Getenv: pathOnly})
+}
+
+// collected is what collectSuite learnt: the resolved target, the options it ran with, what the harness
+// learnt about the provider and the evidence of the default suite.
+type collected struct {
+	target *Target
+	opts   Options
+	info   *harness.LoadInfo
+	ev     *Evidence
+}
+
+// collectSuite plays the default suite (seed 1, two slots) on a fixture project and returns its evidence
+// without judging it, for tests that look into the histories.
+func collectSuite(t *testing.T, dir string) collected {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
+	defer cancel()
+	abs, _ := filepath.Abs(dir)
+	o := Options{Project: abs, Python: "python3", Jobs: 2, Getenv: pathOnly}
+	tg, err := Resolve(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, _, err := Inspect(ctx, tg)
+	if err != nil || info == nil {
+		t.Fatalf("inspect: %v", err)
+	}
+	ev, err := Collect(ctx, tg, info, 1, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return collected{target: tg, opts: o, info: info, ev: ev}
 }
 
 // pathOnly is the environment the fixture runs see: PATH and nothing else, so the caller's VIRTUAL_ENV,

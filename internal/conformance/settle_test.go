@@ -1,11 +1,8 @@
 package conformance
 
 import (
-	"context"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestLateWorkIsJudgedAgainstItsCall proves the late-work fixtures do what they claim and that the kit sees
@@ -16,25 +13,7 @@ func TestLateWorkIsJudgedAgainstItsCall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Python")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	collect := func(dir string) *Evidence {
-		abs, _ := filepath.Abs(dir)
-		o := Options{Project: abs, Python: "python3", Getenv: pathOnly}
-		tg, err := Resolve(ctx, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		info, _, err := Inspect(ctx, tg)
-		if err != nil || info == nil {
-			t.Fatalf("inspect: %v", err)
-		}
-		ev, err := Collect(ctx, tg, info, 1, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ev
-	}
+	collect := func(dir string) *Evidence { return collectSuite(t, dir).ev }
 	ev := collect("../../testdata/providers/broken/gen-no-dispatch-late-pool")
 	audits := 0
 	for _, h := range ev.Histories {

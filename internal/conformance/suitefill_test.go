@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/astrabox-dev/astrabox/internal/harness"
 	"github.com/astrabox-dev/astrabox/internal/report"
@@ -21,22 +19,8 @@ import (
 // about the provider and the histories.
 func suiteHistories(t *testing.T, dir string) (*harness.LoadInfo, []*simulate.History) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	abs, _ := filepath.Abs(dir)
-	o := Options{Project: abs, Python: "python3", Jobs: 2, Getenv: pathOnly}
-	tg, err := Resolve(ctx, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, _, err := Inspect(ctx, tg)
-	if err != nil || info == nil {
-		t.Fatalf("inspect: %v", err)
-	}
-	ev, err := Collect(ctx, tg, info, 1, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := collectSuite(t, dir)
+	tg, o, info, ev := c.target, c.opts, c.info, c.ev
 	if strings.Contains(dir, "/correct/") || strings.Contains(dir, "/examples/") {
 		// Once checks account for what they saw, a correct provider must leave none of them undecided, but
 		// for those its expect.json names as not reachable yet, with why.
