@@ -160,7 +160,9 @@ func (d *noDispatch) forbidden() {
 	}
 }
 
-// lateAfterSettled reports writes that landed after the callback that made them returned or raised on its own.
+// lateAfterSettled reports writes of a callback that returned or raised on its own that its work issued after
+// the callback's code had ended (a harness fact, wherever they landed) or that landed after the platform took
+// its reply.
 func (d *noDispatch) lateAfterSettled() {
 	ev, order, seen, quiescent := d.ev, d.order, d.seen, d.quiescent
 	for _, cs := range order {
@@ -168,7 +170,7 @@ func (d *noDispatch) lateAfterSettled() {
 			continue
 		}
 		var late []simulate.Request
-		for _, r := range lateWrites(cs) {
+		for _, r := range mergeRequests(lateWrites(cs), issuedAfterEnd(cs)) {
 			if !quiescent[r.Seq] {
 				late = append(late, r)
 			}
@@ -240,7 +242,7 @@ func decideGenCancelClean(ev *Evidence) []Finding {
 		if !cancelledCall(cs.c) || cs.c.Outcome == simulate.OutcomeHostLoss || cs.c.Outcome == simulate.OutcomeDied {
 			continue
 		}
-		late := lateWrites(cs)
+		late := outstandingWrites(cs)
 		if len(late) == 0 {
 			continue
 		}
@@ -259,9 +261,16 @@ func decideGenCancelClean(ev *Evidence) []Finding {
 				ws = append(ws, fmt.Sprintf("and %d more", len(late)-3))
 				break
 			}
-			ws = append(ws, describeRequest(r))
+			w := describeRequest(r)
+			switch {
+			case unwaited(cs.c, r):
+				w += ", " + describeIssuer(cs.c.Method, r)
+			default:
+				w += ", landed after it settled"
+			}
+			ws = append(ws, w)
 		}
-		msg := fmt.Sprintf("%s was cancelled by the platform (%s) but %d of its write(s) landed after it settled: %s", cs.c.Method, cs.c.Outcome, len(late), strings.Join(ws, "; "))
+		msg := fmt.Sprintf("%s was cancelled by the platform (%s) but left %d of its write(s) outstanding: %s", cs.c.Method, cs.c.Outcome, len(late), strings.Join(ws, "; "))
 		if s := leftBehindSummary(obs.Leftovers); s != "" {
 			msg += "; it left running: " + s
 		}

@@ -436,11 +436,12 @@ func decideSyncSkipUnchanged(ev *Evidence) []Finding {
 // ---------------------------------------------------------------------------------------------------------
 // SYNC-NO-LOG-CONFIG
 
-// syncLateWrites returns the writes of a call applied after the call settled.
+// syncLateWrites returns the writes of a call its work issued after the callback's code had ended (a harness
+// fact, wherever they landed) or that were applied after the platform took its reply.
 func syncLateWrites(cs callSite) []simulate.Request {
 	var out []simulate.Request
 	for _, r := range writesOf(cs) {
-		if r.Applied && r.ApplyOrder > cs.c.ApplyMark {
+		if r.Applied && (r.ApplyOrder > cs.c.ApplyMark || (r.Call == cs.c.Key && r.Issuer != nil && r.Issuer.AfterEnd)) {
 			out = append(out, r)
 		}
 	}

@@ -203,6 +203,7 @@ func (p *Process) finish(r replyMsg, cancelSent bool) *Reply {
 		// Only a cancel this Call sent counts (a stale flag cannot come from elsewhere: one call at a time).
 		CancelReceived:   cancelSent && r.CancelReceived,
 		HeldPastDeadline: r.HeldPastDeadline,
+		WaitedUnits:      r.WaitedUnits,
 		Exit:             r.Exit,
 	}
 	if r.Markers != nil && !*r.Markers {

@@ -55,6 +55,8 @@ type replyMsg struct {
 	// harness's loop clock) in a stretch that began before it: it held the event loop through the deadline,
 	// so no cancel could reach it. False when the loop ran once the deadline had passed while it was pending.
 	HeldPastDeadline bool `json:"held_past_deadline"`
+	// WaitedUnits are the units of the call's work the callback waited for (Reply.WaitedUnits).
+	WaitedUnits []int64 `json:"waited_units"`
 	// Exit is set when the callback raised SystemExit or KeyboardInterrupt: the harness ends the process
 	// right after this reply, as the platform's host would.
 	Exit *ExitInfo `json:"exit,omitempty"`
@@ -213,6 +215,8 @@ type Connection struct {
 	// Call is the harness call whose code opened the connection (nil outside any call).
 	Call        *int64 `json:"call"`
 	AfterReturn bool   `json:"after_return"`
+	// Issuer is the unit of the call's work that opened it (nil outside any call's work).
+	Issuer *Issuer `json:"issuer,omitempty"`
 }
 
 // Leftovers is work a callback left running after it returned.

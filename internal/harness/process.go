@@ -72,6 +72,11 @@ type Reply struct {
 	// synchronous stretch that began before the deadline and ended after it), judged on the loop's own order
 	// of events: a cancel sent but not received then met synchronous code, not a reply already on its way.
 	HeldPastDeadline bool
+	// WaitedUnits are the units of the call's work (threads, executor jobs, tasks it started; see Issuer) that
+	// the callback waited for before its own code ended, as the harness saw it: joined, their result taken,
+	// awaited to a normal end. A request whose Issuer is another unit of the call was made by work the
+	// callback did not wait for.
+	WaitedUnits []int64
 	// Exit is set when the callback raised SystemExit or KeyboardInterrupt: the process ends right after
 	// the reply (see WaitExit).
 	Exit *ExitInfo

@@ -124,6 +124,7 @@ func recordResult(rec *CallRecord, res callResult, facts callFacts) {
 		rec.Stdout = rep.Stdout.String()
 		rec.Stderr = rep.Stderr.String()
 		rec.CancelSent = rep.CancelSent
+		rec.Waited = rep.WaitedUnits
 		facts.Replied, facts.OK = true, rep.OK
 		facts.CancelSent, facts.CancelReceived = rep.CancelSent, rep.CancelReceived
 		facts.HeldPastDeadline = rep.HeldPastDeadline

@@ -109,13 +109,23 @@ func (p *platform) openedBy(replica string, ref conntag.Ref) (string, connRecord
 
 // attribute sets the call of a history request from the harness's tags: the X-Astrabox-Call header when
 // it carries one, else the call that opened its connection. Either wins over the call that happened to be
-// in flight when it arrived (work left behind by an earlier call); the latter is kept in InFlight.
+// in flight when it arrived (work left behind by an earlier call); the latter is kept in InFlight. The unit
+// of the call's work that issued it (Issuer) comes with the tag: the X-Astrabox-Work header, or the
+// connection record.
 func (p *platform) attribute(hr *Request, rq double.Request, methods map[string]string) {
 	key := ""
 	if tag := rq.Header.Get(CallHeader); tag != "" {
 		key = p.callTags[rq.Replica+"|"+tag]
+		if is, ok := harness.ParseIssuer(rq.Header.Get(harness.WorkHeader)); ok && key != "" {
+			hr.Issuer = &is
+		}
 	} else {
-		key, _, _ = p.openedBy(rq.Replica, rq.Conn)
+		var rec connRecord
+		key, rec, _ = p.openedBy(rq.Replica, rq.Conn)
+		if rec.c.Issuer != nil && key != "" {
+			is := *rec.c.Issuer
+			hr.Issuer = &is
+		}
 	}
 	if key == "" {
 		return

@@ -135,9 +135,13 @@ type CallRecord struct {
 	Stderr       string               `json:"stderr,omitempty"`
 	DeadlineS    float64              `json:"deadline_s"`
 	CancelSent   bool                 `json:"cancel_sent"`
-	// ApplyMark is the double's count of applied writes when the callback settled: a write attributed to
-	// this call with a larger ApplyOrder landed after the callback returned.
+	// ApplyMark is the double's count of applied writes when the platform took the callback's reply: a write
+	// attributed to this call with a larger ApplyOrder landed after the callback settled. Whether a write
+	// landed before that depends on timing; Waited and each Request's Issuer do not.
 	ApplyMark int64 `json:"apply_mark"`
+	// Waited are the units of the call's work (threads, executor jobs, tasks it started) the callback waited
+	// for before its own code ended, as the harness saw it (harness.Reply.WaitedUnits).
+	Waited []int64 `json:"waited_units,omitempty"`
 	// Duration is wall time; excluded from the canonical history.
 	DurationNS int64 `json:"-"`
 	// Coverage is what the provider's own code ran, as the reply reported it (nil when coverage is off);
@@ -216,7 +220,10 @@ type Request struct {
 	// Background is set when the request was made by work its call left running, after that call returned
 	// (it arrived while the platform waited for that work, or it carries the call's tag while another call
 	// or none was in flight).
-	Background bool            `json:"background,omitempty"`
+	Background bool `json:"background,omitempty"`
+	// Issuer is the unit of its call's work that issued the request, from the harness's X-Astrabox-Work
+	// header or the record of the connection it came over (nil when neither tells).
+	Issuer     *harness.Issuer `json:"issuer,omitempty"`
 	Method     string          `json:"method"`
 	Path       string          `json:"path"`
 	Operation  string          `json:"operation,omitempty"`

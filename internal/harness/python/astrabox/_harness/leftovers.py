@@ -28,6 +28,7 @@ from astrabox._harness.records import (
 )
 from astrabox._harness.routing import CURRENT_CALL, SUBMITTED_AT, Router
 from astrabox._harness.sources import code_location, unwrap_job
+from astrabox._harness.units import JOB, THREAD, TIMER, Units
 from astrabox._harness.values import callable_name, type_name
 
 
@@ -110,8 +111,10 @@ def _is_executor_worker(target: Any) -> bool:
 class Work:
     """Tracks the work each call starts, and reports what of it is still running."""
 
-    def __init__(self, router: Router) -> None:
+    def __init__(self, router: Router, units: Optional[Units] = None) -> None:
         self._router = router
+        #: The units of each call's work (see :mod:`~astrabox._harness.units`).
+        self.units = units if units is not None else Units()
         self.own_threads: Set[Any] = set()
         self.own_timers: Set[Any] = set()
         self._jobs: List[Job] = []
@@ -129,6 +132,7 @@ class Work:
     def install_threads(self) -> None:
         """Wrap ``Thread.start`` and ``ThreadPoolExecutor.submit`` to carry the starting call."""
         original_start = threading.Thread.start
+        work = self
 
         def start(thread: threading.Thread) -> None:
             try:
@@ -137,6 +141,9 @@ class Work:
                 thread.run = functools.partial(ctx.run, thread.run)  # type: ignore[method-assign]
                 # The call whose code started the thread (threading.Timer included): settling waits for it.
                 thread._astrabox_origin = ctx.get(CURRENT_CALL)  # type: ignore[attr-defined]
+                if not _is_executor_worker(getattr(thread, "_target", None)):  # its jobs are the units
+                    kind = TIMER if isinstance(thread, threading.Timer) else THREAD
+                    thread._astrabox_unit = work.units.new(thread._astrabox_origin, kind)  # type: ignore[attr-defined]
             except BaseException:  # noqa: B036
                 pass
             return original_start(thread)
@@ -145,13 +152,17 @@ class Work:
         threading.Thread.start = start  # type: ignore[method-assign]
 
         original_submit = ThreadPoolExecutor.submit
-        work = self
 
         def submit(executor: ThreadPoolExecutor, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
             ctx = contextvars.copy_context()
             work.remember_submitter(ctx, sys._getframe(1))
-            future = original_submit(executor, ctx.run, fn, *args, **kwargs)
+            unit = work.units.new(ctx.get(CURRENT_CALL), JOB)
+            future = original_submit(executor, work.units.run_job, unit, ctx, fn, *args, **kwargs)
             work.track_job(ctx.get(CURRENT_CALL), future, unwrap_job(fn, args))
+            try:
+                work.units.track_future(future, unit)
+            except BaseException:  # noqa: B036 - never break the provider's submit
+                pass
             return future
 
         submit.__wrapped__ = original_submit  # type: ignore[attr-defined]
@@ -173,12 +184,15 @@ class Work:
         ``ensure_future`` go through ``loop.create_task``), so that settling can wait for a call's tasks."""
         original = loop.create_task
         origins = self.task_origins
+        units = self.units
+        units.loop, units.loop_thread = loop, threading.get_ident()
 
         def create_task(coro: Any, *args: Any, **kwargs: Any) -> Any:
             task = original(coro, *args, **kwargs)
             try:
                 ctx = kwargs.get("context")
                 origins[task] = ctx.get(CURRENT_CALL) if ctx is not None else CURRENT_CALL.get()
+                units.track_task(task, origins[task])
             except BaseException:  # noqa: B036 - never break the provider's task
                 pass
             return task

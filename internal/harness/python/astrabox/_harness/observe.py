@@ -9,6 +9,8 @@ parts that do the work, one job each:
 - :mod:`~astrabox._harness.connections`: the call and line that opened each loopback TCP connection;
 - :mod:`~astrabox._harness.routing`: the call ``ContextVar`` and routing to the reply or the background;
 - :mod:`~astrabox._harness.leftovers`: the work each call started, its leftovers and settling;
+- :mod:`~astrabox._harness.units`: which unit of a call's work issued each request, and which units the
+  callback waited for;
 - :mod:`~astrabox._harness.records`: the typed records, mirroring internal/harness/messages.go.
 """
 
@@ -27,6 +29,7 @@ from astrabox._harness.leftovers import Snapshot, Work
 from astrabox._harness.records import AuditEvent, Connection, Leftovers, LogRecord, Observations, WarningRecord
 from astrabox._harness.routing import CURRENT_CALL, SUBMITTED_AT, Router
 from astrabox._harness.sources import CodeKinds, own_location
+from astrabox._harness.units import WORK_HEADER, Units
 from astrabox._harness.values import MESSAGE_LIMIT, safe_str, truncate, type_name
 
 __all__ = ["CURRENT_CALL", "Observer", "Snapshot"]
@@ -38,7 +41,8 @@ class Observer:
     def __init__(self, sdk_dir: str) -> None:
         self.router = Router()
         self.code = CodeKinds(sdk_dir)
-        self.work = Work(self.router)
+        self.units = Units()
+        self.work = Work(self.router, self.units)
         self.work.locate = lambda frame: own_location(self.code, frame)
         self.sdk_dir = self.code.sdk_dir
 
@@ -112,6 +116,7 @@ class Observer:
         self._install_logging()
         self._install_warnings()
         self.work.install_threads()
+        self.units.install()
         self._install_http()
         sys.addaudithook(self._audit_hook)
 
@@ -121,7 +126,8 @@ class Observer:
         The double attributes a request to the call in flight on its replica; a thread or task a finished call
         left behind would be blamed on whichever call runs next. ``http.client`` (used by urllib, requests and
         urllib3) learns the true origin from the call ``ContextVar`` and adds ``X-Astrabox-Call: <pid>:<call>``
-        to requests bound for the double only.
+        to requests bound for the double only, with ``X-Astrabox-Work``: the unit of the call's work that issues
+        it (see :mod:`~astrabox._harness.units`).
         """
         import http.client
         from urllib.parse import urlsplit
@@ -136,6 +142,7 @@ class Observer:
             return
         original = http.client.HTTPConnection.putrequest
         pid = os.getpid()
+        units = self.units
 
         def putrequest(conn: Any, method: str, url: str, *args: Any, **kwargs: Any) -> None:
             original(conn, method, url, *args, **kwargs)
@@ -145,6 +152,9 @@ class Observer:
             try:
                 if (conn.host, conn.port) == target:
                     conn.putheader("X-Astrabox-Call", "%d:%d" % (pid, call))
+                    work = units.tag()
+                    if work is not None:
+                        conn.putheader(WORK_HEADER, work)
             except Exception:  # noqa: BLE001 - never break the provider's request
                 pass
 
@@ -233,7 +243,8 @@ class Observer:
         where = own_location(self.code, frame)
         if where.file is None:
             where = SUBMITTED_AT.get() or where  # library code on an executor thread (asyncio's resolver)
-        self.router.record(Connection(seq, port, dest, where.file, where.line, where.function))
+        self.router.record(Connection(seq, port, dest, where.file, where.line, where.function,
+                                      issuer=self.units.issuer()))
 
     def _audit(self, event: str, args: Tuple[Any, ...], frame: Any) -> None:
         where = self.code.locate(event, frame)

@@ -87,12 +87,17 @@ class Connection:
     file: Optional[str]
     line: Optional[int]
     function: Optional[str]
+    #: The unit of the call's work that opened it (see :mod:`~astrabox._harness.units`), or None.
+    issuer: Optional[Dict[str, Any]] = None
     call: Optional[int] = None
     after_return: bool = False
 
     def wire(self) -> Dict[str, Any]:
-        return {"seq": self.seq, "port": self.port, "dest_port": self.dest_port, "file": self.file,
-                "line": self.line, "function": self.function, "call": self.call, "after_return": self.after_return}
+        out = {"seq": self.seq, "port": self.port, "dest_port": self.dest_port, "file": self.file,
+               "line": self.line, "function": self.function, "call": self.call, "after_return": self.after_return}
+        if self.issuer is not None:
+            out["issuer"] = self.issuer
+        return out
 
 
 @dataclass

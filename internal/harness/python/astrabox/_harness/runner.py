@@ -289,7 +289,8 @@ class Runner:
         obs.dropped += cut
         reply = {"kind": "reply", "id": call_id, "ok": ok, "value": value, "error": error,
                  "duration_ns": duration, "observations": obs.wire(), "markers": marked,
-                 "cancel_received": self.cancel_requested, "held_past_deadline": held}
+                 "cancel_received": self.cancel_requested, "held_past_deadline": held,
+                 "waited_units": self.observer.units.end_call(call_id)}
         if method != "load":
             reply["coverage"] = self.coverage.take()
         if self._exit_after is not None:
@@ -409,6 +410,8 @@ class Runner:
     def _mark_ended(self) -> None:
         if self.loop is not None and self._ended_at is None:
             self._ended_at = self.loop.time()
+        if self._call is not None:  # what the callback waited for is fixed when its own code ends
+            self.observer.units.end_call(self._call.id)
 
     def _held_past_deadline(self) -> bool:
         """The callback's code ended at or after its deadline without the loop having run once the deadline had
@@ -485,6 +488,8 @@ class Runner:
         assert self.loop is not None
         task = ctx.run(self.loop.create_task, self._invoke(instance, method, kwargs))
         self.call_task = task
+        if self.in_flight is not None:
+            self.observer.units.begin_call(self.in_flight, task)
         if self.in_flight in self.early_cancels:
             self.early_cancels.discard(self.in_flight)
             self.cancel_requested = True
