@@ -24,6 +24,13 @@ type callSpec struct {
 	onRun func()
 }
 
+// BeforeApplyMark, when set, runs once a callback's reply (or failure) is in, before the platform counts the
+// double's applied writes for it (CallRecord.ApplyMark), with a function that tells whether every request the
+// double has received so far has been answered. Tests set it to let the writes of work a callback left
+// running land before the mark, as they do on a loaded machine when the reply is slow to come, without a
+// timed wait; it is never set outside tests.
+var BeforeApplyMark func(requestsDone func() bool)
+
 // call runs a callback on a replica, enforcing its deadline and faults, and records it in the history.
 // It never fails: what went wrong is in the record's Outcome.
 func (p *platform) call(r *replica, cs callSpec) *CallRecord {
@@ -81,6 +88,9 @@ func (p *platform) call(r *replica, cs callSpec) *CallRecord {
 	}
 	rec.DurationNS = int64(time.Since(start))
 	p.dbl.ClearInFlight(r.name)
+	if BeforeApplyMark != nil {
+		BeforeApplyMark(p.requestsDone)
+	}
 	rec.ApplyMark = p.dbl.AppliedCount()
 	p.mu.Lock()
 	delete(p.current, r.name)

@@ -404,18 +404,21 @@ func (p *platform) finish() {
 func (p *platform) waitRequestsDone(max time.Duration) {
 	deadline := time.Now().Add(max)
 	for time.Now().Before(deadline) {
-		pending := false
-		for _, rq := range p.dbl.Requests() {
-			if !rq.Done {
-				pending = true
-				break
-			}
-		}
-		if !pending {
+		if p.requestsDone() {
 			return
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// requestsDone reports whether every request the double has received so far has been answered (or dropped).
+func (p *platform) requestsDone() bool {
+	for _, rq := range p.dbl.Requests() {
+		if !rq.Done {
+			return false
+		}
+	}
+	return true
 }
 
 // newID returns a deterministic identifier for this run.

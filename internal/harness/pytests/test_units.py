@@ -180,6 +180,28 @@ class UnitsTest(unittest.TestCase):
         self.assertTrue(call.tag("w").startswith("timer:"))
         self.assertIn(unit_of(call.tag("w")), waited)
 
+    def test_job_awaited_after_it_finished_is_waited(self):
+        async def body(call):
+            loop = asyncio.get_running_loop()
+            done = threading.Event()
+
+            def write():
+                call.write("w")
+                done.set()
+
+            entry = loop.run_in_executor(POOL, write)
+            await asyncio.to_thread(done.wait, 10)
+            await asyncio.sleep(0.01)  # the entry's outcome reached the loop while nothing awaited it
+            await entry
+            late = asyncio.wrap_future(POOL.submit(call.write, "x"))
+            await asyncio.to_thread(lambda: POOL.submit(lambda: None).result())
+            await asyncio.sleep(0.01)
+            late.result()
+
+        call, waited = run(body)
+        self.assertIn(unit_of(call.tag("w")), waited)
+        self.assertIn(unit_of(call.tag("x")), waited)
+
     def test_combinators_wait(self):
         async def body(call):
             await asyncio.wait_for(asyncio.to_thread(call.write, "a"), 10)

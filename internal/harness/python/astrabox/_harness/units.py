@@ -163,6 +163,7 @@ class Units:
 
     def _closure(self, call: int) -> List[int]:
         units = self._by_call.get(call, {})
+
         reached = {0}
         grew = True
         while grew:
@@ -261,6 +262,27 @@ class Units:
         copy_future_state.__wrapped__ = original_copy  # type: ignore[attr-defined]
         futures._copy_future_state = copy_future_state  # type: ignore[attr-defined]
 
+        # A job's asyncio future (run_in_executor, to_thread, wrap_future) is often awaited after it is done
+        # (the job finished while the callback awaited something else): a done C future answers that await
+        # without a trace, so a job of a call gets a pure-Python future that notes it.
+        original_wrap = futures.wrap_future
+        job_future = _job_future_class(self)
+
+        def wrap_future(future: Any, *, loop: Any = None) -> Any:
+            unit = units.job_units.get(future) if not futures.isfuture(future) else None
+            if unit is None:
+                return original_wrap(future, loop=loop)
+            if loop is None:
+                loop = asyncio.get_event_loop()
+            new_future = job_future(loop=loop)
+            new_future._astrabox_unit = unit
+            futures._chain_future(future, new_future)  # type: ignore[attr-defined]
+            return new_future
+
+        wrap_future.__wrapped__ = original_wrap  # type: ignore[attr-defined]
+        futures.wrap_future = wrap_future  # type: ignore[assignment]
+        asyncio.wrap_future = wrap_future  # type: ignore[assignment]
+
     def _waiter_of(self, fut: Any, unit: Unit) -> Optional[int]:
         """The unit waiting on the asyncio future ``fut`` as it completes, or None when nothing waits."""
         loop = self.loop
@@ -277,6 +299,58 @@ class Units:
             if _live_combinator(fn, fut):
                 return unit.parent
         return None
+
+
+def _job_future_class(units: Units) -> Any:
+    """A pure-Python asyncio future for a job of a call that notes when code of the call takes its outcome:
+    an ``await`` that ends (with a result or the job's exception), or ``result()``/``exception()`` called by
+    the provider's code or an asyncio combinator (not by the loop waking a task, nor by asyncio copying the
+    job's outcome in)."""
+    import asyncio.futures as futures
+
+    class JobFuture(futures._PyFuture):  # type: ignore[name-defined,misc]
+        _astrabox_unit: Optional[Unit] = None
+
+        def _taken(self) -> None:
+            try:
+                if self.done() and not self.cancelled():
+                    units.waited(self._astrabox_unit)
+            except BaseException:  # noqa: B036 - never break the provider's await
+                pass
+
+        def __await__(self) -> Any:
+            try:
+                return (yield from super().__await__())
+            finally:
+                self._taken()
+
+        __iter__ = __await__
+
+        def result(self) -> Any:
+            try:
+                return super().result()
+            finally:
+                if _taken_by_caller():
+                    self._taken()
+
+        def exception(self) -> Any:
+            try:
+                return super().exception()
+            finally:
+                if _taken_by_caller():
+                    self._taken()
+
+    return JobFuture
+
+
+def _taken_by_caller() -> bool:
+    """Whether the caller of a future's result() is code taking the outcome (the provider's, or a combinator in
+    asyncio.tasks), not the loop waking a task or asyncio's own plumbing."""
+    try:
+        module = sys._getframe(2).f_globals.get("__name__", "")
+    except (ValueError, AttributeError):
+        return False
+    return not module.startswith("asyncio.") or module == "asyncio.tasks"
 
 
 def _live_combinator(fn: Any, fut: Any) -> bool:
