@@ -162,8 +162,9 @@ def _connect_ex(self: socket.socket, address: Any) -> int:
     return _original_connect_ex(self, address)
 
 
-def _tag_declared(current_call: Any) -> None:
-    """Add X-Astrabox-Call to http.client requests bound for a declared service, directly or tunnelled."""
+def _tag_declared(current_call: Any, work_tag: Any = None) -> None:
+    """Add X-Astrabox-Call (and X-Astrabox-Work, from ``work_tag``) to http.client requests bound for a
+    declared service, directly or tunnelled."""
     import http.client
 
     original = http.client.HTTPConnection.putrequest
@@ -179,13 +180,16 @@ def _tag_declared(current_call: Any) -> None:
             host = (getattr(conn, "_tunnel_host", None) or conn.host or "").lower()
             if host in router.declared_names:
                 conn.putheader("X-Astrabox-Call", "%d:%d" % (pid, call))
+                work = work_tag() if work_tag is not None else None
+                if work is not None:
+                    conn.putheader("X-Astrabox-Work", work)
         except Exception:  # noqa: BLE001 - never break the provider's request
             pass
 
     http.client.HTTPConnection.putrequest = putrequest  # type: ignore[method-assign]
 
 
-def install(current_call: Any = None) -> bool:
+def install(current_call: Any = None, work_tag: Any = None) -> bool:
     """Install the router when the kit declared services (idempotent). Returns whether it is installed."""
     global _installed, _router
     if _installed:
@@ -205,6 +209,6 @@ def install(current_call: Any = None) -> bool:
     socket.socket.connect = _connect  # type: ignore[method-assign]
     socket.socket.connect_ex = _connect_ex  # type: ignore[method-assign]
     if current_call is not None:
-        _tag_declared(current_call)
+        _tag_declared(current_call, work_tag)
     _installed = True
     return True

@@ -603,7 +603,7 @@ def main() -> None:
     from astrabox._harness import egress
     from astrabox._harness.observe import CURRENT_CALL
 
-    egress.install(CURRENT_CALL)  # declared services for clients that ignore HTTP(S)_PROXY (docs/services.md)
+    egress.install(CURRENT_CALL, observer.units.tag)  # declared services for clients that ignore HTTP(S)_PROXY (docs/services.md)
     writer = wire.Writer()
     # A forked child (multiprocessing, os.fork) must never write into the protocol stream.
     os.register_at_fork(after_in_child=writer.close)
