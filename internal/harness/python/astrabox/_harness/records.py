@@ -93,11 +93,9 @@ class Connection:
     after_return: bool = False
 
     def wire(self) -> Dict[str, Any]:
-        out = {"seq": self.seq, "port": self.port, "dest_port": self.dest_port, "file": self.file,
-               "line": self.line, "function": self.function, "call": self.call, "after_return": self.after_return}
-        if self.issuer is not None:
-            out["issuer"] = self.issuer
-        return out
+        return {"seq": self.seq, "port": self.port, "dest_port": self.dest_port, "file": self.file,
+                "line": self.line, "function": self.function, "call": self.call, "after_return": self.after_return,
+                "issuer": self.issuer}
 
 
 @dataclass
