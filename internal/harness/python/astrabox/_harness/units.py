@@ -286,7 +286,7 @@ class Units:
     def _waiter_of(self, fut: Any, unit: Unit) -> Optional[int]:
         """The unit waiting on the asyncio future ``fut`` as it completes, or None when nothing waits."""
         loop = self.loop
-        if loop is not None:
+        if loop is not None and getattr(fut, "_loop", None) is loop:  # the harness's loop, on its own thread
             for task in asyncio.all_tasks(loop):
                 if getattr(task, "_fut_waiter", None) is fut:
                     with self._lock:
