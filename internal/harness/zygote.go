@@ -259,8 +259,13 @@ func (z *Zygote) launch(s launchSpec) (*launched, error) {
 		return nil, fmt.Errorf("fork a harness: %s", m.Message)
 	}
 	gone := make(chan struct{})
-	go func() { <-m.gone; close(gone) }()
 	l := &launched{pid: m.PID, supervisor: m.Supervisor, exit: m.exit, gone: gone, forked: true, stopped: z.stops.subscribe()}
+	go func() {
+		e := <-m.gone
+		// The supervisor exits 0 only once it has reaped its last child: nothing of the harness is left.
+		l.drained = e.known && e.status.Exited() && e.status.ExitStatus() == 0
+		close(gone)
+	}()
 	if info, ok := readStat(m.Supervisor); ok {
 		l.supervisorStart = info.start
 	}

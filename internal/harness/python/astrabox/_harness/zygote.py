@@ -16,7 +16,9 @@ a hundred milliseconds of CPU); a fork of this process costs a few. Go talks to 
   harness ends: only the parent can reap a child, and Go needs the status to say how a replica died. Then it
   kills everything left below it (every descendant of the harness, wherever it went: they are re-parented to
   the supervisor) and exits; the server reports ``{"kind": "exit", "pid": S, ...}``, after which nothing of
-  the replica is left.
+  the replica is left. It exits with status 0 only once it has reaped its last child (a subreaper without a
+  child has no descendant), so that Go needs no pass over /proc to know the tree is gone; killed, or with its
+  drain failed, it leaves that to Go's sweep.
 
 The server never imports a provider, never starts a thread and installs no hook, so a fork copies nothing but
 the interpreter and the harness's modules. End of input (Go went away) ends the server; it also dies with the
@@ -290,8 +292,8 @@ def _supervise(runner: Any, sock: socket.socket, wake: List[int], fds: List[int]
     try:
         _drain()
     except BaseException:  # noqa: B036
-        pass
-    os._exit(0)
+        os._exit(1)  # Go then sweeps /proc for what may be left
+    os._exit(0)  # nothing is left below it: Go need not look
 
 
 def _limit_procs(value: str) -> None:
