@@ -309,6 +309,17 @@ def _limit_procs(value: str) -> None:
         pass
 
 
+def _take_environ(env: Dict[str, str]) -> None:
+    """Make ``env`` the whole environment (``os.environ`` and the C environment alike), touching only what
+    differs from the server's: most of a replica's environment is the kit's, which the server already has, and
+    each ``putenv`` or ``unsetenv`` costs."""
+    for name in [name for name in os.environ if name not in env]:
+        del os.environ[name]
+    for name, value in env.items():
+        if os.environ.get(name) != value:
+            os.environ[name] = value
+
+
 def _child(runner: Any, sock: socket.socket, fds: List[int], env: Dict[str, str], cwd: str, parent: int) -> None:
     """In the supervisor's child: become a harness process like one Go started itself. Never returns."""
     try:
@@ -329,8 +340,7 @@ def _child(runner: Any, sock: socket.socket, fds: List[int], env: Dict[str, str]
         os.closerange(5, 65536)
         os.chdir(cwd)
         _limit_procs(env.pop("ASTRABOX_LIMIT_NPROC", ""))
-        os.environ.clear()
-        os.environ.update(env)
+        _take_environ(env)
         stamp_token(env.get(TOKEN_VAR, ""))
         for stream in (sys.stdout, sys.stderr):
             try:
@@ -359,10 +369,11 @@ PRELOAD = (
 
 def preload() -> None:
     """Import PRELOAD and compute what every harness computes the same way whatever its environment (the
-    standard library's directories), so that no forked child pays for either."""
+    standard library's directories, where the SDK's base class defines each callback), so that no forked
+    child pays for either."""
     import importlib
 
-    from astrabox._harness import sources
+    from astrabox._harness import loader, sources
 
     for name in PRELOAD:
         try:
@@ -370,6 +381,7 @@ def preload() -> None:
         except Exception:  # noqa: BLE001 - an interpreter built without a module simply lacks it
             pass
     sources.stdlib_dirs()
+    loader.base_locations()
 
 
 #: The name (``/proc/<pid>/comm``) the kit gives itself while it stops for job control (warden.StopName).
