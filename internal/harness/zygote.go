@@ -272,6 +272,9 @@ func (z *Zygote) launch(s launchSpec) (*launched, error) {
 	return l, nil
 }
 
+// PID is the fork server's process id (the parent of every supervisor it forks).
+func (z *Zygote) PID() int { return z.pid }
+
 // Close ends the fork server, and with it every harness it forked that is still running (their supervisors
 // die with it and take their trees along): close those first to have them shut down gracefully.
 func (z *Zygote) Close() error {
