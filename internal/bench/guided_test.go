@@ -200,8 +200,8 @@ func BenchmarkGuidedCoverage(b *testing.B) {
 					b.Fatal(err)
 				}
 				reach[k] = append(reach[k], res.Reached)
-				b.Logf("%s seed %d %s: %d reached after %d scenarios (%d seeds, %d favoured, %d varied, %d orders, %d not run; %.0fs)",
-					filepath.Base(project), s, m.name, res.Reached, n, res.Seeds, res.Favoured, res.Mutated, res.Orders, len(res.Errors), time.Since(start).Seconds())
+				b.Logf("%s seed %d %s: %d reached after %d scenarios (%d seeds, %d favoured, %d varied, %d orders, %d states, %d not run, unreached callbacks %v; %.0fs)",
+					filepath.Base(project), s, m.name, res.Reached, n, res.Seeds, res.Favoured, res.Mutated, res.Orders, res.States, len(res.Errors), res.Unreached, time.Since(start).Seconds())
 			}
 			w.Close()
 		}

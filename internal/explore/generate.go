@@ -16,9 +16,13 @@ var principals = []string{"alice", "bob", "dave"}
 
 // Generate returns generated scenario number index of a seed. The same (seed, index) always gives the same
 // scenario.
-func Generate(seed int64, index int) *simulate.Scenario {
+func Generate(seed int64, index int) *simulate.Scenario { return generate(seed, index, nil) }
+
+// generate is Generate with the weights of some ops multiplied (boost, by op name; nil is Generate's own
+// weights, and then the same scenario as Generate).
+func generate(seed int64, index int, boost map[string]int) *simulate.Scenario {
 	rng := rand.New(rand.NewSource(seed*7919 + int64(index)*104729 + 1))
-	g := &gen{rng: rng, attempts: map[string][]string{}}
+	g := &gen{rng: rng, attempts: map[string][]string{}, boost: boost}
 	g.replicas = 2 + rng.Intn(2)
 	sc := &simulate.Scenario{
 		Name:     fmt.Sprintf("explore-%d-%d", seed, index),
@@ -55,6 +59,8 @@ type gen struct {
 	ops      int
 	held     bool
 	lost     []int // operations lost with their host while a write was held
+	// boost multiplies the weights of some ops (by name; aim).
+	boost map[string]int
 }
 
 func (g *gen) replica() string { return simulate.ReplicaName(1 + g.rng.Intn(g.replicas)) }
@@ -109,7 +115,7 @@ func (g *gen) step() {
 	total := 0
 	for _, op := range generated {
 		if g.holds(op.Need) {
-			total += g.weight(op.Gen)
+			total += g.weight(op)
 		}
 	}
 	pick := g.rng.Intn(total)
@@ -117,7 +123,7 @@ func (g *gen) step() {
 		if !g.holds(op.Need) {
 			continue
 		}
-		if w := g.weight(op.Gen); pick >= w {
+		if w := g.weight(op); pick >= w {
 			pick -= w
 			continue
 		}
@@ -150,12 +156,17 @@ func (g *gen) holds(need simulate.GenNeed) bool {
 	return true
 }
 
-// weight is an op's weight now: its lost weight once an operation was lost with its host, when it has one.
-func (g *gen) weight(w simulate.Gen) int {
-	if len(g.lost) > 0 && w.LostWeight > 0 {
-		return w.LostWeight
+// weight is an op's weight now: its lost weight once an operation was lost with its host, when it has one,
+// times its boost.
+func (g *gen) weight(op simulate.GenOp) int {
+	w := op.Weight
+	if len(g.lost) > 0 && op.LostWeight > 0 {
+		w = op.LostWeight
 	}
-	return w.Weight
+	if b, ok := g.boost[op.Name]; ok {
+		w *= b
+	}
+	return w
 }
 
 func (g *gen) recover() {
