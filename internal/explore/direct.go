@@ -15,7 +15,7 @@ const aimFactor = 4
 const aimAfter = 2 * window
 
 // callbackOps are, per callback, the steps that make the platform call it (plan is left out: every
-// replica plans on its first step). TestEveryCallbackHasItsOps checks the table against played histories.
+// replica plans on its first step). TestEveryCallbackHasItsOps checks each is a step the generator draws.
 var callbackOps = map[simulate.Callback][]string{
 	simulate.CallSynchronize:       {simulate.OpPrewarm},
 	simulate.CallRecover:           {simulate.OpRecover},
