@@ -20,15 +20,15 @@ const maxSteps = 30
 // at is the step (1-based) at which base reached the last platform state no earlier scenario had (0 for
 // none): as AFLNet mutates the messages after the state it targets, an insertion goes right after it a third
 // of the time, at the end a third, anywhere the rest. boost multiplies the weights of the inserted steps' ops
-// (aim).
-func mutate(rng *rand.Rand, base *simulate.Scenario, at int, seeds []*simulate.Scenario, boost map[string]int) *simulate.Scenario {
+// (aim), and with novel an inserted step prefers a situation of the platform outside it (novelty.go).
+func mutate(rng *rand.Rand, base *simulate.Scenario, at int, seeds []*simulate.Scenario, boost map[string]int, novel map[string]bool) *simulate.Scenario {
 	sc := clone(base)
 	for n := 1 + rng.Intn(3); n > 0; n-- {
 		switch pickOp(rng) {
 		case 0:
 			if len(sc.Steps) < maxSteps {
 				i := insertAt(rng, min(at, len(sc.Steps)), len(sc.Steps))
-				sc.Steps = slices.Insert(sc.Steps, i, stepAt(rng, sc, i, boost))
+				sc.Steps = slices.Insert(sc.Steps, i, stepAt(rng, sc, i, boost, novel))
 				if i < at {
 					at++
 				}
@@ -70,10 +70,16 @@ func mutate(rng *rand.Rand, base *simulate.Scenario, at int, seeds []*simulate.S
 // stepAt returns a step the generator could take after the first i steps of sc: its state (Sessions,
 // attempts, operations, held writes) is rebuilt from those steps, and a new Session or attempt gets a name
 // no step of sc uses.
-func stepAt(rng *rand.Rand, sc *simulate.Scenario, i int, boost map[string]int) simulate.Step {
+func stepAt(rng *rand.Rand, sc *simulate.Scenario, i int, boost map[string]int, novel map[string]bool) simulate.Step {
 	g := &gen{rng: rng, replicas: max(1, sc.Replicas), attempts: map[string][]string{}, boost: boost}
+	if novel != nil {
+		g.seek(newModel(sc.Replicas, sc.Principals), novel)
+	}
 	for _, st := range sc.Steps[:i] {
 		g.track(st)
+		if g.novelty != nil {
+			g.novelty.took(st)
+		}
 	}
 	for _, st := range sc.Steps {
 		g.nSession = max(g.nSession, numbered(st.Session, "s"))

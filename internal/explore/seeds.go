@@ -48,10 +48,13 @@ type guide struct {
 	// callbacks no scenario has called yet (direct.go).
 	share share
 	aim   aim
+	// novel holds the situations of the platform the observed scenarios' steps showed (model.keys); fresh
+	// scenarios and inserted steps prefer others (novelty.go). Nil guided by lines alone.
+	novel map[string]bool
 }
 
 func newGuide(seed int64, saved []*simulate.Scenario) *guide {
-	return &guide{seed: seed, replay: saved, ids: map[feature]int{}, cov: coverage.NewBuilder(), share: newShare()}
+	return &guide{seed: seed, replay: saved, ids: map[feature]int{}, cov: coverage.NewBuilder(), share: newShare(), novel: map[string]bool{}}
 }
 
 // next chooses scenario number index from the corpus as it stands.
@@ -63,11 +66,11 @@ func (g *guide) next(index int) *simulate.Scenario {
 	boost := g.aim.boost()
 	if len(g.seeds) == 0 || rng.Float64() < g.share.fresh() {
 		g.share.chose(index, false)
-		return generate(g.seed, index, boost)
+		return generate(g.seed, index, boost, g.novel)
 	}
 	for attempt := 0; attempt < 8; attempt++ {
 		e := g.pick(rng)
-		cand := mutate(rng, g.seeds[e], g.at[e], g.seeds, boost)
+		cand := mutate(rng, g.seeds[e], g.at[e], g.seeds, boost, g.novel)
 		if cand != nil && cand.Validate() == nil {
 			cand.Name = fmt.Sprintf("explore-%d-%d", g.seed, index)
 			cand.Seed = g.seed*1000003 + int64(index)
@@ -77,7 +80,7 @@ func (g *guide) next(index int) *simulate.Scenario {
 		}
 	}
 	g.share.chose(index, false)
-	return generate(g.seed, index, boost)
+	return generate(g.seed, index, boost, g.novel)
 }
 
 // pick chooses the seed to vary: by the rarity of the features each seed represents, or (uniformShare of
@@ -123,6 +126,9 @@ func (g *guide) observe(sc *simulate.Scenario, h *simulate.History) bool {
 	}
 	var states map[feature]int
 	if !g.linesOnly {
+		for _, k := range situations(sc) {
+			g.novel[k] = true
+		}
 		for f := range orderFeatures(h) {
 			fs = append(fs, f)
 		}
