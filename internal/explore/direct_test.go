@@ -106,13 +106,13 @@ func TestAnUnreachedCallbackBiasesGeneration(t *testing.T) {
 	}
 }
 
-// TestFreshShareFollowsWhatPays checks the adaptive fresh share: even at first; variations that stop
+// TestFreshShareFollowsWhatPays checks the adaptive fresh share: baseFresh at first; variations that stop
 // joining the corpus give way to fresh scenarios (up to maxFresh); variations that keep joining while fresh
 // scenarios do not take over (down to minFresh); replayed corpus seeds count for neither.
 func TestFreshShareFollowsWhatPays(t *testing.T) {
 	s := newShare()
-	if s.fresh() != 0.5 {
-		t.Fatalf("fresh share %v before any outcome, want 0.5", s.fresh())
+	if s.fresh() != baseFresh {
+		t.Fatalf("fresh share %v before any outcome, want %v", s.fresh(), baseFresh)
 	}
 	for i := 0; i < 100; i++ {
 		s.chose(i, i%2 == 1)
