@@ -176,9 +176,10 @@ func (m *model) apply(st simulate.Step) {
 			m.recovered[st.Operation] = true
 		}
 	case simulate.OpRelease:
-		for op := range m.pending {
+		// an unfenced held write lands; which one lands last is taken in name order (the steps do not say)
+		for _, op := range slices.Sorted(maps.Keys(m.pending)) {
 			if !m.recovered[op] {
-				m.writer, m.stale = op, false // an unfenced held write lands
+				m.writer, m.stale = op, false
 			}
 		}
 		m.pending, m.recovered = map[string]bool{}, map[string]bool{}

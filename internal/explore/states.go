@@ -190,14 +190,15 @@ func (w *stateWalk) release(step int, calls map[string]*simulate.CallRecord) {
 		recovered += bit(w.answered[op])
 	}
 	w.reach(step, feature{key: keyState, path: stateRelease, n: capped(len(w.pending))<<2 | capped(recovered)})
+	last := int64(0) // the writer is the held write the double applied last
 	for key, rs := range w.reqs {
 		c := calls[key]
 		if c == nil || !w.pending[c.Ctx.Operation] {
 			continue
 		}
 		for _, r := range rs {
-			if r.Held && r.Applied && isWrite(r.Method) {
-				w.writer = c.Ctx.Operation
+			if r.Held && r.Applied && isWrite(r.Method) && r.ApplyOrder > last {
+				last, w.writer = r.ApplyOrder, c.Ctx.Operation
 			}
 		}
 	}
