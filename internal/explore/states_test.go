@@ -1,6 +1,7 @@
 package explore
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/astrabox-dev/astrabox/internal/harness"
@@ -114,7 +115,7 @@ func TestOperationStateFollowsHeldWritesAndTheWriter(t *testing.T) {
 	sync1 := h.call(simulate.CallSynchronize, "r1", simulate.CallContext{Operation: "op-1"})
 	sync2 := h.call(simulate.CallSynchronize, "r2", simulate.CallContext{Operation: "op-2"})
 	h.h.Requests = []simulate.Request{
-		{Call: sync1.Key, Method: "PUT", Applied: true},
+		{Call: sync1.Key, Method: "PUT", Applied: true, ApplyOrder: 1},
 		{Call: sync2.Key, Method: "PUT", Held: true},
 	}
 	rc := h.call(simulate.CallRecover, "r1", simulate.CallContext{Operation: "op-2"})
@@ -134,7 +135,7 @@ func TestOperationStateFollowsHeldWritesAndTheWriter(t *testing.T) {
 	if step, ok := stateAt(fs, stateOp+"recover", 2<<6|0<<5|2<<3|1); !ok || step != 5 {
 		t.Errorf("no recover after the release (step 5): %v", fs)
 	}
-	h.h.Requests[1].Applied = true
+	h.h.Requests[1].Applied, h.h.Requests[1].ApplyOrder = true, 2
 	if _, ok := stateAt(stateFeatures(h.h), stateOp+"recover", 2<<6|0<<5|1<<3|1); !ok {
 		t.Error("a held write the release applied did not make its operation the last writer")
 	}
@@ -163,6 +164,39 @@ func TestAPlatformStateKeepsASeed(t *testing.T) {
 		}
 		if !linesOnly && (g.at[1] != 2 || g.states == 0 || g.covered != 3) {
 			t.Errorf("the seed inserts after step %d (want 2); %d states, %d lines", g.at[1], g.states, g.covered)
+		}
+	}
+}
+
+// TestTheLastWriterAfterAReleaseIsTheLastApplied checks that when a release lets two operations' held writes
+// through, the last writer is the one the double applied last, every time (not whichever a map yields
+// first), and that the generator's model picks the same operation every time too.
+func TestTheLastWriterAfterAReleaseIsTheLastApplied(t *testing.T) {
+	h := newHist()
+	a := h.call(simulate.CallSynchronize, "r1", simulate.CallContext{Operation: "op-1"})
+	b := h.call(simulate.CallSynchronize, "r2", simulate.CallContext{Operation: "op-2"})
+	h.h.Requests = []simulate.Request{
+		{Call: a.Key, Method: "PUT", Held: true, Applied: true, ApplyOrder: 2},
+		{Call: b.Key, Method: "PUT", Held: true, Applied: true, ApplyOrder: 1},
+	}
+	h.release()
+	h.call(simulate.CallRecover, "r1", simulate.CallContext{Operation: "op-1"})
+	for i := 0; i < 50; i++ {
+		// op-1 wrote last (wrote = 1), no write held, the process handled no other operation
+		if _, ok := stateAt(stateFeatures(h.h), stateOp+"recover", 0<<6|0<<5|1<<3|0); !ok {
+			t.Fatalf("run %d: the recover did not see op-1, applied last, as the last writer: %v", i, stateFeatures(h.h))
+		}
+	}
+	sc := &simulate.Scenario{Replicas: 2, Steps: []simulate.Step{
+		{Op: simulate.OpPrewarm, Boxes: 1, Fault: &simulate.Fault{Kind: simulate.FaultHostLoss}, Double: []simulate.DoubleFault{{Kind: simulate.DoubleHold}}},
+		{Op: simulate.OpPrewarm, Boxes: 1, Replica: "r2", Fault: &simulate.Fault{Kind: simulate.FaultHostLoss}, Double: []simulate.DoubleFault{{Kind: simulate.DoubleHold}}},
+		{Op: simulate.OpRelease},
+		{Op: simulate.OpRecover, Operation: "op-2"},
+	}}
+	first := situations(sc)
+	for i := 0; i < 50; i++ {
+		if got := situations(sc); !slices.Equal(got, first) {
+			t.Fatalf("the model's situations differ between runs: %v vs %v", got, first)
 		}
 	}
 }
