@@ -7,6 +7,7 @@ parts that do the work, one job each:
 - :mod:`~astrabox._harness.audit`: which audit events are observations, and their secret-free summaries;
 - :mod:`~astrabox._harness.sources`: which code file is the provider's and where an event was caused;
 - :mod:`~astrabox._harness.connections`: the call and line that opened each loopback TCP connection;
+- :mod:`~astrabox._harness.sends`: which call's code wrote each run of bytes on such a connection;
 - :mod:`~astrabox._harness.routing`: the call ``ContextVar`` and routing to the reply or the background;
 - :mod:`~astrabox._harness.leftovers`: the work each call started, its leftovers and settling;
 - :mod:`~astrabox._harness.records`: the typed records, mirroring internal/harness/messages.go.
@@ -22,9 +23,9 @@ import warnings
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, List, Optional, Set, Tuple
 
-from astrabox._harness import audit, connections
+from astrabox._harness import audit, connections, sends
 from astrabox._harness.leftovers import Snapshot, Work
-from astrabox._harness.records import AuditEvent, Connection, Leftovers, LogRecord, Observations, WarningRecord
+from astrabox._harness.records import AuditEvent, Connection, Leftovers, LogRecord, Observations, Send, WarningRecord
 from astrabox._harness.routing import CURRENT_CALL, SUBMITTED_AT, Router
 from astrabox._harness.sources import CodeKinds, own_location
 from astrabox._harness.values import MESSAGE_LIMIT, safe_str, truncate, type_name
@@ -113,6 +114,8 @@ class Observer:
         self._install_warnings()
         self.work.install_threads()
         self._install_http()
+        sends.emit = self._send_run
+        sends.install()
         sys.addaudithook(self._audit_hook)
 
     def _install_http(self) -> None:
@@ -234,6 +237,14 @@ class Observer:
         if where.file is None:
             where = SUBMITTED_AT.get() or where  # library code on an executor thread (asyncio's resolver)
         self.router.record(Connection(seq, port, dest, where.file, where.line, where.function))
+        sends.meter_socket(args[0], seq)
+
+    def _send_run(self, seq: int, offset: int, lost: bool) -> None:
+        """Report that the code running now began a run of bytes on connection ``seq`` (see :mod:`sends`)."""
+        try:
+            self.router.record(Send(seq, offset, lost))
+        except BaseException:  # noqa: B036 - an observation must never break the provider's write
+            pass
 
     def _audit(self, event: str, args: Tuple[Any, ...], frame: Any) -> None:
         where = self.code.locate(event, frame)

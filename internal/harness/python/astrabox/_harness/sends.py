@@ -1,0 +1,308 @@
+"""Per-send attribution on tagged loopback connections: which call's code wrote each run of bytes.
+
+A connection the provider keeps open across callbacks (a raw socket, an asyncio stream, either wrapped in
+TLS) carries requests of several calls, and a request written by hand carries no call header. The harness
+therefore meters every loopback connection it tags (see :mod:`connections`): it counts the plaintext bytes
+the provider's code writes on it and, each time the call in the ``ContextVar`` that writes differs from the
+one that wrote before, reports a :class:`~astrabox._harness.records.Send`: the connection, the offset of the
+first byte of the new run and (by routing) the call. Go's listeners count the same plaintext stream and note
+where each request starts (internal/conntag); a request is the call's whose run holds its first byte.
+
+Only tagged sockets pay: at tagging the socket's class is swapped for a subclass whose ``send``, ``sendall``
+and ``sendmsg`` count (``socket.socket`` has ``__slots__``, so nothing can be set on one socket alone). The
+plaintext is counted where the provider hands it over, never where ciphertext leaves:
+
+- ``ssl.SSLSocket`` made from a tagged socket (``SSLContext.wrap_socket``) takes over the socket's meter and
+  counts ``send``/``write`` (its ``sendall`` calls ``send``); OpenSSL writes the ciphertext to the descriptor
+  itself;
+- an asyncio selector transport made for a tagged socket counts ``write`` (and ``writelines`` where the
+  class has its own, 3.12+, which fills the buffer and calls ``sock.sendmsg`` without ``write``), and its
+  socket stops counting: the transport sends buffered data later, from the loop, in whichever context
+  happened to arm the writer, while ``write`` runs in the writer's own;
+- an asyncio TLS transport (``_SSLProtocolTransport``, from ``create_connection(ssl=...)`` or
+  ``start_tls``) counts the application data given to ``write``/``writelines``; the transport below it,
+  which carries the ciphertext, stops counting.
+
+A ``sendall`` that raised may have sent part of its data: the meter then reports the offset lost, and
+requests from there on fall back to the call that opened the connection or the call in flight.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import weakref
+from typing import Any, Callable, Dict, Optional
+
+from astrabox._harness.routing import CURRENT_CALL
+
+_UNSET = object()
+
+#: Reports a run or a loss: ``emit(seq, offset, lost)``; set by the observer.
+emit: Optional[Callable[[int, int, bool], None]] = None
+
+# The meter of each metered socket or transport.
+_meters: "weakref.WeakKeyDictionary[Any, Meter]" = weakref.WeakKeyDictionary()
+# Metered subclass -> the class it was made from, and back.
+_plain_of: Dict[type, type] = {}
+_metered_of: Dict[type, type] = {}
+_classes_lock = threading.Lock()
+_installed = False
+
+
+class Meter:
+    """The plaintext bytes written so far on one connection, and the call that wrote the last of them."""
+
+    __slots__ = ("seq", "offset", "last", "lost", "lock")
+
+    def __init__(self, seq: int) -> None:
+        self.seq = seq
+        self.offset = 0
+        self.last: Any = _UNSET
+        self.lost = False
+        self.lock = threading.Lock()
+
+    def count(self, n: int) -> None:
+        """``n`` bytes were written by the code running now."""
+        if n <= 0:
+            return
+        call = CURRENT_CALL.get()
+        with self.lock:
+            if self.lost:
+                return
+            start = self.offset
+            self.offset += n
+            if call == self.last:
+                return
+            self.last = call
+        if emit is not None:
+            emit(self.seq, start, False)
+
+    def lose(self) -> None:
+        """A write failed part-way: offsets from here on are unknown."""
+        with self.lock:
+            if self.lost:
+                return
+            self.lost = True
+            start = self.offset
+        if emit is not None:
+            emit(self.seq, start, True)
+
+
+def _nbytes(data: Any) -> int:
+    try:
+        return memoryview(data).nbytes
+    except TypeError:
+        return 0
+
+
+def _count(obj: Any, n: int) -> None:
+    meter = _meters.get(obj)
+    if meter is not None:
+        meter.count(n)
+
+
+def _lose(obj: Any) -> None:
+    meter = _meters.get(obj)
+    if meter is not None:
+        meter.lose()
+
+
+class _SocketMeter:
+    """Counts what ``send``/``sendall``/``sendmsg`` of a plain tagged socket write."""
+
+    __slots__ = ()
+
+    def send(self, data: Any, flags: int = 0) -> int:
+        n = super().send(data, flags)  # type: ignore[misc]
+        _count(self, n)
+        return n
+
+    def sendall(self, data: Any, flags: int = 0) -> None:
+        try:
+            super().sendall(data, flags)  # type: ignore[misc]
+        except BaseException:
+            _lose(self)
+            raise
+        _count(self, _nbytes(data))
+
+    def sendmsg(self, buffers: Any, *args: Any) -> int:
+        n = super().sendmsg(buffers, *args)  # type: ignore[misc]
+        _count(self, n)
+        return n
+
+
+class _SSLSocketMeter:
+    """Counts the plaintext ``send``/``write`` of an ``ssl.SSLSocket`` hand to OpenSSL (``sendall`` calls
+    ``send``, except on a socket not yet wrapped, which writes in clear)."""
+
+    __slots__ = ()
+
+    def send(self, data: Any, flags: int = 0) -> int:
+        n = super().send(data, flags)  # type: ignore[misc]
+        _count(self, n)
+        return n
+
+    def write(self, data: Any) -> int:
+        n = super().write(data)  # type: ignore[misc]
+        _count(self, n)
+        return n
+
+    def sendall(self, data: Any, flags: int = 0) -> None:
+        if getattr(self, "_sslobj", None) is not None:
+            return super().sendall(data, flags)  # type: ignore[misc]
+        try:
+            super().sendall(data, flags)  # type: ignore[misc]
+        except BaseException:
+            _lose(self)
+            raise
+        _count(self, _nbytes(data))
+        return None
+
+
+class _TransportMeter:
+    """Counts the bytes an asyncio transport is given by ``write``."""
+
+    __slots__ = ()
+
+    def write(self, data: Any) -> None:
+        super().write(data)  # type: ignore[misc]
+        _count(self, _nbytes(data))
+
+
+class _TransportLinesMeter(_TransportMeter):
+    """Also counts ``writelines``, for a transport class whose ``writelines`` does not call ``write``."""
+
+    __slots__ = ()
+
+    def writelines(self, list_of_data: Any) -> None:
+        items = list(list_of_data)
+        super().writelines(items)  # type: ignore[misc]
+        _count(self, sum(_nbytes(d) for d in items))
+
+
+def _own_writelines(cls: type) -> bool:
+    """Whether ``cls.writelines`` is its own, not ``WriteTransport``'s (which joins and calls ``write``)."""
+    import asyncio.transports
+
+    for k in cls.__mro__:
+        if "writelines" in k.__dict__:
+            return k is not asyncio.transports.WriteTransport
+    return False
+
+
+def _metered_class(cls: type, mixin: type) -> type:
+    with _classes_lock:
+        made = _metered_of.get(cls)
+        if made is None:
+            made = type("Metered" + cls.__name__, (mixin, cls), {"__slots__": ()})
+            _metered_of[cls], _plain_of[made] = made, cls
+        return made
+
+
+def _swap(obj: Any, mixin: type) -> bool:
+    cls = type(obj)
+    if cls in _plain_of:
+        return True
+    try:
+        obj.__class__ = _metered_class(cls, mixin)
+    except TypeError:  # a layout the subclass cannot take: leave the object as it is
+        return False
+    return True
+
+
+def _unmeter(obj: Any) -> None:
+    """Stop counting on ``obj`` (its writes are counted above it from now on)."""
+    _meters.pop(obj, None)
+    plain = _plain_of.get(type(obj))
+    if plain is not None:
+        try:
+            obj.__class__ = plain
+        except TypeError:
+            pass
+
+
+def meter_socket(sock: Any, seq: int) -> None:
+    """Start counting what the provider writes on a socket just tagged as connection ``seq``."""
+    import ssl
+
+    if sock in _meters:
+        return
+    mixin = _SSLSocketMeter if isinstance(sock, ssl.SSLSocket) else _SocketMeter
+    if _swap(sock, mixin):
+        _meters[sock] = Meter(seq)
+
+
+def _take(below: Any) -> Optional[Meter]:
+    """The meter of ``below``, which stops counting: what is written through it from now on is written
+    through something above it (a TLS layer or a transport), which counts instead. Called before that
+    layer is made, so that a TLS handshake it starts is never counted."""
+    meter = _meters.get(below)
+    if meter is not None:
+        _unmeter(below)
+    return meter
+
+
+def _adopt(obj: Any, meter: Optional[Meter]) -> None:
+    """``obj`` now writes the plaintext of ``meter``'s connection."""
+    import ssl
+
+    if meter is None or obj is None:
+        return
+    if isinstance(obj, ssl.SSLSocket):
+        mixin: type = _SSLSocketMeter
+    elif isinstance(obj, socket.socket):
+        mixin = _SocketMeter
+    else:
+        mixin = _TransportLinesMeter if _own_writelines(type(obj)) else _TransportMeter
+    if _swap(obj, mixin):
+        _meters[obj] = meter
+
+
+def install() -> None:
+    """Hook the places where a metered socket is wrapped: ``ssl.SSLSocket._create`` and asyncio's
+    transport factories (a cost per connection, never per write). Idempotent."""
+    global _installed
+    if _installed:
+        return
+    _installed = True
+    import ssl
+    from asyncio import base_events, selector_events
+
+    create = ssl.SSLSocket.__dict__["_create"].__func__
+
+    def _create(cls: Any, sock: Any, *args: Any, **kwargs: Any) -> Any:
+        meter = _take(sock)
+        made = create(cls, sock, *args, **kwargs)
+        _adopt(made, meter)
+        return made
+
+    ssl.SSLSocket._create = classmethod(_create)  # type: ignore[assignment]
+
+    loop_cls = selector_events.BaseSelectorEventLoop
+    make_plain, make_ssl = loop_cls._make_socket_transport, loop_cls._make_ssl_transport
+
+    def _make_socket_transport(self: Any, sock: Any, *args: Any, **kwargs: Any) -> Any:
+        meter = _take(sock)
+        transport = make_plain(self, sock, *args, **kwargs)
+        _adopt(transport, meter)
+        return transport
+
+    def _make_ssl_transport(self: Any, rawsock: Any, *args: Any, **kwargs: Any) -> Any:
+        meter = _take(rawsock)
+        transport = make_ssl(self, rawsock, *args, **kwargs)
+        _adopt(transport, meter)
+        return transport
+
+    loop_cls._make_socket_transport = _make_socket_transport  # type: ignore[method-assign]
+    loop_cls._make_ssl_transport = _make_ssl_transport  # type: ignore[method-assign]
+
+    start_tls = base_events.BaseEventLoop.start_tls
+
+    async def _start_tls(self: Any, transport: Any, *args: Any, **kwargs: Any) -> Any:
+        meter = _take(transport)
+        app = await start_tls(self, transport, *args, **kwargs)
+        _adopt(app, meter)
+        return app
+
+    base_events.BaseEventLoop.start_tls = _start_tls  # type: ignore[method-assign]
