@@ -12,10 +12,9 @@ One batch per process keeps the fixture quick.
 
 from __future__ import annotations
 
-import json
 import threading
 
-from harbor_wire import HarborProvider, audit_path, on_worker
+from harbor_wire import HarborProvider, on_worker
 
 #: A batch is flushed by the next turn, or after a minute without one.
 FLUSH_AFTER_S = 60.0
@@ -36,18 +35,15 @@ class BatchedAuditHarbor(HarborProvider):
                 # The batch goes out when the next turn comes; wait for it, to keep the trail in order.
                 self.flush.set()
                 await on_worker(self.flushed.wait, 10)
-            return 200  # later records: written with the next batch (never, in this process)
-        record = json.dumps({"value": {"session": session_id, "attempt": attempt_id}}, sort_keys=True).encode()
-        wire = self.wire
+            return self.AUDIT_OK[0]  # later records: written with the next batch (never, in this process)
 
         def flush_later() -> None:
             self.flush.wait(FLUSH_AFTER_S)
             try:
-                wire.exchange("PUT", audit_path(session_id, attempt_id), record,
-                              ("Content-Type: application/json", "If-Match: 0"))
+                self.write_audit(session_id, attempt_id)
             finally:
                 self.flushed.set()
 
         self.flusher = threading.Thread(target=flush_later, name="harbor-audit-batch")
         self.flusher.start()
-        return 200
+        return self.AUDIT_OK[0]

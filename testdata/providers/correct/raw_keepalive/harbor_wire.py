@@ -16,7 +16,7 @@ import asyncio
 import json
 import socket
 import threading
-from typing import Dict, Optional, Tuple
+from typing import Callable, Dict, Optional, Tuple
 
 from astrabox.seams import PreparationUserActionRequired, RuntimeFile, RuntimeMaterials
 from streamline import StreamlineProvider, TURN_FILE, _base, _grant, consent_path
@@ -29,16 +29,16 @@ class ConnectionLost(Exception):
 class KeptAlive:
     """One HTTP/1.1 connection, requests written by hand and answered in turn."""
 
-    def __init__(self) -> None:
+    def __init__(self, connect: Optional[Callable[[], socket.socket]] = None, authority: str = "") -> None:
         self.lock = threading.Lock()
         self.sock: Optional[socket.socket] = None
         self.pending = b""
-        self.opened = 0
+        self.connect = connect or (lambda: socket.create_connection(_base(), timeout=10))
+        self.authority = authority or "%s:%d" % _base()
 
     def open(self) -> None:
-        self.sock = socket.create_connection(_base(), timeout=10)
+        self.sock = self.connect()
         self.pending = b""
-        self.opened += 1
 
     def close(self) -> None:
         if self.sock is not None:
@@ -88,8 +88,7 @@ class KeptAlive:
         return status, headers, body
 
     def exchange(self, method: str, path: str, body: bytes = b"", extra: Tuple[str, ...] = ()) -> Tuple[int, bytes]:
-        host, port = _base()
-        head = ["%s %s HTTP/1.1" % (method, path), "Host: %s:%d" % (host, port), "Accept: application/json"]
+        head = ["%s %s HTTP/1.1" % (method, path), "Host: %s" % self.authority, "Accept: application/json"]
         head += list(extra) + ["Content-Length: %d" % len(body)]
         data = ("\r\n".join(head) + "\r\n\r\n").encode("ascii") + body
         with self.lock:
@@ -157,11 +156,18 @@ class HarborProvider(StreamlineProvider):
             raise RuntimeError("the identity service answered %d; consent is unknown" % status)
         return json.loads(body) if body else {}
 
-    async def audit(self, session_id: str, attempt_id: str) -> int:
+    #: The answers to an audit write that leave the record in place (created now, or by an earlier try).
+    AUDIT_OK = (200, 412)
+
+    def write_audit(self, session_id: str, attempt_id: str) -> int:
+        """Create the audit record of an attempt (a blocking exchange); the answer's status."""
         record = json.dumps({"value": {"session": session_id, "attempt": attempt_id}}, sort_keys=True).encode()
-        status, _ = await on_worker(self.wire.exchange, "PUT", audit_path(session_id, attempt_id), record,
-                                    ("Content-Type: application/json", "If-Match: 0"))
+        status, _ = self.wire.exchange("PUT", audit_path(session_id, attempt_id), record,
+                                       ("Content-Type: application/json", "If-Match: 0"))
         return status
+
+    async def audit(self, session_id: str, attempt_id: str) -> int:
+        return await on_worker(self.write_audit, session_id, attempt_id)
 
     async def prepare_turn(self, *, context):
         consent = await self.consent(context.principal_id)
@@ -172,7 +178,7 @@ class HarborProvider(StreamlineProvider):
                 url=url if isinstance(url, str) and url.startswith("https://") else None,
             )
         status = await self.audit(context.session_id, context.dispatch_attempt_id)
-        if status not in (200, 412):
+        if status not in self.AUDIT_OK:
             raise RuntimeError("the audit trail answered %d" % status)
         grant = _grant("turn", context.session_id, context.dispatch_attempt_id)
         return RuntimeMaterials(files=(RuntimeFile(name=TURN_FILE, content=grant),))
