@@ -41,8 +41,21 @@ _UNSET = object()
 #: Reports a run or a loss: ``emit(seq, offset, lost)``; set by the observer.
 emit: Optional[Callable[[int, int, bool], None]] = None
 
-# The meter of each metered socket or transport.
-_meters: "weakref.WeakKeyDictionary[Any, Meter]" = weakref.WeakKeyDictionary()
+# The meter of each metered socket or transport, by id(): a plain dict lookup on every send, where a
+# WeakKeyDictionary would make a weak reference each time. A finalizer drops the entry when the object goes,
+# before its id can be reused.
+_meters: Dict[int, "Meter"] = {}
+
+
+def _get(obj: Any) -> "Optional[Meter]":
+    return _meters.get(id(obj))
+
+
+def _set(obj: Any, meter: "Meter") -> None:
+    key = id(obj)
+    if key not in _meters:
+        weakref.finalize(obj, _meters.pop, key, None)
+    _meters[key] = meter
 # Metered subclass -> the class it was made from, and back.
 _plain_of: Dict[type, type] = {}
 _metered_of: Dict[type, type] = {}
@@ -67,14 +80,15 @@ class Meter:
         if n <= 0:
             return
         call = CURRENT_CALL.get()
-        with self.lock:
-            if self.lost:
-                return
-            start = self.offset
-            self.offset += n
-            if call == self.last:
-                return
+        lock = self.lock
+        lock.acquire()  # not ``with``: twice as dear, and nothing between can raise
+        lost, start, last = self.lost, self.offset, self.last
+        if not lost:
+            self.offset = start + n
             self.last = call
+        lock.release()
+        if lost or call is last or call == last:
+            return
         if emit is not None:
             emit(self.seq, start, False)
 
@@ -97,13 +111,13 @@ def _nbytes(data: Any) -> int:
 
 
 def _count(obj: Any, n: int) -> None:
-    meter = _meters.get(obj)
+    meter = _meters.get(id(obj))
     if meter is not None:
         meter.count(n)
 
 
 def _lose(obj: Any) -> None:
-    meter = _meters.get(obj)
+    meter = _meters.get(id(obj))
     if meter is not None:
         meter.lose()
 
@@ -213,7 +227,7 @@ def _swap(obj: Any, mixin: type) -> bool:
 
 def _unmeter(obj: Any) -> None:
     """Stop counting on ``obj`` (its writes are counted above it from now on)."""
-    _meters.pop(obj, None)
+    _meters.pop(id(obj), None)
     plain = _plain_of.get(type(obj))
     if plain is not None:
         try:
@@ -226,18 +240,18 @@ def meter_socket(sock: Any, seq: int) -> None:
     """Start counting what the provider writes on a socket just tagged as connection ``seq``."""
     import ssl
 
-    if sock in _meters:
+    if _get(sock) is not None:
         return
     mixin = _SSLSocketMeter if isinstance(sock, ssl.SSLSocket) else _SocketMeter
     if _swap(sock, mixin):
-        _meters[sock] = Meter(seq)
+        _set(sock, Meter(seq))
 
 
 def _take(below: Any) -> Optional[Meter]:
     """The meter of ``below``, which stops counting: what is written through it from now on is written
     through something above it (a TLS layer or a transport), which counts instead. Called before that
     layer is made, so that a TLS handshake it starts is never counted."""
-    meter = _meters.get(below)
+    meter = _get(below)
     if meter is not None:
         _unmeter(below)
     return meter
@@ -256,7 +270,7 @@ def _adopt(obj: Any, meter: Optional[Meter]) -> None:
     else:
         mixin = _TransportLinesMeter if _own_writelines(type(obj)) else _TransportMeter
     if _swap(obj, mixin):
-        _meters[obj] = meter
+        _set(obj, meter)
 
 
 def install() -> None:
