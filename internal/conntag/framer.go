@@ -3,7 +3,6 @@ package conntag
 import (
 	"bytes"
 	"strconv"
-	"strings"
 	"sync"
 )
 
@@ -96,7 +95,8 @@ func (f *framer) step(p []byte) int {
 	}
 }
 
-// readLine adds bytes to the current line up to and including its '\n', and handles a complete line.
+// readLine adds bytes to the current line up to and including its '\n', and handles a complete line (read
+// in place when it lies within p, as most do).
 func (f *framer) readLine(p []byte) int {
 	i := bytes.IndexByte(p, '\n')
 	if i < 0 {
@@ -106,20 +106,24 @@ func (f *framer) readLine(p []byte) int {
 		}
 		return len(p)
 	}
-	f.line = append(f.line, p[:i]...)
-	line := strings.TrimSuffix(string(f.line), "\r")
+	line := p[:i]
+	if len(f.line) > 0 {
+		f.line = append(f.line, line...)
+		line = f.line
+	}
+	f.endLine(bytes.TrimSuffix(line, []byte{'\r'}))
 	f.line = f.line[:0]
-	f.endLine(line)
 	return i + 1
 }
 
 // endLine moves the framing on after one complete line.
-func (f *framer) endLine(line string) {
+func (f *framer) endLine(line []byte) {
 	switch f.st {
 	case frameHeader:
 		f.headerLine(line)
 	case frameChunkSize:
-		size, err := strconv.ParseInt(strings.TrimSpace(strings.SplitN(line, ";", 2)[0]), 16, 64)
+		hex, _, _ := bytes.Cut(line, []byte{';'})
+		size, err := strconv.ParseInt(string(bytes.TrimSpace(hex)), 16, 64)
 		switch {
 		case err != nil || size < 0:
 			f.st = frameDone
@@ -131,32 +135,39 @@ func (f *framer) endLine(line string) {
 	case frameChunkEnd:
 		f.st = frameChunkSize
 	case frameTrailer:
-		if line == "" {
+		if len(line) == 0 {
 			f.st = frameIdle
 		}
 	}
 }
 
+var (
+	contentLength    = []byte("content-length")
+	transferEncoding = []byte("transfer-encoding")
+	chunked          = []byte("chunked")
+)
+
 // headerLine reads the request line or one header line; an empty one ends the header block.
-func (f *framer) headerLine(line string) {
+func (f *framer) headerLine(line []byte) {
 	if f.first {
 		f.first = false
-		f.method, _, _ = strings.Cut(line, " ")
+		method, _, _ := bytes.Cut(line, []byte{' '})
+		f.method = string(method)
 		return
 	}
-	if line != "" {
-		name, value, _ := strings.Cut(line, ":")
-		value = strings.TrimSpace(value)
-		switch strings.ToLower(strings.TrimSpace(name)) {
-		case "content-length":
-			n, err := strconv.ParseInt(value, 10, 64)
+	if len(line) > 0 {
+		name, value, _ := bytes.Cut(line, []byte{':'})
+		name, value = bytes.TrimSpace(name), bytes.TrimSpace(value)
+		switch {
+		case bytes.EqualFold(name, contentLength):
+			n, err := strconv.ParseInt(string(value), 10, 64)
 			if err != nil || n < 0 {
 				f.st = frameDone
 				return
 			}
 			f.length = n
-		case "transfer-encoding":
-			f.chunk = strings.Contains(strings.ToLower(value), "chunked")
+		case bytes.EqualFold(name, transferEncoding):
+			f.chunk = bytes.Contains(bytes.ToLower(value), chunked)
 		}
 		return
 	}

@@ -136,3 +136,15 @@ func TestMeteredServerRefsCarryOffsets(t *testing.T) {
 		t.Errorf("a tunnel of unknown origin gave an offset: %+v", ref)
 	}
 }
+
+// BenchmarkFramer is what following the framing costs a listener per byte read (docs/performance.md).
+func BenchmarkFramer(b *testing.B) {
+	stream := []byte(strings.Repeat(strings.Join(keptAlive, ""), 64))
+	b.SetBytes(int64(len(stream)))
+	for i := 0; i < b.N; i++ {
+		f := newFramer(0)
+		for off := 0; off < len(stream); off += 4096 {
+			f.feed(stream[off:min(off+4096, len(stream))])
+		}
+	}
+}
