@@ -60,25 +60,29 @@ def main() -> None:
     sends.emit = lambda seq, off, lost: runs.append(off)
     port = sink()
     data = b"x" * 200
+    plain_sock = socket.create_connection(("127.0.0.1", port))
     sock = socket.create_connection(("127.0.0.1", port))
-    plain = batches(lambda: sock.sendall(data))
     seq = connections.tag(socket.socket(), ("127.0.0.1", port))[0]
     sends.meter_socket(sock, seq)
-    same = batches(lambda: sock.sendall(data))
-    calls = iter(range(10 ** 9))
     ctxs = []
-    for _ in range(2):
+    for call in (1, 2):
         c = contextvars.copy_context()
-        c.run(CURRENT_CALL.set, next(calls))
+        c.run(CURRENT_CALL.set, call)
         ctxs.append(c)
     flip = [0]
 
-    def alternate() -> None:
+    def alternate(s: socket.socket) -> None:
         flip[0] ^= 1
-        ctxs[flip[0]].run(sock.sendall, data)
+        ctxs[flip[0]].run(s.sendall, data)
 
-    switching = batches(alternate)
-    base_switch = batches(lambda: ctxs[0].run(len, data))
+    # Interleaved, so that a change of load hits both sides alike.
+    best = {"plain": [], "same": [], "plain_ctx": [], "switching": []}
+    for _ in range(9):
+        best["plain"].append(batches(lambda: plain_sock.sendall(data), k=1))
+        best["same"].append(batches(lambda: sock.sendall(data), k=1))
+        best["plain_ctx"].append(batches(lambda: alternate(plain_sock), k=1))
+        best["switching"].append(batches(lambda: alternate(sock), k=1))
+    plain, same, plain_ctx, switching = (min(best[k]) for k in ("plain", "same", "plain_ctx", "switching"))
 
     async def streams():
         r1, w1 = await asyncio.open_connection("127.0.0.1", port)
@@ -88,22 +92,25 @@ def main() -> None:
         sends.meter_socket(raw, seq)
         await asyncio.get_running_loop().sock_connect(raw, ("127.0.0.1", port))
         r2, w2 = await asyncio.open_connection(sock=raw)
-        res = []
-        for w in (w1, w2):
-            def one(w=w):
-                w.write(data)
-            res.append(batches(one, n=2000))
-            await w.drain()
-        return res
+        res = {w1: [], w2: []}
+        for _ in range(9):
+            for w in (w1, w2):
+                def one(w=w):
+                    w.write(data)
+                res[w].append(batches(one, n=2000, k=1))
+                await w.drain()
+        return min(res[w1]), min(res[w2])
 
     aplain, ametered = asyncio.run(streams())
     noop = batches(lambda: None, n=200000)
-    counted = batches(lambda: sends._count(sock, 200), n=200000)
+    meter = sends._get(sock)
+    counted = batches(lambda: meter.count(200), n=200000)
     print("a no-op Python call (the machine's yardstick): %5.0f ns" % noop)
-    print("the added work per send, same call (sends._count): %5.0f ns (%.1f no-op calls)" % (counted, counted / noop))
+    print("the meter's own work per send, same call (Meter.count): %5.0f ns (%.1f no-op calls)" % (counted, counted / noop))
     print("sendall, plain socket:            %7.0f ns" % plain)
     print("sendall, metered, same call:      %7.0f ns (+%.0f)" % (same, same - plain))
-    print("sendall, metered, call switches:  %7.0f ns (+%.0f over a plain send in a context)" % (switching - base_switch, switching - base_switch - plain))
+    print("sendall in alternating contexts, plain: %7.0f ns" % plain_ctx)
+    print("sendall in alternating contexts, metered (a run per send): %7.0f ns (+%.0f)" % (switching, switching - plain_ctx))
     print("transport.write, plain stream:    %7.0f ns" % aplain)
     print("transport.write, metered stream:  %7.0f ns (+%.0f)" % (ametered, ametered - aplain))
 

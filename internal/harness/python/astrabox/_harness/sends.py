@@ -110,10 +110,10 @@ def _nbytes(data: Any) -> int:
         return 0
 
 
-def _count(obj: Any, n: int) -> None:
-    meter = _meters.get(id(obj))
-    if meter is not None:
-        meter.count(n)
+def _size(data: Any) -> int:
+    """The bytes in a buffer handed to a write (``len`` for the usual bytes and bytearray)."""
+    cls = type(data)
+    return len(data) if cls is bytes or cls is bytearray else _nbytes(data)
 
 
 def _lose(obj: Any) -> None:
@@ -122,77 +122,101 @@ def _lose(obj: Any) -> None:
         meter.lose()
 
 
-class _SocketMeter:
-    """Counts what ``send``/``sendall``/``sendmsg`` of a plain tagged socket write."""
+# The counting methods of a metered class are made for the class they extend, calling its own methods
+# directly (no ``super()``, no helper frames: this is what every write on a tagged socket pays).
 
-    __slots__ = ()
 
-    def send(self, data: Any, flags: int = 0) -> int:
-        n = super().send(data, flags)  # type: ignore[misc]
-        _count(self, n)
+def _socket_methods(cls: type) -> Dict[str, Any]:
+    """``send``/``sendall``/``sendmsg`` of a plain tagged socket, counted."""
+    base_send, base_sendall, base_sendmsg, get = cls.send, cls.sendall, cls.sendmsg, _meters.get  # type: ignore[attr-defined]
+
+    def send(self: Any, data: Any, flags: int = 0) -> int:
+        n = base_send(self, data, flags)
+        meter = get(id(self))
+        if meter is not None:
+            meter.count(n)
         return n
 
-    def sendall(self, data: Any, flags: int = 0) -> None:
+    def sendall(self: Any, data: Any, flags: int = 0) -> None:
         try:
-            super().sendall(data, flags)  # type: ignore[misc]
+            base_sendall(self, data, flags)
         except BaseException:
             _lose(self)
             raise
-        _count(self, _nbytes(data))
+        meter = get(id(self))
+        if meter is not None:
+            meter.count(_size(data))
 
-    def sendmsg(self, buffers: Any, *args: Any) -> int:
-        n = super().sendmsg(buffers, *args)  # type: ignore[misc]
-        _count(self, n)
+    def sendmsg(self: Any, buffers: Any, *args: Any) -> int:
+        n = base_sendmsg(self, buffers, *args)
+        meter = get(id(self))
+        if meter is not None:
+            meter.count(n)
         return n
 
+    return {"send": send, "sendall": sendall, "sendmsg": sendmsg}
 
-class _SSLSocketMeter:
-    """Counts the plaintext ``send``/``write`` of an ``ssl.SSLSocket`` hand to OpenSSL (``sendall`` calls
-    ``send``, except on a socket not yet wrapped, which writes in clear)."""
 
-    __slots__ = ()
+def _ssl_methods(cls: type) -> Dict[str, Any]:
+    """The plaintext ``send``/``write`` of an ``ssl.SSLSocket``, counted (its ``sendall`` calls ``send``,
+    except on a socket not yet wrapped, which writes in clear and is counted here)."""
+    base_send, base_write, base_sendall, get = cls.send, cls.write, cls.sendall, _meters.get  # type: ignore[attr-defined]
 
-    def send(self, data: Any, flags: int = 0) -> int:
-        n = super().send(data, flags)  # type: ignore[misc]
-        _count(self, n)
+    def send(self: Any, data: Any, flags: int = 0) -> int:
+        n = base_send(self, data, flags)
+        meter = get(id(self))
+        if meter is not None:
+            meter.count(n)
         return n
 
-    def write(self, data: Any) -> int:
-        n = super().write(data)  # type: ignore[misc]
-        _count(self, n)
+    def write(self: Any, data: Any) -> int:
+        n = base_write(self, data)
+        meter = get(id(self))
+        if meter is not None:
+            meter.count(n)
         return n
 
-    def sendall(self, data: Any, flags: int = 0) -> None:
+    def sendall(self: Any, data: Any, flags: int = 0) -> None:
         if getattr(self, "_sslobj", None) is not None:
-            return super().sendall(data, flags)  # type: ignore[misc]
+            return base_sendall(self, data, flags)
         try:
-            super().sendall(data, flags)  # type: ignore[misc]
+            base_sendall(self, data, flags)
         except BaseException:
             _lose(self)
             raise
-        _count(self, _nbytes(data))
+        meter = get(id(self))
+        if meter is not None:
+            meter.count(_size(data))
         return None
 
-
-class _TransportMeter:
-    """Counts the bytes an asyncio transport is given by ``write``."""
-
-    __slots__ = ()
-
-    def write(self, data: Any) -> None:
-        super().write(data)  # type: ignore[misc]
-        _count(self, _nbytes(data))
+    return {"send": send, "write": write, "sendall": sendall}
 
 
-class _TransportLinesMeter(_TransportMeter):
-    """Also counts ``writelines``, for a transport class whose ``writelines`` does not call ``write``."""
+def _transport_methods(cls: type) -> Dict[str, Any]:
+    """``write`` of an asyncio transport, counted, and ``writelines`` where the class has its own (3.12+
+    selector transports, 3.11+ TLS transports); an inherited ``WriteTransport.writelines`` joins and calls
+    ``write``, which counts."""
+    base_write, get = cls.write, _meters.get  # type: ignore[attr-defined]
 
-    __slots__ = ()
+    def write(self: Any, data: Any) -> None:
+        base_write(self, data)
+        meter = get(id(self))
+        if meter is not None:
+            meter.count(_size(data))
 
-    def writelines(self, list_of_data: Any) -> None:
-        items = list(list_of_data)
-        super().writelines(items)  # type: ignore[misc]
-        _count(self, sum(_nbytes(d) for d in items))
+    methods: Dict[str, Any] = {"write": write}
+    if _own_writelines(cls):
+        base_writelines = cls.writelines  # type: ignore[attr-defined]
+
+        def writelines(self: Any, list_of_data: Any) -> None:
+            items = list(list_of_data)
+            base_writelines(self, items)
+            meter = get(id(self))
+            if meter is not None:
+                meter.count(sum(_size(d) for d in items))
+
+        methods["writelines"] = writelines
+    return methods
 
 
 def _own_writelines(cls: type) -> bool:
@@ -205,21 +229,21 @@ def _own_writelines(cls: type) -> bool:
     return False
 
 
-def _metered_class(cls: type, mixin: type) -> type:
+def _metered_class(cls: type, methods: Callable[[type], Dict[str, Any]]) -> type:
     with _classes_lock:
         made = _metered_of.get(cls)
         if made is None:
-            made = type("Metered" + cls.__name__, (mixin, cls), {"__slots__": ()})
+            made = type("Metered" + cls.__name__, (cls,), dict(methods(cls), __slots__=()))
             _metered_of[cls], _plain_of[made] = made, cls
         return made
 
 
-def _swap(obj: Any, mixin: type) -> bool:
+def _swap(obj: Any, methods: Callable[[type], Dict[str, Any]]) -> bool:
     cls = type(obj)
     if cls in _plain_of:
         return True
     try:
-        obj.__class__ = _metered_class(cls, mixin)
+        obj.__class__ = _metered_class(cls, methods)
     except TypeError:  # a layout the subclass cannot take: leave the object as it is
         return False
     return True
@@ -242,8 +266,7 @@ def meter_socket(sock: Any, seq: int) -> None:
 
     if _get(sock) is not None:
         return
-    mixin = _SSLSocketMeter if isinstance(sock, ssl.SSLSocket) else _SocketMeter
-    if _swap(sock, mixin):
+    if _swap(sock, _ssl_methods if isinstance(sock, ssl.SSLSocket) else _socket_methods):
         _set(sock, Meter(seq))
 
 
@@ -264,12 +287,12 @@ def _adopt(obj: Any, meter: Optional[Meter]) -> None:
     if meter is None or obj is None:
         return
     if isinstance(obj, ssl.SSLSocket):
-        mixin: type = _SSLSocketMeter
+        methods: Callable[[type], Dict[str, Any]] = _ssl_methods
     elif isinstance(obj, socket.socket):
-        mixin = _SocketMeter
+        methods = _socket_methods
     else:
-        mixin = _TransportLinesMeter if _own_writelines(type(obj)) else _TransportMeter
-    if _swap(obj, mixin):
+        methods = _transport_methods
+    if _swap(obj, methods):
         _set(obj, meter)
 
 
