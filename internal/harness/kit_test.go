@@ -60,7 +60,9 @@ func TestKitHelper(t *testing.T) {
 func kitHelper(t *testing.T, mode string, env ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestKitHelper$", "-test.count=1", "-test.v")
-	cmd.Env = append(append(os.Environ(), kitHelperVar+"="+mode), env...)
+	// The stand-in kit's own temporary directories live under this test's: a kit killed with SIGKILL never
+	// removes its t.TempDir, and the parent's cleanup does.
+	cmd.Env = append(append(os.Environ(), kitHelperVar+"="+mode, "TMPDIR="+t.TempDir()), env...)
 	return cmd
 }
 
