@@ -243,3 +243,39 @@ class AsyncioMeterTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class HarnessSendsTest(unittest.TestCase):
+    """Through a real harness: a connection opened while the provider loads travels in the load reply, and
+    each call's writes on it (its own, or a thread's it left running) are reported with the call that wrote
+    them, at the right offsets."""
+
+    def test_kept_alive_connection_across_calls(self):
+        from harnessclient import Harness
+
+        h = Harness()
+        try:
+            h.hello()
+            loaded = h.load("fixprov.keptalive:KeptAlive")
+            self.assertTrue(loaded["ok"], loaded)
+            conns = loaded["observations"].get("connections", [])
+            self.assertEqual(len(conns), 1, loaded["observations"])
+            seq, load_id = conns[0]["seq"], loaded["id"]
+            self.assertEqual(conns[0]["call"], load_id)
+            first = h.call("plan", {"config": {"mode": "send", "data": "GET /a HTTP/1.1\r\n\r\n"}})
+            self.assertEqual(first["value"]["declaration"]["local"], conns[0]["port"])
+            self.assertEqual([(s["seq"], s["offset"], s["call"]) for s in first["observations"].get("sends", [])],
+                             [(seq, 0, first["id"])])
+            again = h.call("plan", {"config": {"mode": "send", "data": "GET /b HTTP/1.1\r\n\r\n"}})
+            self.assertEqual([(s["offset"], s["call"]) for s in again["observations"].get("sends", [])],
+                             [(19, again["id"])])  # a new call's run starts after the first request
+            starter = h.call("plan", {"config": {"mode": "send-later", "data": "PUT /c HTTP/1.1\r\n\r\n"}})
+            self.assertEqual(starter["observations"].get("sends", []), [])
+            release = h.call("plan", {"config": {"mode": "release"}})
+            self.assertEqual(release["observations"].get("sends", []), [])  # not the release's bytes
+            bg = h.wait_background(lambda m: m["observations"].get("sends"))
+            late = bg["observations"]["sends"]
+            self.assertEqual([(s["seq"], s["offset"], s["call"], s["after_return"]) for s in late],
+                             [(seq, 38, starter["id"], True)])
+        finally:
+            h.close()
