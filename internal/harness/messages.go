@@ -198,15 +198,18 @@ type AuditEvent struct {
 	AfterReturn bool   `json:"after_return"`
 }
 
-// Send is the start of a run of bytes that one call's code wrote on a loopback connection the harness
-// reported: the run lasts until the connection's next Send. Offsets count the plaintext the provider wrote
+// Send is a run of bytes that one call's code wrote on a loopback connection the harness reported: from
+// Offset up to End. Bytes in no run (their record was lost with a process killed mid-call) are nobody's.
+// Offsets count the plaintext the provider wrote
 // (before TLS), as the kit's listeners count what they read after decryption (package conntag), so a
 // request without the X-Astrabox-Call header is given to the call whose run holds its first byte.
 type Send struct {
 	// Seq is the Connection's Seq (the same harness process).
 	Seq int64 `json:"seq"`
-	// Offset is the plaintext offset of the run's first byte in the connection's stream.
+	// Offset and End are the plaintext offsets of the run's first byte and past its last in the
+	// connection's stream.
 	Offset int64 `json:"offset"`
+	End    int64 `json:"end"`
 	// Lost marks the offset from which the harness stopped counting (a write failed part-way).
 	Lost bool `json:"lost,omitempty"`
 	// Call is the harness call whose code wrote the run (nil outside any call).

@@ -103,28 +103,21 @@ func (x *connIndex) lookup(replica string, ref conntag.Ref) (connRecord, bool) {
 	return same[ref.Nth-1], true
 }
 
-// sentAt is the run of bytes that holds offset on the connection rec, as the harness reported the runs:
-// the last one starting at or before offset. False when no run covers it or counting was lost by then.
+// sentAt is the run of bytes that holds offset on the connection rec, as the harness reported the runs.
+// False when no run holds it (its record never came: the process was killed mid-call) or when counting
+// was lost at or before it.
 func (x *connIndex) sentAt(replica string, rec connRecord, offset int64) (harness.Send, bool) {
 	x.mu.Lock()
-	runs := append([]harness.Send(nil), x.sends[connKey{replica, rec.pid, rec.c.Seq}]...)
-	x.mu.Unlock()
-	sort.SliceStable(runs, func(i, j int) bool {
-		if runs[i].Offset != runs[j].Offset {
-			return runs[i].Offset < runs[j].Offset
-		}
-		return !runs[i].Lost && runs[j].Lost // a loss at an offset ends the run starting there
-	})
+	defer x.mu.Unlock()
 	var found harness.Send
 	ok := false
-	for _, r := range runs {
-		if r.Offset > offset {
-			break
-		}
-		if r.Lost {
+	for _, r := range x.sends[connKey{replica, rec.pid, rec.c.Seq}] {
+		switch {
+		case r.Lost && r.Offset <= offset:
 			return harness.Send{}, false
+		case !r.Lost && r.Offset <= offset && offset < r.End:
+			found, ok = r, true
 		}
-		found, ok = r, true
 	}
 	return found, ok
 }

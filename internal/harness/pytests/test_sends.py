@@ -58,11 +58,13 @@ class Recorder:
 
     def __init__(self):
         self.runs = []
+        self.records = []
         self.lock = threading.Lock()
 
-    def __call__(self, seq, offset, lost):
+    def __call__(self, run):
         with self.lock:
-            self.runs.append((seq, offset, lost, CURRENT_CALL.get()))
+            self.runs.append((run.seq, run.offset, run.lost, CURRENT_CALL.get()))
+            self.records.append(run)
 
 
 def finish(sock, sink):
@@ -123,6 +125,25 @@ class MeterTest(unittest.TestCase):
         data = sink.wait()
         self.assertEqual(data, b"GET /a HTTP/1.1\r\n\r\nmorePUT /b HTTP/1.1\r\n\r\nDELETE!")
         self.assertRuns(seq, [(0, 1), (data.index(b"PUT"), 2), (data.index(b"DELETE"), 3), (len(data) - 1, None)])
+        # Each run ends where the next begins (the same call's writes extend it while unsent).
+        self.assertEqual([(r.offset, r.end) for r in self.rec.records if r.seq == seq],
+                         [(0, data.index(b"PUT")), (data.index(b"PUT"), data.index(b"DELETE")),
+                          (data.index(b"DELETE"), len(data) - 1), (len(data) - 1, len(data))])
+
+    def test_a_sent_run_is_not_extended(self):
+        # Once a run's record is written out, the same call's later bytes start a run of their own: bytes
+        # whose record is lost with its message are then in no run, not in an earlier one.
+        sink = Sink()
+        sock, seq = self.tagged(sink)
+        in_call(1, sock.sendall, b"abc")
+        self.rec.records[-1].wire()
+        in_call(1, sock.sendall, b"de")
+        in_call(1, sock.sendall, b"f")
+        sock.close()
+        sink.wait()
+        self.assertEqual([(r.offset, r.end, r.sealed) for r in self.rec.records if r.seq == seq],
+                         [(0, 3, True), (3, 6, False)])
+        self.assertEqual(self.rec.records[-1].wire()["end"], 6)
 
     def test_unmetered_sockets_keep_their_class(self):
         with socket.socket() as other:

@@ -239,10 +239,10 @@ class Observer:
         self.router.record(Connection(seq, port, dest, where.file, where.line, where.function))
         sends.meter_socket(args[0], seq)
 
-    def _send_run(self, seq: int, offset: int, lost: bool) -> None:
-        """Report that the code running now began a run of bytes on connection ``seq`` (see :mod:`sends`)."""
+    def _send_run(self, run: Send) -> None:
+        """Report a run of bytes the code running now began on a connection (see :mod:`sends`)."""
         try:
-            self.router.record(Send(seq, offset, lost))
+            self.router.record(run)
         except BaseException:  # noqa: B036 - an observation must never break the provider's write
             pass
 

@@ -99,21 +99,32 @@ class Connection:
 class Send:
     """A run of bytes written on a tagged connection by one call's code (Go: ``Send``).
 
-    ``seq`` is the connection's :class:`Connection` ``seq``; ``offset`` the plaintext offset of the run's
-    first byte in the connection's stream (what the provider wrote, before any TLS); the run lasts until
-    the next record of the connection. ``lost`` marks the offset from which counting stopped (a write that
-    failed part-way). The call is the one in the ``ContextVar`` of the code that wrote (see :mod:`sends`).
+    ``seq`` is the connection's :class:`Connection` ``seq``; ``offset`` and ``end`` are the plaintext offsets
+    of the run's first byte and past its last in the connection's stream (what the provider wrote, before
+    any TLS). The meter extends ``end`` under ``lock`` until the record is written out (``sealed``); later
+    bytes start another run. ``lost`` marks the offset from which counting stopped (a write that failed
+    part-way). The call is the one in the ``ContextVar`` of the code that wrote (see :mod:`sends`).
     """
 
     KIND = "sends"
     seq: int
     offset: int
+    end: int
     lost: bool = False
     call: Optional[int] = None
     after_return: bool = False
+    sealed: bool = field(default=False, repr=False, compare=False)
+    lock: Any = field(default=None, repr=False, compare=False)
 
     def wire(self) -> Dict[str, Any]:
-        out: Dict[str, Any] = {"seq": self.seq, "offset": self.offset, "call": self.call,
+        lock = self.lock
+        if lock is not None:
+            lock.acquire()
+        self.sealed = True
+        end = self.end
+        if lock is not None:
+            lock.release()
+        out: Dict[str, Any] = {"seq": self.seq, "offset": self.offset, "end": end, "call": self.call,
                                "after_return": self.after_return}
         if self.lost:
             out["lost"] = True

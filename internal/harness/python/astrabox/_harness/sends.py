@@ -3,10 +3,13 @@
 A connection the provider keeps open across callbacks (a raw socket, an asyncio stream, either wrapped in
 TLS) carries requests of several calls, and a request written by hand carries no call header. The harness
 therefore meters every loopback connection it tags (see :mod:`connections`): it counts the plaintext bytes
-the provider's code writes on it and, each time the call in the ``ContextVar`` that writes differs from the
-one that wrote before, reports a :class:`~astrabox._harness.records.Send`: the connection, the offset of the
-first byte of the new run and (by routing) the call. Go's listeners count the same plaintext stream and note
-where each request starts (internal/conntag); a request is the call's whose run holds its first byte.
+the provider's code writes on it and reports them in runs, each a :class:`~astrabox._harness.records.Send`:
+the connection, the offsets of the run's first byte and past its last, and (by routing) the call in the
+``ContextVar`` of the code that wrote it. A write by the same call extends the current run while its record
+waits to be sent; after that, or when another call writes, a new run begins. So bytes whose record never
+reached Go (a process killed mid-call) are in no run, rather than in an earlier call's. Go's listeners count
+the same plaintext stream and note where each request starts (internal/conntag); a request is the call's
+whose run holds its first byte.
 
 Only tagged sockets pay: at tagging the socket's class is swapped for a subclass whose ``send``, ``sendall``
 and ``sendmsg`` count (``socket.socket`` has ``__slots__``, so nothing can be set on one socket alone). The
@@ -34,12 +37,14 @@ import threading
 import weakref
 from typing import Any, Callable, Dict, Optional
 
+from astrabox._harness.records import Send
 from astrabox._harness.routing import CURRENT_CALL
 
 _UNSET = object()
 
-#: Reports a run or a loss: ``emit(seq, offset, lost)``; set by the observer.
-emit: Optional[Callable[[int, int, bool], None]] = None
+#: Reports a new run (or a loss) as a :class:`Send` record, which routing tags with its call; set by the
+#: observer. The record's ``end`` keeps growing while the same call writes on, until it is sent.
+emit: Optional[Callable[[Send], None]] = None
 
 # The meter of each metered socket or transport, by id(): a plain dict lookup on every send, where a
 # WeakKeyDictionary would make a weak reference each time. A finalizer drops the entry when the object goes,
@@ -64,9 +69,9 @@ _installed = False
 
 
 class Meter:
-    """The plaintext bytes written so far on one connection, and the call that wrote the last of them."""
+    """The plaintext bytes written so far on one connection, and the run of bytes being written now."""
 
-    __slots__ = ("seq", "offset", "last", "lost", "lock")
+    __slots__ = ("seq", "offset", "last", "lost", "lock", "run")
 
     def __init__(self, seq: int) -> None:
         self.seq = seq
@@ -74,23 +79,32 @@ class Meter:
         self.last: Any = _UNSET
         self.lost = False
         self.lock = threading.Lock()
+        self.run: Optional[Send] = None
 
     def count(self, n: int) -> None:
-        """``n`` bytes were written by the code running now."""
+        """``n`` bytes were written by the code running now: they extend the current run when the same
+        call wrote it and its record has not been sent yet, else they start a new run (a new record)."""
         if n <= 0:
             return
         call = CURRENT_CALL.get()
         lock = self.lock
         lock.acquire()  # not ``with``: twice as dear, and nothing between can raise
-        lost, start, last = self.lost, self.offset, self.last
-        if not lost:
-            self.offset = start + n
-            self.last = call
-        lock.release()
-        if lost or call is last or call == last:
+        if self.lost:
+            lock.release()
             return
+        start = self.offset
+        self.offset = end = start + n
+        run = self.run
+        if run is not None and not run.sealed and (call is self.last or call == self.last):
+            run.end = end
+            lock.release()
+            return
+        self.last = call
+        run = self.run = Send(self.seq, start, end)
+        run.lock = lock
+        lock.release()
         if emit is not None:
-            emit(self.seq, start, False)
+            emit(run)
 
     def lose(self) -> None:
         """A write failed part-way: offsets from here on are unknown."""
@@ -98,9 +112,9 @@ class Meter:
             if self.lost:
                 return
             self.lost = True
-            start = self.offset
+            run = self.run = Send(self.seq, self.offset, self.offset, lost=True)
         if emit is not None:
-            emit(self.seq, start, True)
+            emit(run)
 
 
 def _nbytes(data: Any) -> int:
