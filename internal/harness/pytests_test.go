@@ -59,6 +59,8 @@ func TestPythonSuites(t *testing.T) {
 			if !strings.Contains(out, "\nOK") {
 				t.Fatalf("python unittest under %s did not report OK:\n%s", version, out)
 			}
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			t.Logf("%s: %s", version, lines[len(lines)-1]) // "OK (skipped=N)" shows what did not run here
 		})
 	}
 }
