@@ -11,12 +11,15 @@ go test -run '^$' -bench . -benchtime "${BENCHTIME:-3x}" -timeout 60m ./internal
 echo
 echo "== astrabox performance ($(nproc) cores, $(python3 --version 2>&1), $(go version | cut -d' ' -f3)) =="
 awk '
-/^BenchmarkDefaultSuite/      { for (i=1;i<=NF;i++) if ($i=="ms/suite") printf "default suite, reference provider:   %s ms wall\n", $(i-1) }
+/^BenchmarkDefaultSuite/      { for (i=1;i<=NF;i++) { if ($i=="ms/suite") m=$(i-1); if ($i=="interpreter-starts/suite") r=$(i-1) }
+                                printf "default suite, reference provider:   %s ms wall (%s bare interpreter starts of the same run)\n", m, r }
+/^BenchmarkForkedReplicaCost/ { for (i=1;i<=NF;i++) { if ($i=="ms-cpu/children") c=$(i-1); if ($i=="ms-cpu/kit") k=$(i-1); if ($i=="ms-cpu/server") s=$(i-1); if ($i=="faults/children") f=$(i-1) }
+                                printf "forked replica, CPU per start+load+close: %s ms supervisor and harness, %s ms kit, %s ms fork server; %s page faults\n", c, k, s, f }
 /^BenchmarkCallbackOverhead/  { for (i=1;i<=NF;i++) { if ($i=="µs/overhead") o=$(i-1); if ($i=="µs/roundtrip") r=$(i-1); if ($i=="µs/floor") f=$(i-1); if ($i=="µs/echo") e=$(i-1) }
                                 printf "callback overhead (median):          %s µs (round trip %s µs, Python floor %s µs; bare pipe echo %s µs)\n", o, r, f, e }
 /^BenchmarkReplicaStart/      { split($1, a, "/"); m=a[2]; sub(/-.*/, "", m); for (i=1;i<=NF;i++) if ($i=="ms/start") printf "replica start and load, %-11s  %s ms (median)\n", m ":", $(i-1) }
-/^BenchmarkExploreThroughput/ { split($1, a, "="); p=a[2]; sub(/\/.*/, "", p); j=a[3]; sub(/-.*/, "", j); for (i=1;i<=NF;i++) { if ($i=="callbacks/s") c=$(i-1); if ($i=="callbacks/s/worker") w=$(i-1) }
-                                printf "exploration, %-9s provider, %s job(s): %s callbacks/s (%s per worker)\n", p, j, c, w }
+/^BenchmarkExploreThroughput/ { split($1, a, "="); p=a[2]; sub(/\/.*/, "", p); j=a[3]; sub(/-.*/, "", j); for (i=1;i<=NF;i++) { if ($i=="callbacks/s") c=$(i-1); if ($i=="callbacks/s/worker") w=$(i-1); if ($i=="callbacks/interpreter-start") r=$(i-1) }
+                                printf "exploration, %-9s provider, %s job(s): %s callbacks/s (%s per worker; %s per bare interpreter start)\n", p, j, c, w, r }
 /^BenchmarkCoverageCost/      { split($1, a, "="); v=a[2]; sub(/-.*/, "", v); for (i=1;i<=NF;i++) { if ($i=="ms/off") f=$(i-1); if ($i=="ms/on") n=$(i-1); if ($i=="wall-ratio") w=$(i-1); if ($i=="cpu-ratio") c=$(i-1) }
                                 printf "coverage cost, python %-7s      suite %s ms off, %s ms on: wall x%s, cpu x%s\n", v, f, n, w, c }
 /^BenchmarkEgressProxy/       { for (i=1;i<=NF;i++) { if ($i=="µs/added") added=$(i-1); if ($i=="µs/direct") d=$(i-1); if ($i=="µs/proxied") p=$(i-1) }

@@ -51,6 +51,8 @@ func env(b *testing.B, project string, seed int64) (*conformance.Env, *conforman
 // BenchmarkDefaultSuite measures the wall time of `astrabox conformance run` on the reference provider, from
 // discovery to report (target: at most 2 s on a 2-core machine).
 func BenchmarkDefaultSuite(b *testing.B) {
+	floor := interpreterStart(b)
+	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		rep, err := conformance.Run(context.Background(), conformance.Options{Project: reference(), Python: "python3", Getenv: os.Getenv})
 		if err != nil {
@@ -60,7 +62,12 @@ func BenchmarkDefaultSuite(b *testing.B) {
 			b.Fatalf("the reference provider failed %d checks", rep.Summary.Failed)
 		}
 	}
-	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/suite")
+	b.StopTimer()
+	perSuite := b.Elapsed() / time.Duration(b.N)
+	floor = min(floor, interpreterStart(b))
+	b.ReportMetric(float64(perSuite.Milliseconds()), "ms/suite")
+	b.ReportMetric(float64(floor.Microseconds())/1000, "ms/interpreter-start")
+	b.ReportMetric(perSuite.Seconds()/floor.Seconds(), "interpreter-starts/suite")
 }
 
 // turnArgs are prepare_turn arguments for the reference provider that never touch the double (a user-action
@@ -252,23 +259,46 @@ func benchExplore(b *testing.B, project string, jobs, n int) *explore.Result {
 
 // BenchmarkExploreThroughput reports callbacks per second with 1 and 2 worker sets (target: at least 1,000 per
 // worker, scaling near-linearly), on the reference provider (whose callbacks make HTTP requests to the double
-// from worker threads) and on the minimal provider (no I/O: what the kit itself sustains).
+// from worker threads) and on the minimal provider (no I/O: what the kit itself sustains). The floor, measured
+// in the same run before and after each exploration, is a bare interpreter start (`python3 -c pass`, median):
+// callbacks per interpreter start is the rate in units of this machine's speed at the time, which compares
+// across runs on a machine whose speed varies.
 func BenchmarkExploreThroughput(b *testing.B) {
 	for _, prov := range []struct{ name, dir string }{{"reference", reference()}, {"minimal", minimal()}} {
 		for _, jobs := range []int{1, 2} {
 			b.Run(fmt.Sprintf("provider=%s/jobs=%d", prov.name, jobs), func(b *testing.B) {
 				var calls int64
 				var elapsed time.Duration
+				floors := []time.Duration{interpreterStart(b)}
 				for i := 0; i < b.N; i++ {
 					res := benchExplore(b, prov.dir, jobs, 100)
 					calls += res.Callbacks
 					elapsed += res.Elapsed
+					floors = append(floors, interpreterStart(b))
 				}
-				b.ReportMetric(float64(calls)/elapsed.Seconds(), "callbacks/s")
-				b.ReportMetric(float64(calls)/elapsed.Seconds()/float64(jobs), "callbacks/s/worker")
+				floor := medianDuration(floors)
+				rate := float64(calls) / elapsed.Seconds()
+				b.ReportMetric(rate, "callbacks/s")
+				b.ReportMetric(rate/float64(jobs), "callbacks/s/worker")
+				b.ReportMetric(float64(floor.Microseconds())/1000, "ms/interpreter-start")
+				b.ReportMetric(rate*floor.Seconds(), "callbacks/interpreter-start")
 			})
 		}
 	}
+}
+
+// interpreterStart is the median wall time of ten bare interpreter starts (`python3 -c pass`): the floor the
+// exploration figures are given against.
+func interpreterStart(b *testing.B) time.Duration {
+	var durs []time.Duration
+	for i := 0; i < 10; i++ {
+		start := time.Now()
+		if out, err := exec.Command("python3", "-c", "pass").CombinedOutput(); err != nil {
+			b.Fatalf("python3 -c pass: %v\n%s", err, out)
+		}
+		durs = append(durs, time.Since(start))
+	}
+	return medianDuration(durs)
 }
 
 // BenchmarkExploreMemory reports the kit's memory while exploring 1,000 and 10,000 scenarios: it must stay

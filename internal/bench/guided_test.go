@@ -141,6 +141,13 @@ func BenchmarkGuidedVsBlind(b *testing.B) {
 // many scenarios that took (n+1 when none failed) and how long the exploration ran.
 func firstFailure(b *testing.B, t *conformance.Target, info *harness.LoadInfo, seed int64, n int, check string, m benchMode) (int, time.Duration) {
 	b.Helper()
+	return exploreToFailure(b, t, info, seed, n, check, explore.Options{Blind: m.blind, LinesOnly: m.linesOnly, Fresh: true, CorpusDir: b.TempDir()})
+}
+
+// exploreToFailure explores with o (its mode and corpus) from seed until the first scenario that fails check
+// (at most n), and returns how many scenarios that took (n+1 when none failed) and how long it ran.
+func exploreToFailure(b *testing.B, t *conformance.Target, info *harness.LoadInfo, seed int64, n int, check string, o explore.Options) (int, time.Duration) {
+	b.Helper()
 	ctx := context.Background()
 	env, err := conformance.NewEnv(t, info, seed)
 	if err != nil {
@@ -152,13 +159,14 @@ func firstFailure(b *testing.B, t *conformance.Target, info *harness.LoadInfo, s
 	}
 	defer w.Close()
 	start := time.Now()
-	res, err := explore.Explore(ctx, env, w, explore.Options{N: n, Seed: seed, Jobs: 2, Checks: []string{check}, Blind: m.blind, LinesOnly: m.linesOnly,
-		Fresh: true, StopAfterFailure: true, CorpusDir: b.TempDir(), FailuresDir: b.TempDir(), ShrinkBudget: 1, Replays: 1})
+	o.N, o.Seed, o.Jobs, o.Checks = n, seed, 2, []string{check}
+	o.StopAfterFailure, o.FailuresDir, o.ShrinkBudget, o.Replays = true, b.TempDir(), 1, 1
+	res, err := explore.Explore(ctx, env, w, o)
 	if err != nil {
 		b.Fatal(err)
 	}
 	if len(res.Errors) > 0 {
-		b.Logf("seed %d %s: %d scenario(s) could not run, first: %s", seed, m.name, len(res.Errors), res.Errors[0])
+		b.Logf("seed %d: %d scenario(s) could not run, first: %s", seed, len(res.Errors), res.Errors[0])
 	}
 	if res.FirstFailure == 0 {
 		return n + 1, time.Since(start)
@@ -200,8 +208,8 @@ func BenchmarkGuidedCoverage(b *testing.B) {
 					b.Fatal(err)
 				}
 				reach[k] = append(reach[k], res.Reached)
-				b.Logf("%s seed %d %s: %d reached after %d scenarios (%d seeds, %d favoured, %d varied, %d orders, %d not run; %.0fs)",
-					filepath.Base(project), s, m.name, res.Reached, n, res.Seeds, res.Favoured, res.Mutated, res.Orders, len(res.Errors), time.Since(start).Seconds())
+				b.Logf("%s seed %d %s: %d reached after %d scenarios (%d seeds, %d favoured, %d varied, %d orders, %d states, %d not run, unreached callbacks %v; %.0fs)",
+					filepath.Base(project), s, m.name, res.Reached, n, res.Seeds, res.Favoured, res.Mutated, res.Orders, res.States, len(res.Errors), res.Unreached, time.Since(start).Seconds())
 			}
 			w.Close()
 		}
@@ -220,4 +228,74 @@ func envInt(name string, def int) int {
 		return v
 	}
 	return def
+}
+
+// BenchmarkGuidedFromCorpus measures guided exploration that starts from a saved corpus, as a CI run does
+// after the first: a corpus is grown by exploring the reference provider (a correct one that implements every
+// callback) guided for ASTRABOX_BENCH_GUIDED_CORPUS_N scenarios (default 100) from seed 100, and each fixture
+// is then explored guided from a copy of it, from the same seeds as BenchmarkGuidedVsBlind, until its first
+// failure or N scenarios (the replayed corpus seeds count among them). It reports the median scenarios to
+// the first failure. ASTRABOX_BENCH_GUIDED_N, _SEEDS, _FIRST_SEED and _FIXTURES select as there.
+func BenchmarkGuidedFromCorpus(b *testing.B) {
+	n, seeds := envInt("ASTRABOX_BENCH_GUIDED_N", 40), envInt("ASTRABOX_BENCH_GUIDED_SEEDS", 3)
+	ref, _ := filepath.Abs(filepath.Join("..", "..", "examples", "providers", "reference"))
+	rt, rinfo := benchTarget(b, ref)
+	corpus := b.TempDir()
+	ctx := context.Background()
+	{
+		env, err := conformance.NewEnv(rt, rinfo, 100)
+		if err != nil {
+			b.Fatal(err)
+		}
+		w, err := env.NewWorkers(ctx, 2, 3)
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := explore.Explore(ctx, env, w, explore.Options{N: envInt("ASTRABOX_BENCH_GUIDED_CORPUS_N", 100), Seed: 100, Jobs: 2,
+			CorpusDir: corpus, FailuresDir: b.TempDir(), ShrinkBudget: 1, Replays: 1})
+		w.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("corpus grown on the reference provider: %d seeds, %d reached", res.Seeds, res.Reached)
+	}
+	only := strings.Split(os.Getenv("ASTRABOX_BENCH_GUIDED_FIXTURES"), ",")
+	for _, fx := range guidedFixtures {
+		if only[0] != "" && !slices.Contains(only, fx.fixture) {
+			continue
+		}
+		b.Run(fx.fixture, func(b *testing.B) {
+			project, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "providers", "broken", fx.fixture))
+			t, info := benchTarget(b, project)
+			for i := 0; i < b.N; i++ {
+				var first []int
+				for s := firstSeed(); s < firstSeed()+seeds; s++ {
+					dir := b.TempDir()
+					copyCorpus(b, corpus, dir)
+					f, el := exploreToFailure(b, t, info, int64(s), n, fx.check, explore.Options{CorpusDir: dir})
+					first = append(first, f)
+					b.Logf("%s seed %d guided from the corpus: first failure after %d scenarios (%.1fs)", fx.fixture, s, f, el.Seconds())
+				}
+				b.ReportMetric(medianInt(first), "scenarios-corpus")
+			}
+		})
+	}
+}
+
+// copyCorpus copies the saved seeds of one corpus directory into another.
+func copyCorpus(b *testing.B, from, to string) {
+	b.Helper()
+	entries, err := os.ReadDir(from)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(from, e.Name()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(to, e.Name()), data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/astrabox-dev/astrabox/internal/conformance"
 	"github.com/astrabox-dev/astrabox/internal/explore"
 	"github.com/astrabox-dev/astrabox/internal/report"
+	"github.com/astrabox-dev/astrabox/internal/simulate"
 )
 
 // ExploreOptions are the exploration flags shared by `conformance run` and `simulate explore`.
@@ -105,6 +106,9 @@ func writeExploreSummary(w io.Writer, r *explore.Result) {
 	if r.Guided {
 		fmt.Fprintf(w, "  guided by coverage: %d lines and branch directions reached; %d scenario(s) replayed the corpus, %d varied seeds; corpus now %d seed(s), %d favoured\n",
 			r.Reached, r.Replayed, r.Mutated, r.Seeds, r.Favoured)
+		if len(r.Unreached) > 0 {
+			fmt.Fprintf(w, "  no scenario called %s, which the provider implements (exploration drew the steps that call them more often)\n", joinCallbacks(r.Unreached))
+		}
 	}
 	for _, e := range r.Errors {
 		fmt.Fprintf(w, "  could not run %s\n", e)
@@ -212,4 +216,13 @@ func writeExploreResult(f *Factory, format string, res *explore.Result) error {
 		return errFailed
 	}
 	return nil
+}
+
+// joinCallbacks lists callbacks for a summary line.
+func joinCallbacks(cbs []simulate.Callback) string {
+	names := make([]string, len(cbs))
+	for i, cb := range cbs {
+		names[i] = string(cb)
+	}
+	return strings.Join(names, ", ")
 }

@@ -20,8 +20,8 @@ import (
 // directories, all gone when it ends: nothing of one scenario (state, threads, requests, files) reaches
 // another, so a write that lands late is judged in the scenario and against the call that made it. To keep
 // that cheap, each slot prepares its next scenario's double and processes as soon as its current scenario has
-// ended (simulate.PrepareStage), while the caller judges it, and a finished scenario's processes are stopped
-// in the background.
+// ended (simulate.PrepareStage), while the caller judges it, unless no scenario is left to take it (RunAll
+// knows how many are), and a finished scenario's processes are stopped in the background.
 type Workers struct {
 	env      *Env
 	ctx      context.Context
@@ -31,6 +31,13 @@ type Workers struct {
 	hosts    *simulate.Hosts
 	own      bool // the workers made hosts and so close them
 	closing  sync.WaitGroup
+
+	mu sync.Mutex
+	// unstarted counts the scenarios RunAll was given that have not taken a slot yet (-1: unknown, as for
+	// exploration's own calls to Run); staged counts the slots holding a stage no scenario took yet. A slot
+	// prepares a stage for its next scenario only while unstarted scenarios outnumber the stages waiting, so
+	// that the default suite forks no replica set that no scenario will take.
+	unstarted, staged int
 }
 
 // slot is one scenario at a time, with the stage its next scenario takes and its own stand-ins of the
@@ -52,7 +59,7 @@ func (e *Env) NewWorkers(ctx context.Context, n, replicas int) (*Workers, error)
 	if err != nil {
 		return nil, undecided(fmt.Errorf("start the declared services for %d scenario slots (one instance of each service per slot; --jobs 1 runs one): %w", n, err))
 	}
-	w := &Workers{env: e, ctx: ctx, slots: make(chan *slot, n), replicas: max(1, replicas), hosts: e.Sim.Hosts}
+	w := &Workers{env: e, ctx: ctx, slots: make(chan *slot, n), replicas: max(1, replicas), hosts: e.Sim.Hosts, unstarted: -1}
 	if w.hosts == nil {
 		w.hosts = simulate.NewHosts(ctx, e.Sim.Python, e.Sim.ProjectDir, e.Seed, nil)
 		w.own = true
@@ -60,10 +67,37 @@ func (e *Env) NewWorkers(ctx context.Context, n, replicas int) (*Workers, error)
 	w.hosts.Prestart(replicaNames(w.replicas)...)
 	for i := 0; i < n; i++ {
 		s := &slot{next: w.prepare(w.replicas), services: svcs[i]}
+		if s.next != nil {
+			w.staged++
+		}
 		w.all = append(w.all, s)
 		w.slots <- s
 	}
 	return w, nil
+}
+
+// took counts a scenario that took slot s (and its stage, if it had one).
+func (w *Workers) took(s *slot) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if s.next != nil {
+		w.staged--
+	}
+	if w.unstarted > 0 {
+		w.unstarted--
+	}
+}
+
+// stageWanted tells whether a slot whose scenario ended should prepare a stage: some scenario may still come
+// that no waiting stage serves. It counts the stage it allows.
+func (w *Workers) stageWanted() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.unstarted >= 0 && w.unstarted <= w.staged {
+		return false
+	}
+	w.staged++
+	return true
 }
 
 // prepare starts preparing a stage of n replicas, or returns nil when scenarios start their own (a provider
@@ -99,13 +133,22 @@ func (w *Workers) Run(ctx context.Context, sc *simulate.Scenario) (*simulate.His
 		return nil, ctx.Err()
 	}
 	defer func() { w.slots <- s }()
+	w.took(s)
 	o := w.options()
 	o.Stage, o.Closing = s.next, &w.closing
 	o.Services = s.services // this slot's stand-ins: a scenario at once on another slot never shares them
 	h, err := simulate.Run(ctx, sc, o)
 	// The next scenario's stage is prepared once this one has ended, never while it runs: preparing forks
-	// processes, and CPU taken from a running scenario would shift its timing.
-	s.next = w.prepare(max(w.replicas, sc.Replicas))
+	// processes, and CPU taken from a running scenario would shift its timing. None is prepared when no
+	// scenario is left to take it (a slot without a stage starts its scenario's processes itself).
+	s.next = nil
+	if w.stageWanted() {
+		if s.next = w.prepare(max(w.replicas, sc.Replicas)); s.next == nil {
+			w.mu.Lock()
+			w.staged--
+			w.mu.Unlock()
+		}
+	}
 	return h, err
 }
 
@@ -130,6 +173,14 @@ func (w *Workers) Close() {
 // RunAll plays scenarios on the workers, at most len(clusters) at a time, and returns their histories in
 // order.
 func (w *Workers) RunAll(ctx context.Context, scenarios []*simulate.Scenario) ([]*simulate.History, error) {
+	w.mu.Lock()
+	w.unstarted = max(w.unstarted, 0) + len(scenarios)
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		w.unstarted = -1 // later calls to Run are not counted
+		w.mu.Unlock()
+	}()
 	hists := make([]*simulate.History, len(scenarios))
 	errs := make([]error, len(scenarios))
 	var wg sync.WaitGroup

@@ -96,8 +96,12 @@ type Result struct {
 	// Favoured counts the seeds that are the shortest to reach some feature (the ones varied by rarity).
 	Favoured int `json:"favoured,omitempty"`
 	// Orders counts the orders of two callbacks the explored scenarios showed (guided runs).
-	Orders  int `json:"orders,omitempty"`
-	Reached int `json:"reached,omitempty"`
+	Orders int `json:"orders,omitempty"`
+	// States counts the platform states the explored scenarios' callbacks ran in (guided runs; stateFeatures).
+	States int `json:"states,omitempty"`
+	// Unreached are the callbacks the provider implements that no explored scenario called (guided runs).
+	Unreached []simulate.Callback `json:"unreached_callbacks,omitempty"`
+	Reached   int                 `json:"reached,omitempty"`
 	// FirstFailure is how many scenarios were judged up to and including the first that failed a check
 	// (in index order; 0 when none failed).
 	FirstFailure int `json:"first_failure,omitempty"`
@@ -165,7 +169,8 @@ func Explore(ctx context.Context, env *conformance.Env, w *conformance.Workers, 
 		res.Guided = true
 		guided(ctx, env, w, o, g, indexes, jobs, t)
 		res.Replayed, res.Mutated, res.Seeds, res.Reached = g.replayed(indexes), g.mutated, len(g.seeds), g.covered
-		res.Orders = len(g.hits) - g.covered
+		res.Orders, res.States = len(g.hits)-g.covered-g.states, g.states
+		res.Unreached = g.aim.unreached()
 		res.Favoured = g.favoured()
 		res.Coverage = g.cov.Profile()
 	}

@@ -16,9 +16,14 @@ var principals = []string{"alice", "bob", "dave"}
 
 // Generate returns generated scenario number index of a seed. The same (seed, index) always gives the same
 // scenario.
-func Generate(seed int64, index int) *simulate.Scenario {
+func Generate(seed int64, index int) *simulate.Scenario { return generate(seed, index, nil, nil) }
+
+// generate is Generate with the weights of some ops multiplied (boost, by op name) and, when novel is not
+// nil, each step preferring a situation of the platform outside novel (novelty.go). With neither it is the
+// same scenario as Generate.
+func generate(seed int64, index int, boost map[string]int, novel map[string]bool) *simulate.Scenario {
 	rng := rand.New(rand.NewSource(seed*7919 + int64(index)*104729 + 1))
-	g := &gen{rng: rng, attempts: map[string][]string{}}
+	g := &gen{rng: rng, attempts: map[string][]string{}, boost: boost}
 	g.replicas = 2 + rng.Intn(2)
 	sc := &simulate.Scenario{
 		Name:     fmt.Sprintf("explore-%d-%d", seed, index),
@@ -30,6 +35,9 @@ func Generate(seed int64, index int) *simulate.Scenario {
 			"dave":  {Consent: "granted", ConsentOnCheck: "granted"},
 		},
 		Agents: []simulate.AgentSpec{{ID: "agent-1", Creator: "alice"}},
+	}
+	if novel != nil {
+		g.seek(newModel(g.replicas, sc.Principals), novel)
 	}
 	n := 3 + rng.Intn(10)
 	for len(g.steps) < n {
@@ -55,6 +63,10 @@ type gen struct {
 	ops      int
 	held     bool
 	lost     []int // operations lost with their host while a write was held
+	// boost multiplies the weights of some ops (by name; aim).
+	boost map[string]int
+	// novelty, when set, steers each step towards situations of the platform not seen yet (novelty.go).
+	novelty *novelty
 }
 
 func (g *gen) replica() string { return simulate.ReplicaName(1 + g.rng.Intn(g.replicas)) }
@@ -103,13 +115,23 @@ var emitters = map[string]func(g *gen){
 // generated is the ops the generator draws, in the order their weights are laid out.
 var generated = simulate.Generated()
 
-// step appends one platform step whose preconditions hold: it draws an op by weight among those whose need
-// holds now.
+// step appends one platform step whose preconditions hold (draw); with novelty, the first of a few draws
+// whose situation is new.
 func (g *gen) step() {
+	if g.novelty == nil {
+		g.draw()
+		return
+	}
+	g.novelStep()
+}
+
+// draw appends one platform step whose preconditions hold: it draws an op by weight among those whose need
+// holds now.
+func (g *gen) draw() {
 	total := 0
 	for _, op := range generated {
 		if g.holds(op.Need) {
-			total += g.weight(op.Gen)
+			total += g.weight(op)
 		}
 	}
 	pick := g.rng.Intn(total)
@@ -117,7 +139,7 @@ func (g *gen) step() {
 		if !g.holds(op.Need) {
 			continue
 		}
-		if w := g.weight(op.Gen); pick >= w {
+		if w := g.weight(op); pick >= w {
 			pick -= w
 			continue
 		}
@@ -150,12 +172,17 @@ func (g *gen) holds(need simulate.GenNeed) bool {
 	return true
 }
 
-// weight is an op's weight now: its lost weight once an operation was lost with its host, when it has one.
-func (g *gen) weight(w simulate.Gen) int {
-	if len(g.lost) > 0 && w.LostWeight > 0 {
-		return w.LostWeight
+// weight is an op's weight now: its lost weight once an operation was lost with its host, when it has one,
+// times its boost.
+func (g *gen) weight(op simulate.GenOp) int {
+	w := op.Weight
+	if len(g.lost) > 0 && op.LostWeight > 0 {
+		w = op.LostWeight
 	}
-	return w.Weight
+	if b, ok := g.boost[op.Name]; ok {
+		w *= b
+	}
+	return w
 }
 
 func (g *gen) recover() {

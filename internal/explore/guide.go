@@ -84,6 +84,11 @@ func (o *Options) guide(env *conformance.Env) (*guide, error) {
 	}
 	g := newGuide(o.Seed, saved)
 	g.linesOnly = o.LinesOnly
+	if o.LinesOnly {
+		g.novel = nil
+	} else {
+		g.aim = newAim(implemented(env.Info))
+	}
 	return g, nil
 }
 

@@ -16,14 +16,22 @@ const maxSteps = 30
 // one, swap two neighbours, change a step's faults or replica, change the number of replicas, splice base
 // with another seed, or change who a step concerns (a Session's principal, a consent change's principal or
 // state). The result may break the platform's order rules; the caller validates it.
-func mutate(rng *rand.Rand, base *simulate.Scenario, seeds []*simulate.Scenario) *simulate.Scenario {
+//
+// at is the step (1-based) at which base reached the last platform state no earlier scenario had (0 for
+// none): as AFLNet mutates the messages after the state it targets, an insertion goes right after it a third
+// of the time, at the end a third, anywhere the rest. boost multiplies the weights of the inserted steps' ops
+// (aim), and with novel an inserted step prefers a situation of the platform outside it (novelty.go).
+func mutate(rng *rand.Rand, base *simulate.Scenario, at int, seeds []*simulate.Scenario, boost map[string]int, novel map[string]bool) *simulate.Scenario {
 	sc := clone(base)
 	for n := 1 + rng.Intn(3); n > 0; n-- {
 		switch pickOp(rng) {
 		case 0:
 			if len(sc.Steps) < maxSteps {
-				i := rng.Intn(len(sc.Steps) + 1)
-				sc.Steps = slices.Insert(sc.Steps, i, stepAt(rng, sc, i))
+				i := insertAt(rng, min(at, len(sc.Steps)), len(sc.Steps))
+				sc.Steps = slices.Insert(sc.Steps, i, stepAt(rng, sc, i, boost, novel))
+				if i < at {
+					at++
+				}
 			}
 		case 1:
 			if len(sc.Steps) > 1 {
@@ -62,10 +70,16 @@ func mutate(rng *rand.Rand, base *simulate.Scenario, seeds []*simulate.Scenario)
 // stepAt returns a step the generator could take after the first i steps of sc: its state (Sessions,
 // attempts, operations, held writes) is rebuilt from those steps, and a new Session or attempt gets a name
 // no step of sc uses.
-func stepAt(rng *rand.Rand, sc *simulate.Scenario, i int) simulate.Step {
-	g := &gen{rng: rng, replicas: max(1, sc.Replicas), attempts: map[string][]string{}}
+func stepAt(rng *rand.Rand, sc *simulate.Scenario, i int, boost map[string]int, novel map[string]bool) simulate.Step {
+	g := &gen{rng: rng, replicas: max(1, sc.Replicas), attempts: map[string][]string{}, boost: boost}
+	if novel != nil {
+		g.seek(newModel(sc.Replicas, sc.Principals), novel)
+	}
 	for _, st := range sc.Steps[:i] {
 		g.track(st)
+		if g.novelty != nil {
+			g.novelty.took(st)
+		}
 	}
 	for _, st := range sc.Steps {
 		g.nSession = max(g.nSession, numbered(st.Session, "s"))
@@ -95,6 +109,20 @@ func (g *gen) track(st simulate.Step) {
 	case simulate.OpRelease:
 		g.held = false
 	}
+}
+
+// insertAt is where an insertion into n steps goes: right after step at (1-based; anywhere when at is 0),
+// at the end, or anywhere, a third of the time each.
+func insertAt(rng *rand.Rand, at, n int) int {
+	switch rng.Intn(3) {
+	case 0:
+		if at > 0 {
+			return at
+		}
+	case 1:
+		return n
+	}
+	return rng.Intn(n + 1)
 }
 
 // numbered is the number of a generated name such as s3 or t12 (0 for any other name).

@@ -15,8 +15,8 @@ func TestMutateVariesWithoutTouchingSeeds(t *testing.T) {
 	before := []*simulate.Scenario{clone(seeds[0]), clone(seeds[1]), clone(seeds[2])}
 	valid, changed := 0, 0
 	for i := 0; i < 200; i++ {
-		a := mutate(rand.New(rand.NewSource(int64(i))), seeds[i%3], seeds)
-		b := mutate(rand.New(rand.NewSource(int64(i))), seeds[i%3], seeds)
+		a := mutate(rand.New(rand.NewSource(int64(i))), seeds[i%3], 2, seeds, nil, nil)
+		b := mutate(rand.New(rand.NewSource(int64(i))), seeds[i%3], 2, seeds, nil, nil)
 		if !reflect.DeepEqual(a, b) {
 			t.Fatalf("variation %d differs between two runs from the same source", i)
 		}
@@ -47,7 +47,7 @@ func TestStepAtAfterADeletedStart(t *testing.T) {
 		{Op: simulate.OpRetry, Session: "s1", Attempt: "t1", Replica: "r2"},
 	}}
 	for i := 0; i < 500; i++ {
-		st := stepAt(rand.New(rand.NewSource(int64(i))), sc, 2)
+		st := stepAt(rand.New(rand.NewSource(int64(i))), sc, 2, nil, nil)
 		if st.Op == simulate.OpRetry {
 			t.Fatalf("offered %v, a retry of an attempt whose Session never started", st)
 		}

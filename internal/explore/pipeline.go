@@ -48,7 +48,7 @@ func guided(ctx context.Context, env *conformance.Env, w *conformance.Workers, o
 				}
 				p.finish(k, h, func(i int) {
 					if p.hists[i] != nil {
-						g.observe(p.scs[i], p.hists[i])
+						g.share.joined(indexes[i], g.observe(p.scs[i], p.hists[i]))
 					}
 					if i+window < n && !t.beyond(i+window) {
 						choose(i + window)

@@ -11,10 +11,6 @@ import (
 	"github.com/astrabox-dev/astrabox/internal/simulate"
 )
 
-// freshShare is the share of scenarios generated from scratch, rather than varied from a seed, once the
-// corpus has seeds.
-const freshShare = 0.5
-
 // uniformShare is the share of variations whose seed is drawn uniformly from the corpus, rather than by the
 // rarity of what it represents, so that no seed starves.
 const uniformShare = 0.2
@@ -22,31 +18,43 @@ const uniformShare = 0.2
 // guide keeps the corpus of seeds (scenarios that reached something no earlier one had) and chooses each
 // scenario of a guided exploration: a corpus seed to replay, a variation of seeds, or a fresh one.
 //
-// A feature is a line or branch direction of the provider that a callback ran, or an order of two callbacks
-// (orderFeatures). Like AFL's favoured entries, every feature reached is represented by one seed, the shortest that reached
-// it (the first found on a tie); a seed is varied in proportion to the rarity of the features it
-// represents (each feature weighs one over the number of judged scenarios that reached it). A seed that
-// reached a line few scenarios reach is varied often until its variations reach that line too; a seed
-// whose every feature a shorter one also reached is varied only by the uniform share.
+// A feature is a line or branch direction of the provider that a callback ran, an order of two callbacks
+// (orderFeatures), or a state of the platform a callback ran in (stateFeatures). Like AFL's favoured
+// entries, every feature reached is represented by one seed, the shortest that reached it (the first found on
+// a tie); a seed is varied in proportion to the rarity of the features it represents (each feature weighs
+// one over the number of judged scenarios that reached it). A seed that reached a line few scenarios reach
+// is varied often until its variations reach that line too; a seed whose every feature a shorter one also
+// reached is varied only by the uniform share.
 type guide struct {
 	seed   int64
 	replay []*simulate.Scenario // the saved corpus, replayed first
-	// seeds is this run's corpus, in the order found.
+	// seeds is this run's corpus, in the order found; at is, per seed, the step (1-based) at which it reached
+	// the last of the platform states no earlier scenario had (0 when it reached none): variations insert
+	// steps right after it.
 	seeds []*simulate.Scenario
+	at    []int
 	ids   map[feature]int // a number per feature reached, in the order first reached
 	hits  []int           // per feature: the judged scenarios that reached it
 	top   []int           // per feature: the seed that represents it
-	// covered counts the features that are lines and branch directions (the rest are orders of callbacks).
-	covered int
-	// linesOnly leaves orders of callbacks out of the features.
+	// covered counts the features that are lines and branch directions, states the platform states (the rest
+	// are orders of callbacks).
+	covered, states int
+	// linesOnly leaves orders of callbacks and platform states out of the features.
 	linesOnly bool
 	cov       *coverage.Builder
 	// mutated counts the scenarios varied from seeds.
 	mutated int
+	// share decides how many scenarios are fresh (adaptive.go); aim steers the generator towards implemented
+	// callbacks no scenario has called yet (direct.go).
+	share share
+	aim   aim
+	// novel holds the situations of the platform the observed scenarios' steps showed (model.keys); fresh
+	// scenarios and inserted steps prefer others (novelty.go). Nil guided by lines alone.
+	novel map[string]bool
 }
 
 func newGuide(seed int64, saved []*simulate.Scenario) *guide {
-	return &guide{seed: seed, replay: saved, ids: map[feature]int{}, cov: coverage.NewBuilder()}
+	return &guide{seed: seed, replay: saved, ids: map[feature]int{}, cov: coverage.NewBuilder(), share: newShare(), novel: map[string]bool{}}
 }
 
 // next chooses scenario number index from the corpus as it stands.
@@ -55,26 +63,31 @@ func (g *guide) next(index int) *simulate.Scenario {
 		return clone(g.replay[index])
 	}
 	rng := rand.New(rand.NewSource(g.seed*15485863 + int64(index)*32452843 + 7))
-	if len(g.seeds) == 0 || rng.Float64() < freshShare {
-		return Generate(g.seed, index)
+	boost := g.aim.boost()
+	if len(g.seeds) == 0 || rng.Float64() < g.share.fresh() {
+		g.share.chose(index, false)
+		return generate(g.seed, index, boost, g.novel)
 	}
 	for attempt := 0; attempt < 8; attempt++ {
-		cand := mutate(rng, g.pick(rng), g.seeds)
+		e := g.pick(rng)
+		cand := mutate(rng, g.seeds[e], g.at[e], g.seeds, boost, g.novel)
 		if cand != nil && cand.Validate() == nil {
 			cand.Name = fmt.Sprintf("explore-%d-%d", g.seed, index)
 			cand.Seed = g.seed*1000003 + int64(index)
 			g.mutated++
+			g.share.chose(index, true)
 			return cand
 		}
 	}
-	return Generate(g.seed, index)
+	g.share.chose(index, false)
+	return generate(g.seed, index, boost, g.novel)
 }
 
 // pick chooses the seed to vary: by the rarity of the features each seed represents, or (uniformShare of
 // the time) any seed.
-func (g *guide) pick(rng *rand.Rand) *simulate.Scenario {
+func (g *guide) pick(rng *rand.Rand) int {
 	if rng.Float64() < uniformShare {
-		return g.seeds[rng.Intn(len(g.seeds))]
+		return rng.Intn(len(g.seeds))
 	}
 	weights := g.weights()
 	total := 0.0
@@ -84,11 +97,11 @@ func (g *guide) pick(rng *rand.Rand) *simulate.Scenario {
 	x := rng.Float64() * total
 	for e, w := range weights {
 		if x < w {
-			return g.seeds[e]
+			return e
 		}
 		x -= w
 	}
-	return g.seeds[len(g.seeds)-1]
+	return len(g.seeds) - 1
 }
 
 // weights are the seeds' shares of the rarity of the features they represent, summed in feature order so
@@ -106,17 +119,26 @@ func (g *guide) weights() []float64 {
 // steps than the seed representing it so far. It reports whether the scenario joined.
 func (g *guide) observe(sc *simulate.Scenario, h *simulate.History) bool {
 	conformance.AddCoverage(g.cov, h)
+	g.aim.called(h)
 	fs := make([]feature, 0, len(g.ids))
 	for f := range features(h) {
 		fs = append(fs, f)
 	}
+	var states map[feature]int
 	if !g.linesOnly {
+		for _, k := range situations(sc) {
+			g.novel[k] = true
+		}
 		for f := range orderFeatures(h) {
+			fs = append(fs, f)
+		}
+		states = stateFeatures(h)
+		for f := range states {
 			fs = append(fs, f)
 		}
 	}
 	slices.SortFunc(fs, compareFeatures)
-	fresh := false
+	fresh, at := false, 0
 	reached := make([]int, 0, len(fs))
 	for _, f := range fs {
 		id, ok := g.ids[f]
@@ -126,7 +148,12 @@ func (g *guide) observe(sc *simulate.Scenario, h *simulate.History) bool {
 			g.hits = append(g.hits, 0)
 			g.top = append(g.top, -1)
 			fresh = true
-			if f.key != keyOrder {
+			switch f.key {
+			case keyOrder:
+			case keyState:
+				g.states++
+				at = max(at, states[f])
+			default:
 				g.covered++
 			}
 		}
@@ -138,6 +165,7 @@ func (g *guide) observe(sc *simulate.Scenario, h *simulate.History) bool {
 	}
 	e := len(g.seeds)
 	g.seeds = append(g.seeds, clone(sc))
+	g.at = append(g.at, min(at, len(sc.Steps)))
 	for _, id := range reached {
 		if g.top[id] < 0 || len(sc.Steps) < len(g.seeds[g.top[id]].Steps) {
 			g.top[id] = e

@@ -50,6 +50,9 @@ type launched struct {
 	stopped <-chan struct{}
 	// supervisorStart is the supervisor's start time in clock ticks after boot (0 if unknown).
 	supervisorStart uint64
+	// drained, read once gone is closed, is true when the supervisor said it ended with nothing left below it
+	// (a fork server's supervisor exits 0 only after reaping its last child): no sweep of /proc is needed.
+	drained bool
 }
 
 // spawnReq asks the spawner thread to start one command.

@@ -2,6 +2,8 @@ package harness
 
 import (
 	"bytes"
+	"errors"
+	"io/fs"
 	"os"
 	"strconv"
 	"syscall"
@@ -101,7 +103,22 @@ func (t procTable) below(roots ...int) []int {
 // of the harness pid, the members of its process group, all their
 // descendants and, when supervisor is not 0, everything below the supervisor (every descendant of the
 // harness, whatever it did to its group, session or environment, since the supervisor is their subreaper).
+//
+// With a supervisor, the members of the harness's group are below it too (a group lives in one session, and
+// the harness leads its own), so only the supervisor's tree is read, through the children files of /proc
+// (see treeBelow); without them, or without a supervisor, one pass over all of /proc.
 func treeRSS(pid, supervisor int) uint64 {
+	if supervisor > 0 {
+		if below, ok := treeBelow(supervisor); ok {
+			var total uint64
+			for _, p := range below {
+				if info, ok := readStat(p); ok && info.state != 'Z' {
+					total += residentBytes(p, info.rssPages)
+				}
+			}
+			return total
+		}
+	}
 	t := readProcTable()
 	roots := []int{pid}
 	for p, info := range t.infos {
@@ -127,6 +144,68 @@ func treeRSS(pid, supervisor int) uint64 {
 		add(p)
 	}
 	return total
+}
+
+// treeBelow returns the descendants of root by their parent links as the kernel lists them in
+// /proc/<pid>/task/<tid>/children (each thread's children), reading only the processes of the tree instead of
+// every process of the machine; ok is false when those files are not there (a kernel without
+// CONFIG_PROC_CHILDREN) or root is gone. The kernel does not promise that a list read while processes start
+// or end is complete, so it serves what may miss a process for one round (the memory poll, which comes again),
+// never the sweep that kills strays.
+func treeBelow(root int) (below []int, ok bool) {
+	seen := map[int]bool{root: true}
+	stack := []int{root}
+	for len(stack) > 0 {
+		pid := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		kids, err := childrenOf(pid)
+		if err != nil {
+			if pid == root {
+				return nil, false
+			}
+			continue // it ended meanwhile
+		}
+		for _, c := range kids {
+			if !seen[c] {
+				seen[c] = true
+				below = append(below, c)
+				stack = append(stack, c)
+			}
+		}
+	}
+	return below, true
+}
+
+// childrenOf lists the children of every thread of pid from /proc.
+func childrenOf(pid int) ([]int, error) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	tids, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, tid := range tids {
+		b, err := os.ReadFile(dir + "/" + tid + "/children")
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && tid == strconv.Itoa(pid) {
+				if _, serr := os.Stat(dir + "/" + tid); serr == nil {
+					return nil, err // the thread is there but not its children file: no CONFIG_PROC_CHILDREN
+				}
+			}
+			continue
+		}
+		for _, f := range bytes.Fields(b) {
+			if c, err := strconv.Atoi(string(f)); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out, nil
 }
 
 // strays returns, in one pass over /proc, the live members of process group pgid and the live processes

@@ -3,6 +3,7 @@ package harness
 import (
 	"bufio"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -58,5 +59,54 @@ func TestTreeMemoryCountsSharedPagesOnce(t *testing.T) {
 	got := treeRSS(cmd.Process.Pid, 0) >> 20
 	if got < 96 || got > 200 {
 		t.Fatalf("the tree is charged %d MiB; its one 96 MiB block is shared by five processes (their resident sizes add up to about 500 MiB)", got)
+	}
+}
+
+// TestTreeBelowASupervisor: with a supervisor, the tree is read from the children files of /proc (only the
+// supervisor's descendants, not every process of the machine) and gives what one pass over /proc gives: the
+// harness and the four copies it forked, charged once for the block they share, the supervisor not at all.
+func TestTreeBelowASupervisor(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python")
+	}
+	// The outer interpreter stands for the supervisor: its child (the "harness") fills and forks.
+	cmd := exec.Command("python3", "-c", "import subprocess, sys; subprocess.run([sys.executable, '-c', sys.argv[1]])", forkedCopies)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	supervisor := cmd.Process.Pid
+	defer func() {
+		for _, p := range readProcTable().below(supervisor) {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}()
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	if strings.TrimSpace(line) != "ready" {
+		t.Fatalf("the forking process said %q", line)
+	}
+	got, ok := treeBelow(supervisor)
+	if !ok {
+		t.Skip("this kernel has no /proc/PID/task/TID/children")
+	}
+	want := readProcTable().below(supervisor)
+	slices.Sort(got)
+	slices.Sort(want)
+	if len(want) != 5 || !slices.Equal(got, want) {
+		t.Fatalf("below the supervisor: children files give %v, one pass over /proc %v (want the harness and four copies)", got, want)
+	}
+	if _, ok := readPss(supervisor); !ok {
+		return
+	}
+	if rss := treeRSS(want[0], supervisor) >> 20; rss < 96 || rss > 200 {
+		t.Fatalf("the tree below the supervisor is charged %d MiB; its one 96 MiB block is shared by five processes", rss)
+	}
+	if _, ok := treeBelow(1 << 30); ok {
+		t.Error("treeBelow of a pid that does not exist reported a tree")
 	}
 }

@@ -58,7 +58,8 @@ func (p *Process) waitLoop() {
 	if !ended {
 		p.logf("the supervisor %d did not end within %s; sweeping", p.proc.supervisor, treeBound)
 	}
-	clean := p.sweep()
+	// A supervisor that drained its tree leaves nothing to sweep for: one pass over /proc saved per replica.
+	clean := ended && p.proc.drained || p.sweep()
 	if !ended { // a supervisor that does not end (a provider stopped it) is ended too
 		if s := p.supervisorAlive(); s > 0 {
 			_ = syscall.Kill(s, syscall.SIGKILL)

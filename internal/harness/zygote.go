@@ -259,13 +259,21 @@ func (z *Zygote) launch(s launchSpec) (*launched, error) {
 		return nil, fmt.Errorf("fork a harness: %s", m.Message)
 	}
 	gone := make(chan struct{})
-	go func() { <-m.gone; close(gone) }()
 	l := &launched{pid: m.PID, supervisor: m.Supervisor, exit: m.exit, gone: gone, forked: true, stopped: z.stops.subscribe()}
+	go func() {
+		e := <-m.gone
+		// The supervisor exits 0 only once it has reaped its last child: nothing of the harness is left.
+		l.drained = e.known && e.status.Exited() && e.status.ExitStatus() == 0
+		close(gone)
+	}()
 	if info, ok := readStat(m.Supervisor); ok {
 		l.supervisorStart = info.start
 	}
 	return l, nil
 }
+
+// PID is the fork server's process id (the parent of every supervisor it forks).
+func (z *Zygote) PID() int { return z.pid }
 
 // Close ends the fork server, and with it every harness it forked that is still running (their supervisors
 // die with it and take their trees along): close those first to have them shut down gracefully.

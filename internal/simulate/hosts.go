@@ -143,8 +143,9 @@ func (h *Hosts) newHost(replica string) (*host, error) {
 	home, tmp, scratch := filepath.Join(root, "home"), filepath.Join(root, "tmp"), filepath.Join(root, "scratch")
 	dirs := []string{home, tmp, scratch, filepath.Join(home, ".cache"), filepath.Join(home, ".config"),
 		filepath.Join(home, ".local", "share"), filepath.Join(home, ".local", "state")}
-	for _, d := range dirs {
-		if err := os.MkdirAll(d, 0o700); err != nil {
+	// Parents before children, one mkdir each (MkdirAll would stat every path and its parents first).
+	for _, d := range append(dirs[:5:5], filepath.Join(home, ".local"), dirs[5], dirs[6]) {
+		if err := os.Mkdir(d, 0o700); err != nil {
 			removeTree(root)
 			return nil, fmt.Errorf("create the host directories of replica %s: %w", replica, err)
 		}

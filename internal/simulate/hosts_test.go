@@ -136,6 +136,15 @@ func TestEachReplicaIsItsOwnHost(t *testing.T) {
 	if r1["home"] == r2["home"] || r1["tmp"] == r2["tmp"] {
 		t.Errorf("replicas share a home or temporary directory: %v / %v", r1, r2)
 	}
+	if os.Getenv("PYTHONUSERBASE") == "" {
+		// sysconfig's user base follows HOME: the fork server computes sysconfig's paths once for every
+		// replica, and must leave nothing of its own environment in sysconfig's caches.
+		for _, d := range []map[string]any{r1, r2} {
+			if ub, _ := d["userbase"].(string); !strings.HasPrefix(ub, d["home"].(string)+string(os.PathSeparator)) {
+				t.Errorf("sysconfig's user base %q is not under the replica's home %q", ub, d["home"])
+			}
+		}
+	}
 	if strings.Join(strs(r1["order"]), ",") == strings.Join(strs(r2["order"]), ",") {
 		t.Errorf("both replicas iterate a set of strings in the same order: %v", r1["order"])
 	}

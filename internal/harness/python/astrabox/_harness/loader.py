@@ -146,6 +146,18 @@ def _name_info(obj: Any, instance: Any, is_class: bool) -> Dict[str, Any]:
     return {"name": name, "name_is_classattr": name_is_classattr, "name_error": error}
 
 
+_BASE_LOCATIONS: Dict[str, Tuple[Optional[str], Optional[int]]] = {}
+
+
+def base_locations() -> Dict[str, Tuple[Optional[str], Optional[int]]]:
+    """Where the SDK's base class defines each callback: the same for every provider, so found once per
+    interpreter (a fork server finds them once for every replica it forks) instead of once per load."""
+    if not _BASE_LOCATIONS:
+        for m in METHODS:
+            _BASE_LOCATIONS[m] = _location(seams.RuntimePreparationProvider.__dict__[m])
+    return _BASE_LOCATIONS
+
+
 def _method_info(cls: Any) -> Dict[str, Any]:
     out: Dict[str, Any] = {}
     base = seams.RuntimePreparationProvider
@@ -163,7 +175,10 @@ def _method_info(cls: Any) -> Dict[str, Any]:
             is_async = inspect.iscoroutinefunction(inspect.unwrap(func)) if callable(func) else False
         except BaseException:  # noqa: B036
             is_async = False
-        file, line = _location(func) if callable(func) else (None, None)
+        if not overridden:
+            file, line = base_locations()[m]
+        else:
+            file, line = _location(func) if callable(func) else (None, None)
         out[m] = {"overridden": overridden, "async": is_async, "file": file, "line": line}
         if not callable(func):
             out[m]["problem"] = "%s is a %s, not a method" % (m, type(func).__name__)

@@ -15,7 +15,7 @@ import time
 from typing import Any, Deque, Dict, NamedTuple, Optional, Set
 
 import astrabox
-from astrabox._harness import wire
+from astrabox._harness import egress, wire
 from astrabox._harness.contexts import ArgumentError, SandboxBridge, callback_kwargs
 from astrabox._harness.coverage import Coverage
 from astrabox._harness.host import apply_limits, become_host, dump_profile, start_profile
@@ -595,9 +595,6 @@ def main() -> None:
     sdk_dir = os.path.dirname(os.path.abspath(astrabox.__file__))
     observer = Observer(sdk_dir)
     observer.install()
-    from astrabox._harness import egress
-    from astrabox._harness.observe import CURRENT_CALL
-
     egress.install(CURRENT_CALL)  # declared services for clients that ignore HTTP(S)_PROXY (docs/services.md)
     writer = wire.Writer()
     # A forked child (multiprocessing, os.fork) must never write into the protocol stream.

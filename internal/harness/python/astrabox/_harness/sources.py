@@ -48,6 +48,38 @@ def _both(paths: List[str]) -> List[str]:
     return out
 
 
+#: sysconfig's caches of what it computed from the environment (the user base follows HOME), by name across
+#: CPython 3.9 to 3.13.
+_SYSCONFIG_CACHES = ("_CONFIG_VARS", "_CONFIG_VARS_INITIALIZED", "_USER_BASE")
+
+_STDLIB_DIRS: Optional[List[str]] = None
+
+
+def stdlib_dirs() -> List[str]:
+    """The standard library's directories, as sysconfig gives them and resolved, computed once per interpreter
+    (a fork server computes them once for every replica it forks: it costs milliseconds).
+
+    sysconfig's caches are put back as they were, so that nothing computed here from this process's
+    environment reaches a provider that asks sysconfig later: a forked replica computes its own, from its own
+    HOME.
+    """
+    global _STDLIB_DIRS
+    if _STDLIB_DIRS is None:
+        saved = {name: getattr(sysconfig, name) for name in _SYSCONFIG_CACHES if hasattr(sysconfig, name)}
+        try:
+            paths = sysconfig.get_paths()
+        finally:
+            for name, value in saved.items():
+                setattr(sysconfig, name, value)
+        stdlib = set()
+        for key in ("stdlib", "platstdlib"):
+            if paths.get(key):
+                stdlib.add(paths[key])
+        stdlib.add(os.path.dirname(os.__file__))
+        _STDLIB_DIRS = sorted({p.rstrip(os.sep) for p in stdlib} | {os.path.realpath(p) for p in stdlib})
+    return list(_STDLIB_DIRS)
+
+
 class CodeKinds:
     """Sorts code file names by who wrote them, with a bounded cache."""
 
@@ -57,13 +89,7 @@ class CodeKinds:
         self.pkg_dirs: List[str] = []
         self.roots: List[str] = []
         self._kinds: Dict[str, str] = {}
-        stdlib = set()
-        paths = sysconfig.get_paths()
-        for key in ("stdlib", "platstdlib"):
-            if paths.get(key):
-                stdlib.add(paths[key])
-        stdlib.add(os.path.dirname(os.__file__))
-        self._stdlib = sorted({p.rstrip(os.sep) for p in stdlib} | {os.path.realpath(p) for p in stdlib})
+        self._stdlib = stdlib_dirs()
 
     def set_roots(self, pkg_dirs: List[str], roots: List[str]) -> None:
         """Provider code lives under ``pkg_dirs`` (always) and ``roots`` (outside site-packages)."""

@@ -16,7 +16,9 @@ a hundred milliseconds of CPU); a fork of this process costs a few. Go talks to 
   harness ends: only the parent can reap a child, and Go needs the status to say how a replica died. Then it
   kills everything left below it (every descendant of the harness, wherever it went: they are re-parented to
   the supervisor) and exits; the server reports ``{"kind": "exit", "pid": S, ...}``, after which nothing of
-  the replica is left.
+  the replica is left. It exits with status 0 only once it has reaped its last child (a subreaper without a
+  child has no descendant), so that Go needs no pass over /proc to know the tree is gone; killed, or with its
+  drain failed, it leaves that to Go's sweep.
 
 The server never imports a provider, never starts a thread and installs no hook, so a fork copies nothing but
 the interpreter and the harness's modules. End of input (Go went away) ends the server; it also dies with the
@@ -222,12 +224,17 @@ def _kill_below(root: int) -> None:
 
 def _drain() -> None:
     """Kill everything below this process and reap until it has no child left (it is a subreaper: orphans of
-    killed processes become its children)."""
+    killed processes become its children).
+
+    A subreaper without a child has no descendant at all: a process whose parent ends is re-parented to its
+    nearest living subreaper ancestor before that parent can be reaped, and an ended child stays a child
+    until it is reaped. So /proc is read only while some child is left, and a harness that left nothing
+    behind costs no scan.
+    """
     import time
 
     me = os.getpid()
     while True:
-        _kill_below(me)
         while True:
             try:
                 pid, _ = os.waitpid(-1, os.WNOHANG)
@@ -235,6 +242,7 @@ def _drain() -> None:
                 return
             if pid == 0:
                 break
+        _kill_below(me)
         time.sleep(0.002)
 
 
@@ -284,8 +292,8 @@ def _supervise(runner: Any, sock: socket.socket, wake: List[int], fds: List[int]
     try:
         _drain()
     except BaseException:  # noqa: B036
-        pass
-    os._exit(0)
+        os._exit(1)  # Go then sweeps /proc for what may be left
+    os._exit(0)  # nothing is left below it: Go need not look
 
 
 def _limit_procs(value: str) -> None:
@@ -299,6 +307,17 @@ def _limit_procs(value: str) -> None:
             resource.setrlimit(resource.RLIMIT_NPROC, (n, n))
     except (ValueError, OSError, ImportError, AttributeError):
         pass
+
+
+def _take_environ(env: Dict[str, str]) -> None:
+    """Make ``env`` the whole environment (``os.environ`` and the C environment alike), touching only what
+    differs from the server's: most of a replica's environment is the kit's, which the server already has, and
+    each ``putenv`` or ``unsetenv`` costs."""
+    for name in [name for name in os.environ if name not in env]:
+        del os.environ[name]
+    for name, value in env.items():
+        if os.environ.get(name) != value:
+            os.environ[name] = value
 
 
 def _child(runner: Any, sock: socket.socket, fds: List[int], env: Dict[str, str], cwd: str, parent: int) -> None:
@@ -321,8 +340,7 @@ def _child(runner: Any, sock: socket.socket, fds: List[int], env: Dict[str, str]
         os.closerange(5, 65536)
         os.chdir(cwd)
         _limit_procs(env.pop("ASTRABOX_LIMIT_NPROC", ""))
-        os.environ.clear()
-        os.environ.update(env)
+        _take_environ(env)
         stamp_token(env.get(TOKEN_VAR, ""))
         for stream in (sys.stdout, sys.stderr):
             try:
@@ -350,13 +368,20 @@ PRELOAD = (
 
 
 def preload() -> None:
+    """Import PRELOAD and compute what every harness computes the same way whatever its environment (the
+    standard library's directories, where the SDK's base class defines each callback), so that no forked
+    child pays for either."""
     import importlib
+
+    from astrabox._harness import loader, sources
 
     for name in PRELOAD:
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - an interpreter built without a module simply lacks it
             pass
+    sources.stdlib_dirs()
+    loader.base_locations()
 
 
 #: The name (``/proc/<pid>/comm``) the kit gives itself while it stops for job control (warden.StopName).
@@ -400,6 +425,9 @@ def serve(runner: Any) -> None:
     me, kit = os.getpid(), os.getppid()
     # Descendants of a harness whose supervisor was killed come here, and are killed (_reap).
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    import gc
+    gc.collect()
+    gc.freeze()
     _send(sock, {"kind": "ready", "pid": me})
     while True:
         try:

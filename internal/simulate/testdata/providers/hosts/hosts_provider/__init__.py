@@ -2,7 +2,8 @@
 settling tests. Standard library only.
 
 - plan: the declaration holds the replica's view of its host: the string-hash order of a set, HOME, the
-  temporary directory, and what a marker file under the temporary directory held before plan wrote it.
+  temporary directory, sysconfig's user base (computed from HOME), and what a marker file under the
+  temporary directory held before plan wrote it.
 - synchronize: starts a thread that prints "late-output" 0.4 s after synchronize returned and writes
   PUT /v1/records/late/<agent> 0.2 s later.
 - prepare_session: raises SystemExit(3) for principal "exiter", KeyboardInterrupt for "interrupter".
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import sysconfig
 import tempfile
 import threading
 import time
@@ -39,7 +41,8 @@ class Hosts(RuntimePreparationProvider):
             fh.write(os.environ.get("ASTRABOX_REPLICA", "?"))
         order = list({"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"})
         return RuntimePreparationPlan(declaration={"order": order, "home": os.path.expanduser("~"),
-                                                   "tmp": tempfile.gettempdir(), "seen": seen})
+                                                   "tmp": tempfile.gettempdir(), "seen": seen,
+                                                   "userbase": sysconfig.get_config_var("userbase")})
 
     async def synchronize(self, *, context):
         agent = context.operation.agent_id
