@@ -16,13 +16,15 @@ const reproRuns = 10
 
 // reproFixtures are the fixtures `make test` proves reproducible: work that outlives its callback (an
 // executor job, a timer that prints a secret, a thread writing over a raw socket while the next callback
-// runs, attributed by its connection) and string-hash order across replicas, the
+// runs, attributed by its connection; one written on a kept-alive connection, attributed by the send that
+// carried it) and string-hash order across replicas, the
 // verdicts that used to depend on timing luck or on which process served a scenario. `make repro`
 // (ASTRABOX_REPRO=all) runs every fixture.
 var reproFixtures = []string{
 	"../../testdata/providers/broken/gen-no-dispatch-late-pool",
 	"../../testdata/providers/broken/leak-log-late-timer",
 	"../../testdata/providers/broken/gen-no-dispatch-late-socket",
+	"../../testdata/providers/broken/gen-no-dispatch-kept-alive",
 }
 
 // verdict is what must repeat: each check's status and clauses, in table order.

@@ -155,7 +155,7 @@ func (d *Double) URL(replica string) (string, error) {
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
-		_ = srv.Serve(ln) // returns http.ErrServerClosed after Close
+		_ = srv.Serve(conntag.Listen(ln, conns)) // returns http.ErrServerClosed after Close
 	}()
 	return rs.url, nil
 }

@@ -132,8 +132,9 @@ func Start(o Options) (*Proxy, error) {
 		return nil, fmt.Errorf("start the egress proxy: %w", err)
 	}
 	p.ln = ln
-	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second, ConnContext: (&conntag.Counter{}).ConnContext}
-	go func() { _ = p.srv.Serve(ln) }()
+	counter := &conntag.Counter{}
+	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second, ConnContext: counter.ConnContext}
+	go func() { _ = p.srv.Serve(conntag.Listen(ln, counter)) }()
 	if err := p.listenDirect(); err != nil {
 		p.Close()
 		return nil, err
@@ -177,7 +178,7 @@ func (p *Proxy) acceptDirect(ln net.Listener, s *Service, host string, plain boo
 			defer p.conns.Done()
 			defer conn.Close()
 			if plain {
-				p.servePlain(conn, tc, s, host)
+				p.servePlain(tc.Meter(conn), tc, s, host)
 				return
 			}
 			p.terminate(conn, tc, s, host)
@@ -361,6 +362,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request, ref conntag.Ref)
 	if err != nil {
 		return
 	}
+	tun := conntag.From(r.Context()).Tunnel(ref)
 	p.conns.Add(1)
 	go func() {
 		defer p.conns.Done()
@@ -373,7 +375,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request, ref conntag.Ref)
 			p.tunnel(client, host, ref)
 			return
 		}
-		p.terminate(client, conntag.NewConn(ref), s, host)
+		p.terminate(client, tun, s, host)
 	}()
 }
 
@@ -396,7 +398,8 @@ func (p *Proxy) terminate(conn net.Conn, tc *conntag.Conn, s *Service, host stri
 		return
 	}
 	_ = tconn.SetDeadline(time.Time{})
-	p.serveConn(tconn, tc, func(w http.ResponseWriter, r *http.Request) {
+	// Metered after decryption: the harness counts the plaintext the provider writes, before TLS.
+	p.serveConn(tc.Meter(tconn), tc, func(w http.ResponseWriter, r *http.Request) {
 		r.URL.Scheme, r.URL.Host = "https", host
 		p.serveService(w, r, s, "https", host, conntag.From(r.Context()).Next())
 	})

@@ -140,12 +140,14 @@ type Observations struct {
 	// Connections are the loopback TCP connections the provider's code opened (absent when there were
 	// none): the platform matches them to the requests that reached its listeners over them.
 	Connections []Connection `json:"connections,omitempty"`
+	// Sends say which call's code wrote each run of bytes on those connections (absent when none).
+	Sends []Send `json:"sends,omitempty"`
 }
 
 // Empty reports whether nothing was observed.
 func (o Observations) Empty() bool {
 	return len(o.Logs) == 0 && len(o.Warnings) == 0 && len(o.Audit) == 0 && o.Leftovers.Empty() && o.Dropped == 0 &&
-		len(o.Connections) == 0
+		len(o.Connections) == 0 && len(o.Sends) == 0
 }
 
 // Merge appends the observations of b to o.
@@ -159,6 +161,7 @@ func (o *Observations) Merge(b Observations) {
 	o.Leftovers.Children = append(o.Leftovers.Children, b.Leftovers.Children...)
 	o.Dropped += b.Dropped
 	o.Connections = append(o.Connections, b.Connections...)
+	o.Sends = append(o.Sends, b.Sends...)
 }
 
 // LogRecord is one logging record created by the provider.
@@ -195,6 +198,27 @@ type AuditEvent struct {
 	Function    string `json:"function"`
 	Call        *int64 `json:"call"`
 	AfterReturn bool   `json:"after_return"`
+}
+
+// Send is a run of bytes that one call's code wrote on a loopback connection the harness reported: from
+// Offset up to End. Bytes in no run (their record was lost with a process killed mid-call) are nobody's.
+// Offsets count the plaintext the provider wrote
+// (before TLS), as the kit's listeners count what they read after decryption (package conntag), so a
+// request without the X-Astrabox-Call header is given to the call whose run holds its first byte.
+type Send struct {
+	// Seq is the Connection's Seq (the same harness process).
+	Seq int64 `json:"seq"`
+	// Offset and End are the plaintext offsets of the run's first byte and past its last in the
+	// connection's stream.
+	Offset int64 `json:"offset"`
+	End    int64 `json:"end"`
+	// Lost marks the offset from which the harness stopped counting (a write failed part-way).
+	Lost bool `json:"lost,omitempty"`
+	// Call is the harness call whose code wrote the run (nil outside any call).
+	Call        *int64 `json:"call"`
+	AfterReturn bool   `json:"after_return"`
+	// Issuer is the unit of the call's work that wrote the run (nil outside any call's work).
+	Issuer *Issuer `json:"issuer,omitempty"`
 }
 
 // Connection is one loopback TCP connection the provider's code opened: the harness saw its socket.connect

@@ -2,6 +2,8 @@ package harness
 
 import (
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/astrabox-dev/astrabox/internal/egress"
 )
 
 // pyTestsVersions are the CPython minor versions the embedded SDK and runner must support.
@@ -55,6 +59,8 @@ func TestPythonSuites(t *testing.T) {
 			if !strings.Contains(out, "\nOK") {
 				t.Fatalf("python unittest under %s did not report OK:\n%s", version, out)
 			}
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			t.Logf("%s: %s", version, lines[len(lines)-1]) // "OK (skipped=N)" shows what did not run here
 		})
 	}
 }
@@ -73,6 +79,11 @@ func pyTestsRun(t *testing.T, python, dir, version string) (string, error) {
 		}
 		env = append(env, kv)
 	}
+	if tlsDir, err := pyTestsTLS(t); err == nil {
+		env = append(env, "HARNESS_TLS_DIR="+tlsDir)
+	} else {
+		t.Logf("no certificate for the TLS tests: %v", err)
+	}
 	cmd.Env = env
 	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.CombinedOutput()
@@ -80,4 +91,34 @@ func pyTestsRun(t *testing.T, python, dir, version string) (string, error) {
 		return string(out), fmt.Errorf("still running after the hang guard under %s: %w", version, ctx.Err())
 	}
 	return string(out), err
+}
+
+// pyTestsTLS writes a certificate authority (ca.pem) and a leaf for localhost (cert.pem, key.pem) into a
+// temporary directory, for the suites' TLS tests (test_sends.py).
+func pyTestsTLS(t *testing.T) (string, error) {
+	t.Helper()
+	ca, err := egress.NewCA()
+	if err != nil {
+		return "", err
+	}
+	leaf, err := ca.Leaf("localhost")
+	if err != nil {
+		return "", err
+	}
+	key, err := x509.MarshalPKCS8PrivateKey(leaf.PrivateKey)
+	if err != nil {
+		return "", fmt.Errorf("encode the test key: %w", err)
+	}
+	dir := t.TempDir()
+	files := map[string][]byte{
+		"ca.pem":   ca.PEM(),
+		"cert.pem": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leaf.Certificate[0]}),
+		"key.pem":  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: key}),
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			return "", fmt.Errorf("write %s: %w", name, err)
+		}
+	}
+	return dir, nil
 }

@@ -102,3 +102,62 @@ func TestAttributeByConnection(t *testing.T) {
 		t.Errorf("an attempt without a connection changed: %+v", a)
 	}
 }
+
+// TestAttributeBySend: on a kept-alive connection (opened while the provider loaded, by no callback) each
+// request is the call's whose run of bytes holds its first byte, whichever call opened the connection or
+// is in flight; a request in no reported run, from a lost offset on, or of unknown offset, falls back as
+// before; with
+// per-send attribution off, the same requests are blamed on the opener or the call in flight.
+func TestAttributeBySend(t *testing.T) {
+	p := connPlatform()
+	p.callTags["r1|100:1"] = "" // the load call has no key
+	// The load reply names the connection (opened by the load, call 1); runs arrive out of order, from
+	// replies and background messages.
+	p.takeConns("r1", 100, &harness.Observations{Connections: []harness.Connection{{Seq: 1, Port: 5000, DestPort: 9000, Call: callID(1)}}})
+	late := &harness.Observations{Sends: []harness.Send{{Seq: 1, Offset: 300, End: 400, Call: callID(3), AfterReturn: true}}}
+	p.takeConns("r1", 100, late)
+	if late.Sends != nil {
+		t.Fatal("the send records stayed in the observations (they would reach the history)")
+	}
+	p.takeConns("r1", 100, &harness.Observations{Sends: []harness.Send{
+		{Seq: 1, Offset: 0, End: 120, Call: callID(3)}, {Seq: 1, Offset: 120, End: 300, Call: callID(4)},
+		{Seq: 1, Offset: 400, End: 600, Call: callID(4)}, {Seq: 1, Offset: 900, End: 900, Lost: true},
+		{Seq: 2, Offset: 0, End: 50, Call: callID(4)},
+	}})
+	methods := map[string]string{"r1#1": string(CallPrepareTurn), "r1#2": string(CallPrepareTurn), "r1#3": string(CallPrepareTurn)}
+	ref := func(req int, off int64, framed bool) conntag.Ref {
+		return conntag.Ref{Listener: 9000, Peer: 5000, Nth: 1, Request: req, Offset: off, Framed: framed}
+	}
+	cases := []struct {
+		name           string
+		ref            conntag.Ref
+		inFlight       string
+		call, was      string
+		bg             bool
+		openerCall     string // with per-send attribution off
+		openerInFlight string
+	}{
+		{"first request, first run", ref(1, 0, true), "r1#1", "r1#1", "", false, "r1#1", ""},
+		{"a later turn's request on the connection", ref(2, 120, true), "r1#2", "r1#2", "", false, "r1#2", ""},
+		{"a background write of the first turn while the second runs", ref(3, 300, true), "r1#2", "r1#1", "r1#2", true, "r1#2", ""},
+		{"inside a run, not at its start", ref(4, 450, true), "r1#2", "r1#2", "", false, "r1#2", ""},
+		{"past a lost offset", ref(5, 950, true), "r1#2", "r1#2", "", false, "r1#2", ""},
+		{"in no run (its record never came)", ref(5, 700, true), "r1#2", "r1#2", "", false, "r1#2", ""},
+		{"offset unknown", ref(3, 0, false), "r1#2", "r1#2", "", false, "r1#2", ""},
+	}
+	for _, off := range []bool{false, true} {
+		attributeBySend = !off
+		for _, tc := range cases {
+			hr := Request{Replica: "r1", Call: tc.inFlight, Callback: methods[tc.inFlight]}
+			p.attribute(&hr, double.Request{Replica: "r1", Header: http.Header{}, Conn: tc.ref}, methods)
+			call, was, bg := tc.call, tc.was, tc.bg
+			if off {
+				call, was, bg = tc.openerCall, tc.openerInFlight, false
+			}
+			if hr.Call != call || hr.InFlight != was || hr.Background != bg {
+				t.Errorf("per-send %v, %s: call %q in_flight %q background %v; want %q %q %v", !off, tc.name, hr.Call, hr.InFlight, hr.Background, call, was, bg)
+			}
+		}
+	}
+	attributeBySend = true
+}

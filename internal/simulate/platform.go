@@ -77,6 +77,9 @@ type replica struct {
 	proc *harness.Process
 	// unsettled are the calls of the current process that left work running which has not ended yet.
 	unsettled []pendingWork
+	// loaded are the observations of the current process's load reply (the connections and sends the
+	// provider's import and constructor made) until the platform that runs it takes them.
+	loaded harness.Observations
 }
 
 type agentState struct {
@@ -270,7 +273,7 @@ func (p *platform) startReplica(r *replica) error {
 	if err != nil {
 		return err
 	}
-	proc, info, err := spawn(p.ctx, p.o, p.dbl, r.name, replicaSandbox{p: p, r: r}, p.hosts.ForkServer(r.name), append(append([]string(nil), h.env...), env...))
+	proc, info, loaded, err := spawn(p.ctx, p.o, p.dbl, r.name, replicaSandbox{p: p, r: r}, p.hosts.ForkServer(r.name), append(append([]string(nil), h.env...), env...))
 	if err != nil {
 		return err
 	}
@@ -281,6 +284,7 @@ func (p *platform) startReplica(r *replica) error {
 	r.proc = proc
 	r.unsettled = nil
 	p.mu.Unlock()
+	p.takeConns(r.name, proc.PID(), &loaded)
 	return nil
 }
 
@@ -307,11 +311,13 @@ func (p *platform) egressEnv(name string) ([]string, error) {
 	return env, nil
 }
 
-// spawn starts one replica process of the provider and loads it.
-func spawn(ctx context.Context, o Options, dbl *double.Double, name string, sb harness.SandboxServer, z *harness.Zygote, hostEnv []string) (*harness.Process, *harness.LoadInfo, error) {
+// spawn starts one replica process of the provider and loads it. It returns the load reply's
+// observations too: connections the provider opened while it loaded (an import, a constructor) are
+// matched to their requests like any other.
+func spawn(ctx context.Context, o Options, dbl *double.Double, name string, sb harness.SandboxServer, z *harness.Zygote, hostEnv []string) (*harness.Process, *harness.LoadInfo, harness.Observations, error) {
 	url, err := dbl.URL(name)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open the double for replica %s: %w", name, err)
+		return nil, nil, harness.Observations{}, fmt.Errorf("open the double for replica %s: %w", name, err)
 	}
 	proc, err := harness.Start(ctx, harness.Options{
 		Python: o.Python, ProjectDir: o.ProjectDir, Replica: name,
@@ -319,12 +325,12 @@ func spawn(ctx context.Context, o Options, dbl *double.Double, name string, sb h
 		Limits: o.Limits, Sandbox: sb, Zygote: z,
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("start replica %s: %w", name, err)
+		return nil, nil, harness.Observations{}, fmt.Errorf("start replica %s: %w", name, err)
 	}
 	reply, err := proc.Load(ctx, harness.LoadArgs{Target: o.Target, Paths: o.Paths, ProjectRoot: o.ProjectDir, ForceDebugLogging: o.ForceDebugLogging, Coverage: o.Coverage})
 	if err != nil {
 		proc.Close()
-		return nil, nil, fmt.Errorf("%w: replica %s: %w", ErrProviderLoad, name, err)
+		return nil, nil, harness.Observations{}, fmt.Errorf("%w: replica %s: %w", ErrProviderLoad, name, err)
 	}
 	if !reply.OK {
 		proc.Close()
@@ -332,18 +338,18 @@ func spawn(ctx context.Context, o Options, dbl *double.Double, name string, sb h
 		if reply.Error != nil {
 			msg = reply.Error.Type + ": " + reply.Error.Message
 		}
-		return nil, nil, fmt.Errorf("%w: %s", ErrProviderLoad, msg)
+		return nil, nil, harness.Observations{}, fmt.Errorf("%w: %s", ErrProviderLoad, msg)
 	}
 	var info harness.LoadInfo
 	if err := json.Unmarshal(reply.Value, &info); err != nil {
 		proc.Close()
-		return nil, nil, fmt.Errorf("%w: bad load reply: %w", ErrProviderLoad, err)
+		return nil, nil, harness.Observations{}, fmt.Errorf("%w: bad load reply: %w", ErrProviderLoad, err)
 	}
 	if !info.IsSubclass || !info.Instantiated {
 		proc.Close()
-		return nil, nil, fmt.Errorf("%w: %s is not an instantiable subclass of astrabox.seams.RuntimePreparationProvider", ErrProviderLoad, o.Target)
+		return nil, nil, harness.Observations{}, fmt.Errorf("%w: %s is not an instantiable subclass of astrabox.seams.RuntimePreparationProvider", ErrProviderLoad, o.Target)
 	}
-	return proc, &info, nil
+	return proc, &info, reply.Observations, nil
 }
 
 // close stops the scenario's replica processes and its double, and removes its host directories.

@@ -70,7 +70,7 @@ func (st *Stage) prepare(ctx context.Context, o Options, n int) error {
 				return
 			}
 			hosts[i] = h
-			r.proc, infos[i], errs[i] = spawn(ctx, o, d, r.name, stageSandbox{st: st, r: r}, o.Hosts.ForkServer(r.name), h.env)
+			r.proc, infos[i], r.loaded, errs[i] = spawn(ctx, o, d, r.name, stageSandbox{st: st, r: r}, o.Hosts.ForkServer(r.name), h.env)
 		}(i, r)
 	}
 	wg.Wait()
@@ -106,6 +106,9 @@ func (st *Stage) take(p *platform, n int) bool {
 	p.dbl = st.dbl
 	p.replicas = st.replicas[:n]
 	p.spare = st.replicas[n:]
+	for _, r := range st.replicas {
+		p.takeConns(r.name, r.proc.PID(), &r.loaded)
+	}
 	p.hostDirs = st.hostDirs
 	p.info = st.info
 	return true

@@ -33,7 +33,9 @@ class RecordsMirrorGo(unittest.TestCase):
             "LeftoverChild": records.LeftoverChild(42, "sleep 9"),
             "Leftovers": records.Leftovers(),
             "Connection": records.Connection(1, 50000, 8080, "/f.py", 6, "f"),
-            "Observations": records.Observations(connections=[records.Connection(1, 50000, 8080, None, None, None)]),
+            "Send": records.Send(1, 0, 0, lost=True),
+            "Observations": records.Observations(connections=[records.Connection(1, 50000, 8080, None, None, None)],
+                                                 sends=[records.Send(1, 0, 5)]),
         }
         for name, rec in samples.items():
             with self.subTest(name):

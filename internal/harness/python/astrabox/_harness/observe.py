@@ -7,6 +7,7 @@ parts that do the work, one job each:
 - :mod:`~astrabox._harness.audit`: which audit events are observations, and their secret-free summaries;
 - :mod:`~astrabox._harness.sources`: which code file is the provider's and where an event was caused;
 - :mod:`~astrabox._harness.connections`: the call and line that opened each loopback TCP connection;
+- :mod:`~astrabox._harness.sends`: which call's code wrote each run of bytes on such a connection;
 - :mod:`~astrabox._harness.routing`: the call ``ContextVar`` and routing to the reply or the background;
 - :mod:`~astrabox._harness.leftovers`: the work each call started, its leftovers and settling;
 - :mod:`~astrabox._harness.units`: which unit of a call's work issued each request, and which units the
@@ -24,9 +25,9 @@ import warnings
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, List, Optional, Set, Tuple
 
-from astrabox._harness import audit, connections
+from astrabox._harness import audit, connections, sends
 from astrabox._harness.leftovers import Snapshot, Work
-from astrabox._harness.records import AuditEvent, Connection, Leftovers, LogRecord, Observations, WarningRecord
+from astrabox._harness.records import AuditEvent, Connection, Leftovers, LogRecord, Observations, Send, WarningRecord
 from astrabox._harness.routing import CURRENT_CALL, SUBMITTED_AT, Router
 from astrabox._harness.sources import CodeKinds, own_location
 from astrabox._harness.units import WORK_HEADER, Units
@@ -118,6 +119,9 @@ class Observer:
         self.work.install_threads()
         self.units.install()
         self._install_http()
+        sends.emit = self._send_run
+        sends.who = self.units.current
+        sends.install()
         sys.addaudithook(self._audit_hook)
 
     def _install_http(self) -> None:
@@ -245,6 +249,16 @@ class Observer:
             where = SUBMITTED_AT.get() or where  # library code on an executor thread (asyncio's resolver)
         self.router.record(Connection(seq, port, dest, where.file, where.line, where.function,
                                       issuer=self.units.issuer()))
+        sends.meter_socket(args[0], seq)
+
+    def _send_run(self, run: Send) -> None:
+        """Report a run of bytes the code running now began on a connection (see :mod:`sends`), with the unit
+        of the call's work that wrote it."""
+        try:
+            run.issuer = self.units.issuer()
+            self.router.record(run)
+        except BaseException:  # noqa: B036 - an observation must never break the provider's write
+            pass
 
     def _audit(self, event: str, args: Tuple[Any, ...], frame: Any) -> None:
         where = self.code.locate(event, frame)

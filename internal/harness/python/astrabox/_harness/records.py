@@ -99,6 +99,45 @@ class Connection:
 
 
 @dataclass
+class Send:
+    """A run of bytes written on a tagged connection by one call's code (Go: ``Send``).
+
+    ``seq`` is the connection's :class:`Connection` ``seq``; ``offset`` and ``end`` are the plaintext offsets
+    of the run's first byte and past its last in the connection's stream (what the provider wrote, before
+    any TLS). The meter extends ``end`` under ``lock`` until the record is written out (``sealed``); later
+    bytes start another run. ``lost`` marks the offset from which counting stopped (a write that failed
+    part-way). The call is the one in the ``ContextVar`` of the code that wrote (see :mod:`sends`).
+    """
+
+    KIND = "sends"
+    seq: int
+    offset: int
+    end: int
+    lost: bool = False
+    call: Optional[int] = None
+    after_return: bool = False
+    issuer: Optional[Dict[str, Any]] = None
+    sealed: bool = field(default=False, repr=False, compare=False)
+    lock: Any = field(default=None, repr=False, compare=False)
+
+    def wire(self) -> Dict[str, Any]:
+        lock = self.lock
+        if lock is not None:
+            lock.acquire()
+        self.sealed = True
+        end = self.end
+        if lock is not None:
+            lock.release()
+        out: Dict[str, Any] = {"seq": self.seq, "offset": self.offset, "end": end, "call": self.call,
+                               "after_return": self.after_return}
+        if self.issuer is not None:
+            out["issuer"] = self.issuer
+        if self.lost:
+            out["lost"] = True
+        return out
+
+
+@dataclass
 class LeftoverThread:
     """A thread (or pending executor job) a call started that is still alive (Go: ``LeftoverThread``)."""
 
@@ -184,6 +223,7 @@ class Observations:
     leftovers: Leftovers = field(default_factory=Leftovers)
     dropped: int = 0
     connections: List[Connection] = field(default_factory=list)
+    sends: List[Send] = field(default_factory=list)
 
     def add(self, entry: Any) -> None:
         """Append a log, warning, audit or connection record to its list, or count it as dropped past the
@@ -195,14 +235,17 @@ class Observations:
             items.append(entry)
 
     def empty(self) -> bool:
-        """No log, warning, audit or connection record and nothing dropped (leftovers are not looked at)."""
-        return not (self.logs or self.warnings or self.audit or self.dropped or self.connections)
+        """No log, warning, audit, connection or send record and nothing dropped (leftovers are not looked at)."""
+        return not (self.logs or self.warnings or self.audit or self.dropped or self.connections or self.sends)
 
     def wire(self) -> Dict[str, Any]:
-        """The wire form; ``connections`` is present only when there are any (older frames had none)."""
+        """The wire form; ``connections`` and ``sends`` are present only when there are any (older frames
+        had none)."""
         out = {"logs": [r.wire() for r in self.logs], "warnings": [r.wire() for r in self.warnings],
                "audit": [r.wire() for r in self.audit], "dropped": self.dropped,
                "leftovers": self.leftovers.wire()}
         if self.connections:
             out["connections"] = [c.wire() for c in self.connections]
+        if self.sends:
+            out["sends"] = [s.wire() for s in self.sends]
         return out

@@ -304,7 +304,7 @@ class Runner:
                 self.writer.send(reply)
             except wire.FrameTooLarge:
                 reply["observations"] = Observations(dropped=len(obs.logs) + len(obs.warnings) + len(obs.audit),
-                                                     connections=obs.connections).wire()
+                                                     connections=obs.connections, sends=obs.sends).wire()
                 self.writer.send(reply)
         if self._exit_after is not None:
             self._end_process(self._exit_after)
