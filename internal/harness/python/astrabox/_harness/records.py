@@ -129,9 +129,7 @@ class Send:
         if lock is not None:
             lock.release()
         out: Dict[str, Any] = {"seq": self.seq, "offset": self.offset, "end": end, "call": self.call,
-                               "after_return": self.after_return}
-        if self.issuer is not None:
-            out["issuer"] = self.issuer
+                               "after_return": self.after_return, "issuer": self.issuer}
         if self.lost:
             out["lost"] = True
         return out
