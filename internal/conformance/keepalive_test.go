@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"github.com/astrabox-dev/astrabox/internal/harness"
 	"strings"
 	"testing"
 
@@ -78,6 +79,9 @@ func keptAliveInTurn(t *testing.T, a harborAudit) {
 				h.Scenario, rq.Method, rq.Path, rq.Call, rq.InFlight, rq.Background)
 			return
 		}
+		if rq.Issuer == nil || rq.Issuer.AfterEnd {
+			t.Errorf("%s: %s %s issued by %+v, want a unit of the turn's work before it ended", h.Scenario, rq.Method, rq.Path, rq.Issuer)
+		}
 		if a.isAudit(rq) {
 			audits++
 			if !a.of(rq, c) {
@@ -136,6 +140,11 @@ func keptAliveLate(t *testing.T, a harborAudit) {
 		if !rq.Background || rq.InFlight == "" || rq.InFlight == rq.Call {
 			t.Errorf("%s: %s (call %s) should have landed while another call was in flight: in_flight %q, background %v",
 				h.Scenario, rq.Path, rq.Call, rq.InFlight, rq.Background)
+		}
+		// The unit that wrote it comes from the run of bytes, not from the connection's opener (Harbor's
+		// constructor, outside any call): the flusher thread the turn started, after the turn had ended.
+		if is := rq.Issuer; is == nil || is.Kind != harness.WorkThread || !is.Started() || !is.AfterEnd {
+			t.Errorf("%s: %s issued by %+v, want the flusher thread of %s after it ended", h.Scenario, rq.Path, is, rq.Call)
 		}
 	})
 	if late == 0 || own == 0 {
