@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -104,7 +103,32 @@ func (f *Fake) Output() string {
 	return f.out.String()
 }
 
+// portAttempts bounds how often a fake is started again on a new port when it exited before it answered
+// and its port turned out to be held by another process (it lost a race for the port, see ports.go).
+const portAttempts = 3
+
+// start runs the fake on a free port and waits until it answers. A fake that exits before it answers,
+// leaving its port held by someone else, lost the port between the kit's check and its own bind: it is
+// started again on another port.
 func (f *Fake) start(ctx context.Context) error {
+	for attempt := 1; ; attempt++ {
+		err := f.startOnce(ctx)
+		var exited *exitedEarlyError
+		if err == nil || !errors.As(err, &exited) || attempt == portAttempts || !portHeld(exited.port) {
+			return err
+		}
+	}
+}
+
+// exitedEarlyError is a fake that exited before it answered its ready request, on port.
+type exitedEarlyError struct {
+	port int
+	msg  string
+}
+
+func (e *exitedEarlyError) Error() string { return e.msg }
+
+func (f *Fake) startOnce(ctx context.Context) error {
 	port, err := reservePort()
 	if err != nil {
 		return fmt.Errorf("%s: %w", f.label, err)
@@ -146,7 +170,7 @@ func (f *Fake) waitReady(ctx context.Context) error {
 	for {
 		select {
 		case <-f.done:
-			return fmt.Errorf("%s: the fake exited before it answered (%s): %v\n%s", f.label, f.spec.Run, f.exitErr(), indent(f.Output()))
+			return &exitedEarlyError{port: f.port, msg: fmt.Sprintf("%s: the fake exited before it answered (%s): %v\n%s", f.label, f.spec.Run, f.exitErr(), indent(f.Output()))}
 		case <-ctx.Done():
 			return fmt.Errorf("%s: %w", f.label, ctx.Err())
 		default:
@@ -254,48 +278,6 @@ func (f *Fake) Close() error {
 		return fmt.Errorf("%s: the fake (pid %d) did not exit after SIGKILL", f.label, pgid)
 	}
 	return nil
-}
-
-// reserved are the loopback ports given to this process's fakes and not yet released: two instances started
-// at once (one per scenario slot) never get the same port, even if the system hands a just-closed port out
-// again before the first fake has bound it.
-var reserved = struct {
-	sync.Mutex
-	ports map[int]bool
-}{ports: map[int]bool{}}
-
-// reservePort finds a free loopback port that no other fake of this process holds, and reserves it.
-func reservePort() (int, error) {
-	for range 64 {
-		port, err := freePort()
-		if err != nil {
-			return 0, err
-		}
-		reserved.Lock()
-		if !reserved.ports[port] {
-			reserved.ports[port] = true
-			reserved.Unlock()
-			return port, nil
-		}
-		reserved.Unlock()
-	}
-	return 0, errors.New("find a free loopback port: every port offered is held by another fake")
-}
-
-// releasePort gives a fake's port back once the fake is stopped.
-func releasePort(port int) {
-	reserved.Lock()
-	defer reserved.Unlock()
-	delete(reserved.ports, port)
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free loopback port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 func indent(s string) string {
