@@ -12,19 +12,6 @@ import (
 	"github.com/astrabox-dev/astrabox/internal/simulate"
 )
 
-// writeBeforeReplyYAML cancels a turn at 0.05 s while the double slows every request of the step by 0.2 s.
-const writeBeforeReplyYAML = `name: write-before-reply
-replicas: 1
-steps:
-  - {op: cold_start, session: s1, agent: agent-1, principal: alice}
-  - op: turn
-    session: s1
-    attempt: t1
-    fault: {kind: cancel, after: 0.05}
-    double: [{kind: delay, delay: 0.2}]
-  - {op: turn, session: s1, attempt: t2}
-`
-
 // TestAbandonedWriteLandingBeforeTheReply reproduces what a loaded machine does to the cancelled turn's
 // reply, deterministically: simulate.BeforeApplyMark holds the platform's count of applied writes until
 // every request the double has received is answered, so the write the cancelled callback's abandoned
@@ -36,7 +23,7 @@ func TestAbandonedWriteLandingBeforeTheReply(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Python (skipped under -short)")
 	}
-	sc, err := simulate.ParseScenario("write-before-reply.yaml", []byte(writeBeforeReplyYAML))
+	sc, err := simulate.ParseScenario("late-cancel.yaml", []byte(lateCancelYAML)) // a turn cancelled while the double holds its requests
 	if err != nil {
 		t.Fatal(err)
 	}
