@@ -7,6 +7,7 @@ import contextvars
 import os
 import sys
 import threading
+import time
 import unittest
 from concurrent.futures import ThreadPoolExecutor
 
@@ -90,6 +91,13 @@ def unit_of(tag: str) -> int:
     return int(tag.split(";")[0].split(":")[1])
 
 
+def wait_for_tags(call, timeout=1.0):
+    """Give work the callback left running a moment to issue its write."""
+    end = time.monotonic() + timeout
+    while not call.tags and time.monotonic() < end:
+        threading.Event().wait(0.01)
+
+
 class UnitsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -123,10 +131,7 @@ class UnitsTest(unittest.TestCase):
             POOL.submit(lambda: None).result()
 
         call, waited = run(body, cancel=True, after=after)
-        for _ in range(100):
-            if call.tags:
-                break
-            threading.Event().wait(0.01)
+        wait_for_tags(call)
         self.assertTrue(call.tag("w").startswith("job:"))
         self.assertNotIn(unit_of(call.tag("w")), waited)
 
@@ -163,10 +168,7 @@ class UnitsTest(unittest.TestCase):
                     raise
 
             call, waited = run(body, cancel=True)
-            for _ in range(100):
-                if call.tags:
-                    break
-                threading.Event().wait(0.01)
+            wait_for_tags(call)
             self.assertTrue(call.tag("w").startswith("thread:"))
             self.assertEqual(unit_of(call.tag("w")) in waited, join, call.tags)
 
