@@ -85,15 +85,13 @@ func (m *model) keys(st simulate.Step) []string {
 			p = st.Principal
 		}
 		rm := m.memory(m.replica(st))
-		i := slices.Index(rm.principals, p)
-		others := capped(len(rm.principals) - bit(i >= 0))
-		since := i >= 0 && i < len(rm.principals)-1
+		others, since := rm.before(p)
 		now := readGranted
 		if m.consent[p] == simulate.ConsentPending {
 			now = readPending
 		}
 		return []string{
-			fmt.Sprintf("session %s %s %d%d%d", st.Op, fault, others, bit(since), bit(rm.sessions[st.Session])),
+			fmt.Sprintf("session %s %s %d%d%d", st.Op, fault, capped(others), bit(since), bit(rm.sessions[st.Session])),
 			fmt.Sprintf("consent %s %d%d", st.Op, now, rm.read[p]),
 		}
 	}
@@ -136,6 +134,11 @@ func (m *model) wrote(op string) int {
 	return 2
 }
 
+// current tells whether the Agent's record is current: a write of it landed, no configuration change came
+// after, and no write is still held. A synchronize then has nothing to write, so a host loss armed on its
+// write never comes.
+func (m *model) current() bool { return m.writer != "" && !m.stale && len(m.pending) == 0 }
+
 // apply takes step st into the state.
 func (m *model) apply(st simulate.Step) {
 	r := m.replica(st)
@@ -151,7 +154,9 @@ func (m *model) apply(st simulate.Step) {
 				rm.read[p] = readPending
 			}
 		}
-		rm.serve(st.Session, p)
+		if refused := m.consent[p] == simulate.ConsentPending && st.Op != simulate.OpReadUserActions && st.Op != simulate.OpPerformUserAction; !refused {
+			rm.serve(st.Session, p) // a conforming provider refuses material while the owner's consent is pending (UA-AUTHORITY)
+		}
 		return
 	}
 	switch st.Op {
@@ -161,12 +166,13 @@ func (m *model) apply(st simulate.Step) {
 			op := fmt.Sprintf("op-%d", m.ops)
 			m.memory(r).ops[op] = true
 			switch {
-			case st.Fault != nil && st.Fault.Kind == simulate.FaultHostLoss:
+			case st.Fault != nil && st.Fault.Kind == simulate.FaultHostLoss && !m.current():
+				// the host is lost at the synchronize's write; one that finds the record current writes nothing
 				if len(st.Double) > 0 {
 					m.pending[op] = true
 				}
 				delete(m.mem, r)
-			case st.Fault == nil:
+			case st.Fault == nil && !m.current():
 				m.writer, m.stale = op, false
 			}
 		}

@@ -61,6 +61,14 @@ func (m *replicaMemory) serve(session, p string) {
 	m.principals = append(m.principals, p)
 }
 
+// before is what the process served before a callback about a Session of principal p: how many other
+// principals' Sessions, and whether the most recent Session it served was another principal's (whether or
+// not it ever served p's).
+func (m *replicaMemory) before(p string) (others int, since bool) {
+	n := len(m.principals)
+	return n - bit(slices.Contains(m.principals, p)), n > 0 && m.principals[n-1] != p
+}
+
 // stateWalk replays a history's platform state in event order, as the platform and the double saw it.
 type stateWalk struct {
 	out      map[feature]int // feature -> the step at which it was first reached
@@ -77,8 +85,9 @@ type stateWalk struct {
 // one step from a state no earlier scenario reached is kept even when the provider ran no new line there:
 //
 //   - session: a callback about a Session, with how many principals' Sessions the replica's process served
-//     before (none, one, several), whether another principal's was served since this Session's principal
-//     was last, and whether the process served this Session before;
+//     before (none, one, several), whether the last Session it served was another principal's (whether or
+//     not it ever served this one's), and whether the process served this Session before; only a callback
+//     that returned serves a Session;
 //   - op: a callback about an operation, with its answer (recover), whether a write of the operation is
 //     held at the double, whether the operation wrote last at the double (none, it, another), and how many
 //     other operations the replica's process handled;
@@ -139,9 +148,7 @@ func (w *stateWalk) memory(replica string) *replicaMemory {
 func (w *stateWalk) call(step int, c *simulate.CallRecord) {
 	m := w.memory(c.Replica)
 	if s, p := c.Ctx.Session, c.Ctx.Principal; s != "" && p != "" {
-		i := slices.Index(m.principals, p)
-		others := len(m.principals) - bit(i >= 0)
-		since := i >= 0 && i < len(m.principals)-1
+		others, since := m.before(p)
 		w.reach(step, feature{key: keyState, path: stateSession + string(c.Method) + ":" + c.Ctx.Trigger, n: capped(others)<<2 | bit(since)<<1 | bit(m.sessions[s])})
 		read := m.read[p]
 		now := readGranted
@@ -152,7 +159,9 @@ func (w *stateWalk) call(step int, c *simulate.CallRecord) {
 		if c.Method == simulate.CallReadUserActions && c.Outcome == simulate.OutcomeReturned {
 			m.read[p] = now
 		}
-		m.serve(s, p)
+		if c.Outcome == simulate.OutcomeReturned {
+			m.serve(s, p)
+		}
 	}
 	if op := c.Ctx.Operation; op != "" {
 		answer := 0

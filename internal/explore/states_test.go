@@ -200,3 +200,44 @@ func TestTheLastWriterAfterAReleaseIsTheLastApplied(t *testing.T) {
 		}
 	}
 }
+
+// A Session whose callback raised (its owner's consent pending, say) was not served: a later Session of
+// another principal on that replica does not see it. A replica whose most recent Session was another
+// principal's says so even when it never served this owner.
+func TestOnlyReturnedCallbacksServeAndTheLastPrincipalCounts(t *testing.T) {
+	h := newHist()
+	h.session(simulate.CallPrepareSession, "r1", "s1", "bob").Outcome = simulate.OutcomeRaised
+	h.session(simulate.CallPrepareSession, "r1", "s2", "alice")
+	h.session(simulate.CallPrepareSession, "r2", "s3", "dave")
+	h.session(simulate.CallPrepareSession, "r2", "s2", "alice")
+	fs := stateFeatures(h.h)
+	if _, ok := stateAt(fs, stateSession+"prepare_session:", 0); !ok {
+		t.Errorf("alice's Session after bob's refused one was not the replica's first: %v", fs)
+	}
+	if _, ok := stateAt(fs, stateSession+"prepare_session:", 1<<2|1<<1); !ok {
+		t.Errorf("alice on a replica whose last Session was dave's, never alice's, is not told apart: %v", fs)
+	}
+}
+
+// The model predicts a refused material callback while the owner's consent is pending, and no host loss
+// from a synchronize that finds the record current (it writes nothing).
+func TestModelKnowsRefusalsAndCurrentRecords(t *testing.T) {
+	m := newModel(2, map[string]simulate.Principal{"alice": {Consent: "granted"}, "bob": {Consent: "pending"}})
+	m.apply(simulate.Step{Op: simulate.OpColdStart, Session: "s1", Principal: "bob", Replica: "r1"})
+	if ks := m.keys(simulate.Step{Op: simulate.OpColdStart, Session: "s2", Principal: "alice", Replica: "r1"}); ks[0] != "session cold_start  000" {
+		t.Errorf("bob's refused Session counted as served: %q", ks[0])
+	}
+	m.apply(simulate.Step{Op: simulate.OpPrewarm, Boxes: 1, Replica: "r1"})
+	m.apply(simulate.Step{Op: simulate.OpColdStart, Session: "s2", Principal: "alice", Replica: "r1"})
+	lose := simulate.Step{Op: simulate.OpPrewarm, Boxes: 1, Replica: "r1", Fault: &simulate.Fault{Kind: simulate.FaultHostLoss},
+		Double: []simulate.DoubleFault{{Kind: simulate.DoubleHold, Method: "PUT", Times: 1}}}
+	m.apply(lose)
+	if len(m.pending) != 0 || m.mem["r1"] == nil || !m.mem["r1"].sessions["s2"] {
+		t.Errorf("a synchronize with nothing to write lost its host: pending %v, memory %+v", m.pending, m.mem["r1"])
+	}
+	m.apply(simulate.Step{Op: simulate.OpConfigChange})
+	m.apply(lose)
+	if len(m.pending) != 1 || m.mem["r1"] != nil {
+		t.Errorf("after a configuration change the synchronize's write was not held with its host lost: pending %v", m.pending)
+	}
+}
