@@ -85,13 +85,13 @@ func (m *model) keys(st simulate.Step) []string {
 			p = st.Principal
 		}
 		rm := m.memory(m.replica(st))
-		others, since := rm.before(p)
+		others, lastOther := rm.before(p)
 		now := readGranted
 		if m.consent[p] == simulate.ConsentPending {
 			now = readPending
 		}
 		return []string{
-			fmt.Sprintf("session %s %s %d%d%d", st.Op, fault, capped(others), bit(since), bit(rm.sessions[st.Session])),
+			fmt.Sprintf("session %s %s %d%d%d", st.Op, fault, capped(others), bit(lastOther), bit(rm.sessions[st.Session])),
 			fmt.Sprintf("consent %s %d%d", st.Op, now, rm.read[p]),
 		}
 	}

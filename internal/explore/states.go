@@ -64,7 +64,7 @@ func (m *replicaMemory) serve(session, p string) {
 // before is what the process served before a callback about a Session of principal p: how many other
 // principals' Sessions, and whether the most recent Session it served was another principal's (whether or
 // not it ever served p's).
-func (m *replicaMemory) before(p string) (others int, since bool) {
+func (m *replicaMemory) before(p string) (others int, lastOther bool) {
 	n := len(m.principals)
 	return n - bit(slices.Contains(m.principals, p)), n > 0 && m.principals[n-1] != p
 }
@@ -148,8 +148,8 @@ func (w *stateWalk) memory(replica string) *replicaMemory {
 func (w *stateWalk) call(step int, c *simulate.CallRecord) {
 	m := w.memory(c.Replica)
 	if s, p := c.Ctx.Session, c.Ctx.Principal; s != "" && p != "" {
-		others, since := m.before(p)
-		w.reach(step, feature{key: keyState, path: stateSession + string(c.Method) + ":" + c.Ctx.Trigger, n: capped(others)<<2 | bit(since)<<1 | bit(m.sessions[s])})
+		others, lastOther := m.before(p)
+		w.reach(step, feature{key: keyState, path: stateSession + string(c.Method) + ":" + c.Ctx.Trigger, n: capped(others)<<2 | bit(lastOther)<<1 | bit(m.sessions[s])})
 		read := m.read[p]
 		now := readGranted
 		if w.consent[p] == simulate.ConsentPending {
