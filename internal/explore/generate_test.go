@@ -93,3 +93,26 @@ func TestShrinkFindsASmallestFailingScenario(t *testing.T) {
 		t.Fatalf("shrinking spent %d runs with a budget of 5", used)
 	}
 }
+
+// TestGuidedScenariosAreLonger checks the lengths of fresh scenarios: blind generation gives 3 to 12 steps,
+// guided generation (with situations to steer by) 6 to 20, every one a valid platform order, and over many
+// indexes both ends of each range come.
+func TestGuidedScenariosAreLonger(t *testing.T) {
+	lengths := func(novel map[string]bool) (lo, hi int) {
+		lo = 1 << 30
+		for i := 0; i < 400; i++ {
+			sc := generate(3, i, nil, novel)
+			if err := sc.Validate(); err != nil {
+				t.Fatalf("scenario %d is invalid: %v", i, err)
+			}
+			lo, hi = min(lo, len(sc.Steps)), max(hi, len(sc.Steps))
+		}
+		return lo, hi
+	}
+	if lo, hi := lengths(nil); lo != 3 || hi != 12 {
+		t.Errorf("blind scenarios have %d to %d steps, want 3 to 12", lo, hi)
+	}
+	if lo, hi := lengths(map[string]bool{}); lo != 6 || hi != 12+guidedExtra {
+		t.Errorf("guided scenarios have %d to %d steps, want 6 to %d", lo, hi, 12+guidedExtra)
+	}
+}

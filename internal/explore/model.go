@@ -73,7 +73,10 @@ var sessionOps = map[string]simulate.Callback{
 	simulate.OpReadUserActions: simulate.CallReadUserActions, simulate.OpPerformUserAction: simulate.CallPerformUserAction,
 }
 
-// keys are the situations step st puts the platform in, given the state before it.
+// keys are the situations step st puts the platform in, given the state before it. A step about a Session
+// says what its replica served before (other principals, whether the last was another's, this Session) and
+// whether its callback is refused, so that a reattachment refused while its owner's consent is pending is not
+// the same situation as one that hands out material.
 func (m *model) keys(st simulate.Step) []string {
 	fault := ""
 	if st.Fault != nil {
@@ -91,7 +94,7 @@ func (m *model) keys(st simulate.Step) []string {
 			now = readPending
 		}
 		return []string{
-			fmt.Sprintf("session %s %s %d%d%d", st.Op, fault, capped(others), bit(lastOther), bit(rm.sessions[st.Session])),
+			fmt.Sprintf("session %s %s %d%d%d%d", st.Op, fault, capped(others), bit(lastOther), bit(rm.sessions[st.Session]), bit(m.refused(st, p))),
 			fmt.Sprintf("consent %s %d%d", st.Op, now, rm.read[p]),
 		}
 	}
@@ -139,6 +142,13 @@ func (m *model) wrote(op string) int {
 // write never comes.
 func (m *model) current() bool { return m.writer != "" && !m.stale && len(m.pending) == 0 }
 
+// refused tells whether the platform's callback for Session step st of principal p is refused: a conforming
+// provider refuses material while the owner's consent is pending (UA-AUTHORITY), but reads and performs user
+// actions.
+func (m *model) refused(st simulate.Step, p string) bool {
+	return m.consent[p] == simulate.ConsentPending && st.Op != simulate.OpReadUserActions && st.Op != simulate.OpPerformUserAction
+}
+
 // apply takes step st into the state.
 func (m *model) apply(st simulate.Step) {
 	r := m.replica(st)
@@ -154,8 +164,8 @@ func (m *model) apply(st simulate.Step) {
 				rm.read[p] = readPending
 			}
 		}
-		if refused := m.consent[p] == simulate.ConsentPending && st.Op != simulate.OpReadUserActions && st.Op != simulate.OpPerformUserAction; !refused {
-			rm.serve(st.Session, p) // a conforming provider refuses material while the owner's consent is pending (UA-AUTHORITY)
+		if !m.refused(st, p) {
+			rm.serve(st.Session, p)
 		}
 		return
 	}

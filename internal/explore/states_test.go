@@ -228,8 +228,11 @@ func TestOnlyReturnedCallbacksServeAndTheLastPrincipalCounts(t *testing.T) {
 func TestModelKnowsRefusalsAndCurrentRecords(t *testing.T) {
 	m := newModel(2, map[string]simulate.Principal{"alice": {Consent: "granted"}, "bob": {Consent: "pending"}})
 	m.apply(simulate.Step{Op: simulate.OpColdStart, Session: "s1", Principal: "bob", Replica: "r1"})
-	if ks := m.keys(simulate.Step{Op: simulate.OpColdStart, Session: "s2", Principal: "alice", Replica: "r1"}); ks[0] != "session cold_start  000" {
+	if ks := m.keys(simulate.Step{Op: simulate.OpColdStart, Session: "s2", Principal: "alice", Replica: "r1"}); ks[0] != "session cold_start  0000" {
 		t.Errorf("bob's refused Session counted as served: %q", ks[0])
+	}
+	if ks := m.keys(simulate.Step{Op: simulate.OpReattach, Session: "s1", Replica: "r1"}); ks[0] != "session reattach  0001" {
+		t.Errorf("bob's Session, refused while his consent is pending, is not its own situation: %q", ks[0])
 	}
 	m.apply(simulate.Step{Op: simulate.OpPrewarm, Boxes: 1, Replica: "r1"})
 	m.apply(simulate.Step{Op: simulate.OpColdStart, Session: "s2", Principal: "alice", Replica: "r1"})
