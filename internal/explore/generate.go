@@ -18,16 +18,19 @@ var principals = []string{"alice", "bob", "dave"}
 // scenario.
 func Generate(seed int64, index int) *simulate.Scenario { return generate(seed, index, nil, nil) }
 
-// guidedExtra is the most steps a fresh scenario of guided generation has beyond what blind generation gives
-// the same (seed, index): between 3 and guidedExtra more. Measured on leak-cross-session-reattach (seeds 1 to
-// 12, docs/performance.md, fourth round), guided scenarios of 6 to 20 steps found its breach after a median of
-// 12.5 scenarios against 23.5 with 3 to 12 steps, in fewer seconds; blind generation at the same lengths did as
-// well there, so it is length, not the guide, that helps that breach, and blind generation keeps its lengths
-// (the generator that runs when coverage is off, pinned by TestGeneratedScenariosAreStable).
-const guidedExtra = 8
+// Lengths of fresh scenarios. Blind generation gives freshMin to freshMax steps (the generator that runs when
+// coverage is off, pinned by TestGeneratedScenariosAreStable); guided generation gives the same (seed, index)
+// guidedMoreMin to guidedMoreMax steps more. Measured on leak-cross-session-reattach (seeds 1 to 12,
+// docs/performance.md, fourth round), guided scenarios of 6 to 20 steps found its breach after a median of
+// 12.5 scenarios against 23.5 with 3 to 12 steps, in fewer seconds; blind generation at the same lengths did
+// as well there, so it is the length, not the guide, that helps that breach.
+const (
+	freshMin, freshMax           = 3, 12
+	guidedMoreMin, guidedMoreMax = 3, 8
+)
 
 // generate is Generate with the weights of some ops multiplied (boost, by op name) and, when novel is not
-// nil, guidedExtra steps or fewer more, each preferring a situation of the platform outside novel
+// nil, guidedMoreMin to guidedMoreMax steps more, each preferring a situation of the platform outside novel
 // (novelty.go). With neither it is the same scenario as Generate.
 func generate(seed int64, index int, boost map[string]int, novel map[string]bool) *simulate.Scenario {
 	rng := rand.New(rand.NewSource(seed*7919 + int64(index)*104729 + 1))
@@ -47,9 +50,9 @@ func generate(seed int64, index int, boost map[string]int, novel map[string]bool
 	if novel != nil {
 		g.seek(newModel(g.replicas, sc.Principals), novel)
 	}
-	n := 3 + rng.Intn(10)
+	n := freshMin + rng.Intn(freshMax-freshMin+1)
 	if novel != nil {
-		n += 3 + rng.Intn(guidedExtra-2)
+		n += guidedMoreMin + rng.Intn(guidedMoreMax-guidedMoreMin+1)
 	}
 	for len(g.steps) < n {
 		g.step()

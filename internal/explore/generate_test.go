@@ -112,7 +112,7 @@ func TestGuidedScenariosAreLonger(t *testing.T) {
 	if lo, hi := lengths(nil); lo != 3 || hi != 12 {
 		t.Errorf("blind scenarios have %d to %d steps, want 3 to 12", lo, hi)
 	}
-	if lo, hi := lengths(map[string]bool{}); lo != 6 || hi != 12+guidedExtra {
-		t.Errorf("guided scenarios have %d to %d steps, want 6 to %d", lo, hi, 12+guidedExtra)
+	if lo, hi := lengths(map[string]bool{}); lo != 6 || hi != 20 {
+		t.Errorf("guided scenarios have %d to %d steps, want 6 to 20", lo, hi)
 	}
 }
