@@ -25,7 +25,14 @@ plaintext is counted where the provider hands it over, never where ciphertext le
   happened to arm the writer, while ``write`` runs in the writer's own;
 - an asyncio TLS transport (``_SSLProtocolTransport``, from ``create_connection(ssl=...)`` or
   ``start_tls``) counts the application data given to ``write``/``writelines``; the transport below it,
-  which carries the ciphertext, stops counting.
+  which carries the ciphertext, stops counting;
+- an ``ssl.SSLObject`` over memory BIOs (anyio's ``TLSStream``, so httpcore's async TLS and every anyio
+  client; trio; any hand-rolled TLS layer) is not tied to its socket by any API: the library reads the
+  ciphertext out of the object's outgoing BIO and writes it on a stream of its own. The object is therefore
+  linked to the metered socket or transport on which the unit that made it (the same thread, the same
+  asyncio task) next writes a TLS ClientHello: that write, and every later one below the object, is
+  ciphertext and stops counting, and the object's ``write`` counts the plaintext instead. A client object
+  made by asyncio's own TLS transport is never linked (its transport counts above it).
 
 A ``sendall`` that raised may have sent part of its data: the meter then reports the offset lost, and
 requests from there on fall back to the call that opened the connection or the call in flight.
@@ -70,6 +77,52 @@ _plain_of: Dict[type, type] = {}
 _metered_of: Dict[type, type] = {}
 _classes_lock = threading.Lock()
 _installed = False
+
+# Client ``SSLObject``s not yet linked to a connection, by the unit that made them (thread, asyncio task):
+# the newest one per unit, held weakly. Looked at only when not empty, on a metered write.
+_pending_tls: Dict[Any, "weakref.ref[Any]"] = {}
+_PENDING_MAX = 256
+
+
+def _unit_key() -> Any:
+    """The thread and asyncio task running now (the task is ``None`` outside one)."""
+    import asyncio
+
+    loop = asyncio._get_running_loop()
+    task = asyncio.current_task(loop) if loop is not None else None
+    return (threading.get_ident(), id(task) if task is not None else None)
+
+
+def _client_hello(data: Any) -> bool:
+    """Whether ``data`` starts with a TLS handshake record holding a ClientHello."""
+    try:
+        head = bytes(memoryview(data)[:6])
+    except TypeError:
+        return False
+    return len(head) == 6 and head[0] == 0x16 and head[1] == 0x03 and head[5] == 0x01
+
+
+def _link_tls(below: Any, data: Any) -> bool:
+    """Link the pending ``SSLObject`` of the unit writing ``data`` on ``below`` when ``data`` is its
+    ClientHello: ``below`` stops counting and the object counts its plaintext. True when linked (``data``
+    is ciphertext, not to be counted)."""
+    key = _unit_key()
+    ref = _pending_tls.get(key)
+    if ref is None or not _client_hello(data):
+        return False
+    del _pending_tls[key]
+    obj = ref()
+    if obj is None:
+        return False
+    _adopt(obj, _take(below))
+    return True
+
+
+def _forget_tls(obj: Any) -> None:
+    """``obj`` is asyncio's own TLS object, counted above it: never link it."""
+    for key, ref in list(_pending_tls.items()):
+        if ref() is obj:
+            _pending_tls.pop(key, None)
 
 
 class Meter:
@@ -149,6 +202,8 @@ def _socket_methods(cls: type) -> Dict[str, Any]:
     base_send, base_sendall, base_sendmsg, get = cls.send, cls.sendall, cls.sendmsg, _meters.get  # type: ignore[attr-defined]
 
     def send(self: Any, data: Any, flags: int = 0) -> int:
+        if _pending_tls and _link_tls(self, data):
+            return base_send(self, data, flags)
         n = base_send(self, data, flags)
         meter = get(id(self))
         if meter is not None:
@@ -156,6 +211,8 @@ def _socket_methods(cls: type) -> Dict[str, Any]:
         return n
 
     def sendall(self: Any, data: Any, flags: int = 0) -> None:
+        if _pending_tls and _link_tls(self, data):
+            return base_sendall(self, data, flags)
         try:
             base_sendall(self, data, flags)
         except BaseException:
@@ -217,6 +274,8 @@ def _transport_methods(cls: type) -> Dict[str, Any]:
     base_write, get = cls.write, _meters.get  # type: ignore[attr-defined]
 
     def write(self: Any, data: Any) -> None:
+        if _pending_tls and _link_tls(self, data):
+            return base_write(self, data)
         base_write(self, data)
         meter = get(id(self))
         if meter is not None:
@@ -235,6 +294,20 @@ def _transport_methods(cls: type) -> Dict[str, Any]:
 
         methods["writelines"] = writelines
     return methods
+
+
+def _sslobject_methods(cls: type) -> Dict[str, Any]:
+    """The plaintext ``write`` of an ``ssl.SSLObject`` linked to a connection, counted."""
+    base_write, get = cls.write, _meters.get  # type: ignore[attr-defined]
+
+    def write(self: Any, data: Any) -> int:
+        n = base_write(self, data)
+        meter = get(id(self))
+        if meter is not None:
+            meter.count(n)
+        return n
+
+    return {"write": write}
 
 
 def _own_writelines(cls: type) -> bool:
@@ -306,12 +379,21 @@ def _adopt(obj: Any, meter: Optional[Meter]) -> None:
         return
     if isinstance(obj, ssl.SSLSocket):
         methods: Callable[[type], Dict[str, Any]] = _ssl_methods
+    elif isinstance(obj, ssl.SSLObject):
+        methods = _sslobject_methods
     elif isinstance(obj, socket.socket):
         methods = _socket_methods
     else:
         methods = _transport_methods
     if _swap(obj, methods):
         _set(obj, meter)
+
+
+def _forget_own(app: Any) -> None:
+    """Drop the pending link of the ``SSLObject`` of asyncio's TLS transport ``app``, once it exists."""
+    obj = getattr(getattr(app, "_ssl_protocol", None), "_sslobj", None)
+    if obj is not None and _pending_tls:
+        _forget_tls(obj)
 
 
 def install() -> None:
@@ -334,6 +416,22 @@ def install() -> None:
 
     ssl.SSLSocket._create = classmethod(_create)  # type: ignore[assignment]
 
+    create_obj = ssl.SSLObject.__dict__["_create"].__func__
+
+    def _create_obj(cls: Any, incoming: Any, outgoing: Any, server_side: bool = False, *args: Any, **kwargs: Any) -> Any:
+        made = create_obj(cls, incoming, outgoing, server_side, *args, **kwargs)
+        if not server_side:
+            if len(_pending_tls) >= _PENDING_MAX:
+                for key in [k for k, r in _pending_tls.items() if r() is None] or list(_pending_tls)[: _PENDING_MAX // 2]:
+                    _pending_tls.pop(key, None)
+            try:
+                _pending_tls[_unit_key()] = weakref.ref(made)
+            except TypeError:
+                pass
+        return made
+
+    ssl.SSLObject._create = classmethod(_create_obj)  # type: ignore[assignment]
+
     loop_cls = selector_events.BaseSelectorEventLoop
     make_plain, make_ssl = loop_cls._make_socket_transport, loop_cls._make_ssl_transport
 
@@ -347,6 +445,7 @@ def install() -> None:
         meter = _take(rawsock)
         transport = make_ssl(self, rawsock, *args, **kwargs)
         _adopt(transport, meter)
+        _forget_own(transport)
         return transport
 
     loop_cls._make_socket_transport = _make_socket_transport  # type: ignore[method-assign]
@@ -358,6 +457,7 @@ def install() -> None:
         meter = _take(transport)
         app = await start_tls(self, transport, *args, **kwargs)
         _adopt(app, meter)
+        _forget_own(app)
         return app
 
     base_events.BaseEventLoop.start_tls = _start_tls  # type: ignore[method-assign]
