@@ -23,6 +23,15 @@ func readStat(pid int) (procInfo, bool) {
 	if err != nil {
 		return procInfo{}, false
 	}
+	p, ok := parseStat(b)
+	if ok {
+		p.pid = pid
+	}
+	return p, ok
+}
+
+// parseStat parses the content of a /proc stat file (of a process or of one of its threads).
+func parseStat(b []byte) (procInfo, bool) {
 	// The command name is in parentheses and may hold anything.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 || i+2 >= len(b) {
@@ -33,7 +42,7 @@ func readStat(pid int) (procInfo, bool) {
 	if len(f) < 22 {
 		return procInfo{}, false
 	}
-	p := procInfo{pid: pid, state: f[0][0]}
+	p := procInfo{state: f[0][0]}
 	p.ppid, _ = strconv.Atoi(string(f[1]))
 	p.pgrp, _ = strconv.Atoi(string(f[2]))
 	p.start, _ = strconv.ParseUint(string(f[19]), 10, 64)

@@ -63,6 +63,10 @@ func (p *platform) call(r *replica, cs callSpec) *CallRecord {
 	p.callTags[fmt.Sprintf("%s|%d:%d", r.name, pid, hid)] = rec.Key
 	p.mu.Unlock()
 	done := make(chan callResult, 1)
+	var holdWrite double.FaultID
+	if cs.fault != nil && cs.fault.Kind == FaultCancel && cs.fault.On == CancelOnWrite {
+		holdWrite = p.dbl.AddFault(double.Fault{Kind: double.Hold, Replica: r.name, WritesOnly: true, Times: 1})
+	}
 	heldBefore := p.dbl.Held()
 	requestsBefore := p.dbl.RequestCount()
 	callCtx, cancelNow := context.WithCancel(p.ctx)
@@ -76,13 +80,15 @@ func (p *platform) call(r *replica, cs callSpec) *CallRecord {
 		cs.onRun()
 	}
 	var res callResult
-	onRequest := false
+	onRequest, releaseHeld := false, false
 	hostLoss := cs.fault != nil && cs.fault.Kind == FaultHostLoss
 	switch {
 	case hostLoss:
 		res = p.hostLossDuring(r, cs, done, heldBefore)
-	case cs.fault != nil && cs.fault.Kind == FaultCancel && cs.fault.On == "request":
+	case cs.fault != nil && cs.fault.Kind == FaultCancel && cs.fault.On == CancelOnRequest:
 		res, onRequest = p.cancelOnRequest(done, requestsBefore, timeout, cancelNow)
+	case cs.fault != nil && cs.fault.Kind == FaultCancel && cs.fault.On == CancelOnWrite:
+		res, onRequest, releaseHeld = p.cancelOnWrite(r, done, holdWrite, heldBefore, timeout, cancelNow)
 	default:
 		res = <-done
 	}
@@ -92,6 +98,10 @@ func (p *platform) call(r *replica, cs callSpec) *CallRecord {
 		BeforeApplyMark(p.requestsDone)
 	}
 	rec.ApplyMark = p.dbl.AppliedCount()
+	if releaseHeld {
+		// The write the cancel met is let through only now: it lands after the callback settled.
+		p.dbl.Release(holdWrite)
+	}
 	p.mu.Lock()
 	delete(p.current, r.name)
 	p.mu.Unlock()
@@ -282,6 +292,64 @@ func (p *platform) cancelOnRequest(done chan callResult, requestsBefore int, tim
 	}
 	cancelNow()
 	return <-done, true
+}
+
+// After a cancel on write, the held write is let through as soon as the callback is seen waiting: every
+// thread of its replica's process asleep (harness.Process.Asleep) in asleepSamples polls in a row,
+// asleepPoll apart. A callback that waits for its write (shielded, or joined in its cancellation handler)
+// can only answer once the write is answered, and then sleeps; one that abandons its write answers without
+// sleeping, however loaded the machine (a thread waiting for a CPU is runnable, not asleep), and its write is
+// released only after its answer, so that it lands after the callback settled in every run. Where thread
+// states cannot be read, or a callback never sleeps, the write is let through after cancelGraceShare of the
+// replica's grace after a cancel (harness.Limits.Grace), leaving it the rest to finish.
+const (
+	asleepPoll       = 10 * time.Millisecond
+	asleepSamples    = 3
+	cancelGraceShare = 2
+)
+
+// cancelOnWrite cancels the callback when its first write is held (by the hold fault id, added before the
+// call) and keeps the write held until the callback answers or is seen waiting. When the callback answered
+// first, release is true: the caller lets the write through after it took the call's apply mark. With no
+// write within timeout the callback is cancelled then, like any cancel fault.
+func (p *platform) cancelOnWrite(r *replica, done chan callResult, id double.FaultID, heldBefore int, timeout time.Duration, cancelNow context.CancelFunc) (res callResult, triggered, release bool) {
+	defer p.dbl.RemoveFault(id)
+	ctx, stop := context.WithTimeout(p.ctx, timeout)
+	defer stop()
+	held := make(chan error, 1)
+	go func() { held <- p.dbl.WaitHeld(ctx, heldBefore+1) }()
+	select {
+	case res := <-done:
+		// Settled before it wrote: a write it made on the way out is held still, and goes on now.
+		return res, false, true
+	case err := <-held:
+		if err != nil {
+			// No write within the fault's time: the harness cancels the callback at that deadline.
+			p.dbl.RemoveFault(id)
+			return <-done, false, true
+		}
+	}
+	cancelNow()
+	backstop := time.NewTimer(p.o.Limits.WithDefaults().Grace / cancelGraceShare)
+	defer backstop.Stop()
+	tick := time.NewTicker(asleepPoll)
+	defer tick.Stop()
+	for asleep := 0; asleep < asleepSamples; {
+		select {
+		case res = <-done:
+			return res, true, true
+		case <-backstop.C:
+			asleep = asleepSamples
+		case <-tick.C:
+			if ok, known := r.proc.Asleep(); ok && known {
+				asleep++
+			} else {
+				asleep = 0
+			}
+		}
+	}
+	p.dbl.Release(id)
+	return <-done, true, false
 }
 
 // hostLossDuring kills the replica while its callback runs: once the double holds one more request than before

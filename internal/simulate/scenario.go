@@ -111,8 +111,12 @@ type Fault struct {
 	// seconds in).
 	Kind  string  `yaml:"kind" json:"kind"`
 	After float64 `yaml:"after,omitempty" json:"after,omitempty"`
-	// On, for cancel, is "request": the platform cancels the callback as soon as one of its requests reaches
-	// the double (so that the cancellation meets it in flight), or After seconds in if none comes first.
+	// On, for cancel, is "request" (CancelOnRequest): the platform cancels the callback as soon as one of
+	// its requests reaches the double or a declared service (so that the cancellation meets it in flight),
+	// or After seconds in if none comes first; or "write" (CancelOnWrite): the platform cancels it when its
+	// first write arrives, and that write is held, neither applied nor answered, until the callback has
+	// answered the cancel or is seen waiting (every thread of its process asleep), so that the
+	// window between a write sent and its answer is met every run.
 	On string `yaml:"on,omitempty" json:"on,omitempty"`
 	// Change is what the supersede fault changes while synchronize runs: refresh (the default: a new refresh
 	// revision), version (a new authored version), pool (a new pool lifetime) or generation (a new runtime
@@ -352,6 +356,12 @@ func (st *Step) presentFields(n *yaml.Node) {
 		}
 	}
 }
+
+// The values of a cancel fault's On.
+const (
+	CancelOnRequest = "request"
+	CancelOnWrite   = "write"
+)
 
 // The callback faults a step may carry.
 const (

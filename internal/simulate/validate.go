@@ -173,8 +173,8 @@ func (f *Fault) check() string {
 	if f.Change != "" && f.Kind != FaultSupersede {
 		return "`change` applies only to the supersede fault"
 	}
-	if f.On != "" && (f.On != "request" || f.Kind != FaultCancel) {
-		return fmt.Sprintf("fault on %q; only the cancel fault takes `on`, and its one value is request", f.On)
+	if f.On != "" && ((f.On != CancelOnRequest && f.On != CancelOnWrite) || f.Kind != FaultCancel) {
+		return fmt.Sprintf("fault on %q; only the cancel fault takes `on`, and its values are %s and %s", f.On, CancelOnRequest, CancelOnWrite)
 	}
 	return ""
 }
