@@ -26,9 +26,9 @@ func init() {
 			Clauses: []string{"GEN-CANCEL-CLEAN"},
 			Needs:   "a callback the platform cancelled", Exercise: exCancelled, Judges: judgesAll,
 			Rationale: "When the platform cancels a callback (its deadline passed, or the step was cancelled) it treats the callback as over and may retry elsewhere. A write made by work the callback started and did not wait for lands whenever that work gets to it, racing the retry and the platform's view of what happened; that it landed before the callback ended in one run is luck, so the kit judges who issued the write, not when it landed.",
-			Hint:      "On cancellation, join or await every thread, executor job or task the callback started before re-raising (cancelling a future does not stop a running job); never leave a write running.",
-			Wrong:     "async def prepare_turn(self, *, context):\n    token = await asyncio.to_thread(self._issue_blocking, context)  # the thread keeps writing after cancel",
-			Right:     "async def prepare_turn(self, *, context):\n    token = await self._client.issue(context)  # cancellable request, nothing left running",
+			Hint:      "A write whose request was sent goes on at the service when the await on it is cancelled: run each write as a task (or executor job) and shield it, and on CancelledError wait for it, and for every thread, job or task the callback started, before re-raising (cancelling a future does not stop a running job, nor a sent request).",
+			Wrong:     "async def prepare_turn(self, *, context):\n    resp = await self._client.put(url, json=doc)  # cancelled mid-request: the PUT still lands\n    token = await asyncio.to_thread(self._issue_blocking, context)  # the thread keeps writing after cancel",
+			Right:     "async def prepare_turn(self, *, context):\n    write = asyncio.ensure_future(self._client.put(url, json=doc))\n    try:\n        resp = await asyncio.shield(write)\n    except asyncio.CancelledError:\n        await asyncio.wait([write])  # the write has landed or failed: nothing outstanding\n        raise",
 			Decide:    decideGenCancelClean,
 		},
 		&Check{

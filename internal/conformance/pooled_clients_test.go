@@ -75,7 +75,7 @@ func collectProvider(t *testing.T, dir, provider string) (*report.Report, []*sim
 // connection (opened by another call, over TLS through the proxy's CONNECT tunnel or a direct listener) is
 // attributed to the call whose work issued it, on its replica, by the unit that issued it: never to the
 // call that opened the connection, to another replica, or to the background. And each provider, which keeps
-// every clause, passes the default suite.
+// every clause, passes the default suite with no warning.
 func TestPooledClientsAttributeEachRequest(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Python")
@@ -116,7 +116,9 @@ func TestPooledClientsAttributeEachRequest(t *testing.T) {
 				t.Fatalf("%d requests seen, %d after the first of their replica: the suite did not exercise a pool", seen, reused)
 			}
 			for _, r := range rep.Results {
-				if r.Status == report.StatusFailed || r.Status == report.StatusNotExercised {
+				// A warning too: aiohttp's timeout and keep-alive handles, left on the loop by every request, are
+				// the library's housekeeping, not work synchronize left running (SYNC-QUIESCENT).
+				if r.Status == report.StatusFailed || r.Status == report.StatusNotExercised || r.Status == report.StatusWarning || r.Status == report.StatusFlaky {
 					t.Errorf("%s %s: %s", r.Check, r.Status, r.Message)
 				}
 			}

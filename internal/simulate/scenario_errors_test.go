@@ -55,7 +55,7 @@ func TestParseScenarioErrors(t *testing.T) {
 		{"on for a timeout", "name: x\nsteps:\n  - {op: cold_start, session: s1, agent: agent-1, principal: alice}\n  - {op: turn, session: s1, attempt: t1, fault: {kind: timeout, on: request}}\n", 4,
 			[]string{`fault on "request"`, "only the cancel fault takes `on`"}},
 		{"on something else", "name: x\nsteps:\n  - {op: cold_start, session: s1, agent: agent-1, principal: alice}\n  - {op: turn, session: s1, attempt: t1, fault: {kind: cancel, on: response}}\n", 4,
-			[]string{`fault on "response"`, "its one value is request"}},
+			[]string{`fault on "response"`, "its values are request and write"}},
 		{"bad double fault", "name: x\nsteps:\n  - {op: prewarm, agent: agent-1, double: [{kind: explode}]}\n", 3,
 			[]string{`double fault kind "explode"`}},
 		{"bad consent", "name: x\nprincipals:\n  bob: {consent: maybe}\nsteps:\n  - {op: prewarm, agent: agent-1}\n", 2,

@@ -28,6 +28,10 @@ class HttpxAsyncProvider(RuntimePreparationProvider):
             a.raise_for_status()
         return answers
 
+    async def synchronize(self, *, context):
+        # read the Agent's ledger entry; nothing to write when it is there
+        await self._both(("GET", "/v1/httpx-async/agents/" + context.operation.agent_id, None))
+
     async def prepare_session(self, *, context):
         (resp,) = await self._both(("PUT", "/v1/httpx-async/sessions/" + context.session_id, {"owner": context.principal_id}))
         return RuntimeMaterials(files=(RuntimeFile(name="ledger-session.json", content=resp.content),))
@@ -63,6 +67,9 @@ class AiohttpProvider(RuntimePreparationProvider):
         except asyncio.CancelledError:
             await asyncio.wait([task])
             raise
+
+    async def synchronize(self, *, context):
+        await self._shielded(self._fetch("GET", "/v1/aiohttp/agents/" + context.operation.agent_id))
 
     async def prepare_session(self, *, context):
         data = await self._shielded(self._fetch("PUT", "/v1/aiohttp/sessions/" + context.session_id, {"owner": context.principal_id}))

@@ -104,6 +104,21 @@ def _task(task: Any, qualified: bool) -> LeftoverTask:
                         code.co_firstlineno if code is not None else None)
 
 
+def _callback_file(cb: Any) -> str:
+    """The code file of a loop timer's callback (through partials and bound methods), or ""."""
+    for _ in range(4):
+        if isinstance(cb, functools.partial):
+            cb = cb.func
+            continue
+        func = getattr(cb, "__func__", None)
+        if func is not None:
+            cb = func
+            continue
+        break
+    code = getattr(cb, "__code__", None)
+    return getattr(code, "co_filename", "") or ""
+
+
 def _is_executor_worker(target: Any) -> bool:
     return callable_name(target) == "concurrent.futures.thread._worker"
 
@@ -117,6 +132,11 @@ class Work:
         self.units = units if units is not None else Units()
         self.own_threads: Set[Any] = set()
         self.own_timers: Set[Any] = set()
+        #: Whether a code file is a third-party library's (set by the observer): a loop timer whose callback
+        #: is a library's own (aiohttp's timeout and keep-alive handles, a pool's idle timer) is that
+        #: library's housekeeping, not work the provider left; a write it ever made is still judged when it
+        #: lands.
+        self.library_file: Callable[[str], bool] = lambda filename: False
         self._jobs: List[Job] = []
         # The call that created each task on the harness's loop, and the child processes each call left.
         self.task_origins: "weakref.WeakKeyDictionary[Any, Optional[int]]" = weakref.WeakKeyDictionary()
@@ -236,8 +256,9 @@ class Work:
                     origin = ctx.get(CURRENT_CALL) if ctx is not None else None
                 except BaseException:  # noqa: B036
                     origin = None
-                name = callable_name(getattr(h, "_callback", None))
-                if origin in calls and not name.startswith("asyncio."):
+                cb = getattr(h, "_callback", None)
+                name = callable_name(cb)
+                if origin in calls and not name.startswith("asyncio.") and not self.library_file(_callback_file(cb)):
                     out.timers.append(LeftoverTimer(name, round(h.when() - now, 6)))
             if self.spawned:
                 alive = child_processes()
@@ -295,9 +316,12 @@ class Work:
             out.tasks.extend(_task(task, qualified=True) for task in tasks if not task.done())
             now = loop.time()
             for h in timers:
-                name = callable_name(getattr(h, "_callback", None))
+                cb = getattr(h, "_callback", None)
+                name = callable_name(cb)
                 if name.startswith("asyncio."):
                     continue  # the wake-up of a sleeping task, already reported as a task
+                if self.library_file(_callback_file(cb)):
+                    continue  # a library's own housekeeping (a timeout or keep-alive handle)
                 out.timers.append(LeftoverTimer(name, round(h.when() - now, 6)))
             for pid, cmd in sorted((child_processes() if self.spawned else {}).items()):
                 if pid not in before.children:

@@ -29,7 +29,7 @@ from astrabox._harness import audit, connections, sends
 from astrabox._harness.leftovers import Snapshot, Work
 from astrabox._harness.records import AuditEvent, Connection, Leftovers, LogRecord, Observations, Send, WarningRecord
 from astrabox._harness.routing import CURRENT_CALL, SUBMITTED_AT, Router
-from astrabox._harness.sources import CodeKinds, own_location
+from astrabox._harness.sources import OTHER, CodeKinds, own_location
 from astrabox._harness.units import WORK_HEADER, Units
 from astrabox._harness.values import MESSAGE_LIMIT, safe_str, truncate, type_name
 
@@ -45,6 +45,7 @@ class Observer:
         self.units = Units()
         self.work = Work(self.router, self.units)
         self.work.locate = lambda frame: own_location(self.code, frame)
+        self.work.library_file = lambda filename: bool(filename) and self.code.kind(filename) == OTHER
         self.sdk_dir = self.code.sdk_dir
 
     # -- what the runner and the loader use --------------------------------------------------------------
