@@ -112,6 +112,15 @@ func idempotentMethod(method string) bool {
 	return m == "PUT" || m == "DELETE"
 }
 
+// newKeyNote explains, for a write that carried an idempotency key or condition, that no earlier write of
+// the attempt carried it: a retry that mints a new key per attempt is a new write.
+func newKeyNote(r simulate.Request) string {
+	if d := describeKey(r); d != "" {
+		return "; its key" + d + " is new, so the service counts it as another write (reuse the attempt's key on every retry)"
+	}
+	return ""
+}
+
 // writeSignature identifies an external write by what it did, so that an exact repeat compares equal.
 func writeSignature(r simulate.Request) string {
 	body := r.RawBody()
@@ -126,6 +135,7 @@ func decideTurnIdempotent(ev *Evidence) []Finding {
 		latest   map[string][]byte
 		from     *simulate.CallRecord
 		writes   map[string]bool
+		keys     map[string]bool // the idempotency keys and conditions the attempt's writes carried
 		answered bool
 	}
 	var out []Finding
@@ -137,7 +147,7 @@ func decideTurnIdempotent(ev *Evidence) []Finding {
 			k := attemptKey{h, c.Ctx.Session, c.Ctx.Attempt}
 			st := states[k]
 			if st == nil {
-				st = &state{writes: map[string]bool{}}
+				st = &state{writes: map[string]bool{}, keys: map[string]bool{}}
 				states[k] = st
 			}
 			m := cs.materials()
@@ -152,8 +162,11 @@ func decideTurnIdempotent(ev *Evidence) []Finding {
 					}
 				}
 				for _, r := range requestsOf(cs) {
-					if !r.Applied || !isWrite(r.Method) || (idempotentMethod(r.Method) && st.writes[writeSignature(r)]) {
+					if !r.Applied || !r.Class.Write || (idempotentMethod(r.Method) && st.writes[writeSignature(r)]) {
 						continue
+					}
+					if id := r.Class.KeyID(r.Service); id != "" && st.keys[id] {
+						continue // the same idempotency key (or condition) as a write the attempt made: the same write
 					}
 					if r.Forbidden {
 						continue // a dispatch or registration is GEN-NO-DISPATCH's breach, whenever it happens
@@ -164,16 +177,19 @@ func decideTurnIdempotent(ev *Evidence) []Finding {
 					}
 					seen[key] = true
 					loc := ev.methodLocation(simulate.CallPrepareTurn)
-					msg := fmt.Sprintf("a retry of attempt %s of session %s on %s made a new external write after the attempt already had its material: %s",
-						c.Ctx.Attempt, c.Ctx.Session, c.Replica, describeRequest(r))
+					msg := fmt.Sprintf("a retry of attempt %s of session %s on %s made a new external write after the attempt already had its material: %s%s",
+						c.Ctx.Attempt, c.Ctx.Session, c.Replica, describeRequest(r), newKeyNote(r))
 					out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(cs, msg, loc)}})
 				}
 			}
 			// Every write the attempt sent counts, applied or not: a retry repeating exactly the PUT an earlier
 			// call sent (and a 503 refused) is not a duplicate.
 			for _, r := range requestsOf(cs) {
-				if isWrite(r.Method) {
+				if r.Class.Write {
 					st.writes[writeSignature(r)] = true
+					if id := r.Class.KeyID(r.Service); id != "" {
+						st.keys[id] = true
+					}
 				}
 			}
 			if m != nil {

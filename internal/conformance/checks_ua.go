@@ -272,15 +272,20 @@ func uaIdempotentIn(ev *Evidence, h *simulate.History) []Finding {
 		}
 		// No new external effect per call.
 		written := map[string]bool{}
+		keys := map[string]bool{} // idempotency keys and conditions earlier calls' writes carried
 		for i, cs := range g.calls {
 			var fresh []string
 			for _, r := range requestsOf(cs) {
-				if !r.Applied || !isWrite(r.Method) {
+				if !r.Applied || !r.Class.Write {
 					continue
 				}
 				w := strings.ToUpper(r.Method) + " " + r.Path
-				if i > 0 && !written[w] {
-					fresh = append(fresh, w)
+				if r.Class.Operation != "" { // an RPC: every write has one path
+					w += " " + r.Class.Operation + " " + r.Class.Resource
+				}
+				again := keyedBefore(keys, r) // the same key as an earlier write: that write again
+				if i > 0 && !written[w] && !again {
+					fresh = append(fresh, w+describeKey(r))
 				}
 				written[w] = true
 			}
