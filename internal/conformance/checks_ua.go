@@ -283,8 +283,13 @@ func uaIdempotentIn(ev *Evidence, h *simulate.History) []Finding {
 				if r.Class.Operation != "" { // an RPC: every write has one path
 					w += " " + r.Class.Operation + " " + r.Class.Resource
 				}
-				again := keyedBefore(keys, r) // the same key as an earlier write: that write again
-				if i > 0 && !written[w] && !again {
+				// A write with an idempotency key or condition is judged by it (the same key is that write again,
+				// a new key a new effect wherever it goes); one without, by its method and path.
+				seenBefore := written[w]
+				if r.Class.KeyID(r.Service) != "" {
+					seenBefore = keyedBefore(keys, r)
+				}
+				if i > 0 && !seenBefore {
 					fresh = append(fresh, w+describeKey(r))
 				}
 				written[w] = true
