@@ -12,10 +12,14 @@ LOCK = threading.Lock()
 SECRETS = {}  # name -> {"value": str, "version": token}
 
 
+EPOCH = [0]  # resets so far: the journal's lines of one fake between two resets belong to one scenario
+
+
 def journal(entry):
     path = os.environ.get("LARKSPUR_FAKE_JOURNAL")
     if path:
-        with LOCK, open(path, "a") as f:
+        entry = dict(entry, fake=os.path.basename(__file__), pid=os.getpid(), epoch=EPOCH[0])
+        with open(path, "a") as f:
             f.write(json.dumps(entry) + "\n")
 
 
@@ -46,6 +50,7 @@ class API(BaseHTTPRequestHandler):
         if self.path == "/__astrabox/reset":
             with LOCK:
                 SECRETS.clear()
+                EPOCH[0] += 1
             return self._reply(200, {})
         target = self.headers.get("X-Amz-Target", "")
         op = target.rpartition(".")[2]

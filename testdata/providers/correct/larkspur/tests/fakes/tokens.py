@@ -15,10 +15,14 @@ LOCK = threading.Lock()
 ISSUED = {}  # key -> answer
 
 
+EPOCH = [0]  # resets so far: the journal's lines of one fake between two resets belong to one scenario
+
+
 def journal(entry):
     path = os.environ.get("LARKSPUR_FAKE_JOURNAL")
     if path:
-        with LOCK, open(path, "a") as f:
+        entry = dict(entry, fake=os.path.basename(__file__), pid=os.getpid(), epoch=EPOCH[0])
+        with open(path, "a") as f:
             f.write(json.dumps(entry) + "\n")
 
 
@@ -46,6 +50,7 @@ class API(BaseHTTPRequestHandler):
         if self.path == "/__astrabox/reset":
             with LOCK:
                 ISSUED.clear()
+                EPOCH[0] += 1
             return self._reply(204)
         if self.path != "/v1/tokens":
             return self._reply(404, {"error": "no such route"})
@@ -62,7 +67,7 @@ class API(BaseHTTPRequestHandler):
             if answer is None:
                 answer = {"token": "lk_" + secrets.token_hex(16), "expires_at": round(time.time() + 300, 3)}
                 ISSUED[key] = answer
-        journal({"key": key, "replay": replay, "metadata": doc.get("metadata"), "token_sha": answer["token"][-6:]})
+        journal({"key": key, "replay": replay, "metadata": doc.get("metadata")})
         self._reply(200 if replay else 201, answer)
 
 
