@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/astrabox-dev/astrabox/internal/services"
 	"github.com/astrabox-dev/astrabox/internal/harness"
 	"github.com/astrabox-dev/astrabox/internal/secrets"
+	"github.com/astrabox-dev/astrabox/internal/services"
 	"github.com/astrabox-dev/astrabox/internal/simulate"
 )
 

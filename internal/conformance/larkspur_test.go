@@ -75,7 +75,6 @@ func firstMints(lines []journalLine) (minted map[string]int, replays int) {
 	return minted, replays
 }
 
-
 // TestLarkspurKeyedRetriesAreOneWrite: the correct Larkspur provider POSTs /v1/tokens again on every retry
 // of an attempt with the attempt's Idempotency-Key; its token API's own journal shows the retries answered
 // as replays and at most one token minted per attempt, and TURN-IDEMPOTENT passes. Its twin mints a new key
