@@ -201,7 +201,7 @@ func (d *noDispatch) lateAfterSettled() {
 func (d *noDispatch) background() {
 	ev, h, order, seen, quiescent := d.ev, d.h, d.order, d.seen, d.quiescent
 	for _, r := range h.Requests {
-		if r.Call != "" || !r.Applied || !isWrite(r.Method) || r.Forbidden || quiescent[r.Seq] {
+		if r.Call != "" || !r.Applied || !r.Class.Write || r.Forbidden || quiescent[r.Seq] {
 			continue
 		}
 		key := "background|" + r.Replica

@@ -3,7 +3,6 @@ package conformance
 import (
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"regexp"
 	"sort"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/astrabox-dev/astrabox/internal/harness"
 	"github.com/astrabox-dev/astrabox/internal/report"
+	"github.com/astrabox-dev/astrabox/internal/services"
 	"github.com/astrabox-dev/astrabox/internal/simulate"
 )
 
@@ -93,7 +93,7 @@ func writesOf(cs callSite) []simulate.Request {
 	opID := operationID(cs.c)
 	var out []simulate.Request
 	for _, r := range cs.h.Requests {
-		if !isWrite(r.Method) {
+		if !r.Class.Write {
 			continue
 		}
 		switch {
@@ -107,10 +107,14 @@ func writesOf(cs callSite) []simulate.Request {
 }
 
 // stateWrite tells whether an applied request changed deployment state that synchronize maintains (records,
-// fences, registrations), as opposed to issuing a credential or re-checking consent.
+// fences, registrations, the provider's own services' resources), as opposed to issuing a credential or
+// re-checking consent at the double.
 func stateWrite(r simulate.Request) bool {
-	if !r.Applied || !isWrite(r.Method) {
+	if !r.Applied || !r.Class.Write {
 		return false
+	}
+	if r.Service != "" {
+		return true
 	}
 	if strings.HasPrefix(r.Path, "/v1/credentials") {
 		return false
@@ -121,20 +125,23 @@ func stateWrite(r simulate.Request) bool {
 	return true
 }
 
-// recordKey returns the decoded record key of a /v1/records/ request, or "".
-func recordKey(p string) string {
-	if i := strings.IndexAny(p, "?#"); i >= 0 {
-		p = p[:i]
-	}
-	const prefix = "/v1/records/"
-	if !strings.HasPrefix(p, prefix) {
+// resourceKey is the external identity a write acts on, from its classification (Class.Resource): the
+// record key of the double's /v1/records/, and for a declared service its name and the resource ("vault
+// /v1/secret/data/agents/agent-1", "secrets agents/agent-1"); "" when the write names no resource.
+func resourceKey(r simulate.Request) string {
+	if r.Class.Resource == "" {
 		return ""
 	}
-	k := strings.TrimPrefix(p, prefix)
-	if d, err := url.PathUnescape(k); err == nil {
-		k = d
+	if r.Service == "" {
+		return r.Class.Resource
 	}
-	return k
+	return r.Service + " " + r.Class.Resource
+}
+
+// adds tells whether a write may add to a collection rather than replace one resource (a REST POST): two
+// Agents posting to one collection share no identity.
+func adds(r simulate.Request) bool {
+	return r.Class.Protocol == services.ProtocolREST && strings.EqualFold(r.Method, "POST")
 }
 
 // containsToken reports whether s holds tok not glued to further letters or digits on either side.
@@ -227,6 +234,8 @@ type keyedWrite struct {
 	cs      callSite
 	key     string
 	version int
+	// adds reports that every write under key was a POST that may add to a shared collection.
+	adds bool
 }
 
 func decideSyncIdentity(ev *Evidence) []Finding {
@@ -240,10 +249,11 @@ func decideSyncIdentity(ev *Evidence) []Finding {
 				continue
 			}
 			loc := ev.methodLocation(simulate.CallSynchronize)
-			keys := map[string]bool{}
+			keys := map[string]bool{} // resource key -> every write to it adds to a collection
 			for _, r := range writesOf(cs) {
-				if k := recordKey(r.Path); k != "" {
-					keys[k] = true
+				if k := resourceKey(r); k != "" {
+					prev, ok := keys[k]
+					keys[k] = adds(r) && (!ok || prev)
 				}
 			}
 			for _, k := range sortedSet(keys) {
@@ -263,7 +273,7 @@ func decideSyncIdentity(ev *Evidence) []Finding {
 				if _, ok := byAgent[a]; !ok {
 					agents = append(agents, a)
 				}
-				byAgent[a] = append(byAgent[a], keyedWrite{cs: cs, key: k, version: cs.c.Ctx.Version})
+				byAgent[a] = append(byAgent[a], keyedWrite{cs: cs, key: k, version: cs.c.Ctx.Version, adds: keys[k]})
 			}
 		}
 		// Across Agent versions: the same key shape with the version number swapped means one record per
@@ -305,6 +315,9 @@ func (ev *Evidence) sharedAcrossAgents(agents []string, byAgent map[string][]key
 	owner := map[string]keyedWrite{}
 	for _, a := range agents {
 		for _, w := range byAgent[a] {
+			if w.adds {
+				continue // a POST to a collection every Agent may add to
+			}
 			prev, ok := owner[w.key]
 			if !ok {
 				owner[w.key] = w
@@ -399,6 +412,7 @@ func decideSyncSkipUnchanged(ev *Evidence) []Finding {
 	var out []Finding
 	for _, h := range ev.Histories {
 		baseline := map[string]callSite{}
+		keyed := map[string]map[string]bool{} // inputs -> the keys the writes of calls with them carried
 		for _, cs := range ev.calls(simulate.CallSynchronize) {
 			if cs.h != h {
 				continue
@@ -407,10 +421,14 @@ func decideSyncSkipUnchanged(ev *Evidence) []Finding {
 			if in == "" {
 				continue
 			}
+			if keyed[in] == nil {
+				keyed[in] = map[string]bool{}
+			}
 			if prev, ok := baseline[in]; ok {
 				var writes []string
 				for _, r := range writesOf(cs) {
-					if stateWrite(r) {
+					// A write with the key of an earlier one (with the same inputs) is that write again.
+					if stateWrite(r) && !keyedBefore(keyed[in], r) {
 						writes = append(writes, describeRequest(r))
 					}
 				}
@@ -420,6 +438,9 @@ func decideSyncSkipUnchanged(ev *Evidence) []Finding {
 					out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(prev, "earlier synchronize with the same inputs returned", loc), ev.evidence(cs, msg, loc)}})
 					break // one finding per history is enough
 				}
+			}
+			for _, r := range writesOf(cs) {
+				keyedBefore(keyed[in], r)
 			}
 			// Only a successful, quiescent call is a baseline: when its writes were still in flight, a later
 			// call could not have seen them (that is SYNC-QUIESCENT's finding).

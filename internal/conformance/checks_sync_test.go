@@ -23,6 +23,7 @@ func (b *syncHist) call(c *simulate.CallRecord) *simulate.CallRecord {
 }
 
 func (b *syncHist) req(r simulate.Request) {
+	r = classified(r)
 	r.Seq = int64(len(b.h.Requests) + 1)
 	b.h.Requests = append(b.h.Requests, r)
 }
@@ -94,10 +95,10 @@ func TestContainsTokenAndRecordKey(t *testing.T) {
 	if !containsToken("agents/sb-1/x", "sb-1") || containsToken("agents/sb-10/x", "sb-1") || containsToken("xsb-1", "sb-1") {
 		t.Error("containsToken must match whole tokens only")
 	}
-	if got := recordKey("/v1/records/agents%2Fagent-1?x=1"); got != "agents/agent-1" {
-		t.Errorf("recordKey decoded to %q", got)
+	if got := resourceKey(classified(simulate.Request{Method: "PUT", Path: "/v1/records/agents%2Fagent-1"})); got != "agents/agent-1" {
+		t.Errorf("the record key decoded to %q", got)
 	}
-	if recordKey("/v1/fences") != "" {
+	if resourceKey(classified(simulate.Request{Method: "POST", Path: "/v1/fences"})) != "" {
 		t.Error("a fence path is no record key")
 	}
 }

@@ -22,8 +22,8 @@ func init() {
 			ID: "TURN-IDEMPOTENT", Title: "prepare_turn is idempotent for a dispatch attempt", Area: AreaTurn, Severity: report.SeverityError,
 			Clauses: []string{"TURN-IDEMPOTENT"},
 			Needs:   "a retry of an attempt that already had material", Exercise: exTurnRetry, Judges: judgesTurn,
-			Rationale: "A reconnect retry of an engine write calls prepare_turn again with the same dispatch_attempt_id, possibly on another replica. The engine may already hold the first answer's material; a retry that issues a new credential or returns different bytes swaps material under a live write and piles up external credentials and records for one write.",
-			Hint:      "Store the attempt's material in the deployment under dispatch_attempt_id (create-if-absent) and return the stored material on every retry, on any replica.",
+			Rationale: "A reconnect retry of an engine write calls prepare_turn again with the same dispatch_attempt_id, possibly on another replica. The engine may already hold the first answer's material; a retry that issues a new credential or returns different bytes swaps material under a live write and piles up external credentials and records for one write. A retry may repeat a write the service itself makes idempotent: an exact repeat of a PUT or DELETE, or any write carrying the same idempotency key as one the attempt already sent (the Idempotency-Key header, recognised with no configuration; AWS's ClientToken and ClientRequestToken; a header, body field or query parameter the service declares with idempotency-key) or the same condition on the same resource (If-Match or a check-and-set field declared with conditional) counts once. A retry that mints a new key is a new write.",
+			Hint:      "Store the attempt's material in the deployment under dispatch_attempt_id (create-if-absent) and return the stored material on every retry, on any replica; or derive the write's idempotency key from the attempt (never a new uuid per call) so the service answers a retry with the first answer.",
 			Wrong:     "async def prepare_turn(self, *, context):\n    token = await self._issue(context.principal_id)  # a new credential on every retry\n    return RuntimeMaterials(files=(RuntimeFile(name=\"token.json\", content=token),))",
 			Right:     "async def prepare_turn(self, *, context):\n    token = await self._store.get_or_create(context.dispatch_attempt_id,\n                                            lambda: self._issue(context.principal_id))\n    return RuntimeMaterials(files=(RuntimeFile(name=\"token.json\", content=token),))",
 			Decide:    decideTurnIdempotent,
@@ -112,6 +112,15 @@ func idempotentMethod(method string) bool {
 	return m == "PUT" || m == "DELETE"
 }
 
+// newKeyNote explains, for a write that carried an idempotency key or condition, that no earlier write of
+// the attempt carried it: a retry that mints a new key per attempt is a new write.
+func newKeyNote(r simulate.Request) string {
+	if d := describeKey(r); d != "" {
+		return "; its key" + d + " is new, so the service counts it as another write (reuse the attempt's key on every retry)"
+	}
+	return ""
+}
+
 // writeSignature identifies an external write by what it did, so that an exact repeat compares equal.
 func writeSignature(r simulate.Request) string {
 	body := r.RawBody()
@@ -126,6 +135,7 @@ func decideTurnIdempotent(ev *Evidence) []Finding {
 		latest   map[string][]byte
 		from     *simulate.CallRecord
 		writes   map[string]bool
+		keys     map[string]bool // the idempotency keys and conditions the attempt's writes carried
 		answered bool
 	}
 	var out []Finding
@@ -137,7 +147,7 @@ func decideTurnIdempotent(ev *Evidence) []Finding {
 			k := attemptKey{h, c.Ctx.Session, c.Ctx.Attempt}
 			st := states[k]
 			if st == nil {
-				st = &state{writes: map[string]bool{}}
+				st = &state{writes: map[string]bool{}, keys: map[string]bool{}}
 				states[k] = st
 			}
 			m := cs.materials()
@@ -152,8 +162,11 @@ func decideTurnIdempotent(ev *Evidence) []Finding {
 					}
 				}
 				for _, r := range requestsOf(cs) {
-					if !r.Applied || !isWrite(r.Method) || (idempotentMethod(r.Method) && st.writes[writeSignature(r)]) {
+					if !r.Applied || !r.Class.Write || (idempotentMethod(r.Method) && st.writes[writeSignature(r)]) {
 						continue
+					}
+					if id := r.Class.KeyID(r.Service); id != "" && st.keys[id] {
+						continue // the same idempotency key (or condition) as a write the attempt made: the same write
 					}
 					if r.Forbidden {
 						continue // a dispatch or registration is GEN-NO-DISPATCH's breach, whenever it happens
@@ -164,16 +177,19 @@ func decideTurnIdempotent(ev *Evidence) []Finding {
 					}
 					seen[key] = true
 					loc := ev.methodLocation(simulate.CallPrepareTurn)
-					msg := fmt.Sprintf("a retry of attempt %s of session %s on %s made a new external write after the attempt already had its material: %s",
-						c.Ctx.Attempt, c.Ctx.Session, c.Replica, describeRequest(r))
+					msg := fmt.Sprintf("a retry of attempt %s of session %s on %s made a new external write after the attempt already had its material: %s%s",
+						c.Ctx.Attempt, c.Ctx.Session, c.Replica, describeRequest(r), newKeyNote(r))
 					out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(cs, msg, loc)}})
 				}
 			}
 			// Every write the attempt sent counts, applied or not: a retry repeating exactly the PUT an earlier
 			// call sent (and a 503 refused) is not a duplicate.
 			for _, r := range requestsOf(cs) {
-				if isWrite(r.Method) {
+				if r.Class.Write {
 					st.writes[writeSignature(r)] = true
+					if id := r.Class.KeyID(r.Service); id != "" {
+						st.keys[id] = true
+					}
 				}
 			}
 			if m != nil {

@@ -272,15 +272,25 @@ func uaIdempotentIn(ev *Evidence, h *simulate.History) []Finding {
 		}
 		// No new external effect per call.
 		written := map[string]bool{}
+		keys := map[string]bool{} // idempotency keys and conditions earlier calls' writes carried
 		for i, cs := range g.calls {
 			var fresh []string
 			for _, r := range requestsOf(cs) {
-				if !r.Applied || !isWrite(r.Method) {
+				if !r.Applied || !r.Class.Write {
 					continue
 				}
 				w := strings.ToUpper(r.Method) + " " + r.Path
-				if i > 0 && !written[w] {
-					fresh = append(fresh, w)
+				if r.Class.Operation != "" { // an RPC: every write has one path
+					w += " " + r.Class.Operation + " " + r.Class.Resource
+				}
+				// A write with an idempotency key or condition is judged by it (the same key is that write again,
+				// a new key a new effect wherever it goes); one without, by its method and path.
+				seenBefore := written[w]
+				if r.Class.KeyID(r.Service) != "" {
+					seenBefore = keyedBefore(keys, r)
+				}
+				if i > 0 && !seenBefore {
+					fresh = append(fresh, w+describeKey(r))
 				}
 				written[w] = true
 			}

@@ -233,6 +233,9 @@ func workNoun(k harness.WorkKind) string {
 // describeRequest is a one-line description of a double request.
 func describeRequest(r simulate.Request) string {
 	s := fmt.Sprintf("%s %s", r.Method, r.Path)
+	if r.Class.Operation != "" {
+		s += " " + r.Class.Operation
+	}
 	if r.Operation != "" {
 		s += " (operation " + r.Operation + ")"
 	}
@@ -247,10 +250,25 @@ func describeRequest(r simulate.Request) string {
 	return s
 }
 
-// isWrite tells whether a request method writes.
-func isWrite(method string) bool {
-	m := strings.ToUpper(method)
-	return m == "PUT" || m == "POST" || m == "DELETE" || m == "PATCH"
+// keyedBefore reports whether a write carries an idempotency key or condition that an earlier write of the
+// same service carried (recorded in seen, as Class.KeyID): it is the same write again and counts once. A
+// write with a key is added to seen.
+func keyedBefore(seen map[string]bool, r simulate.Request) bool {
+	id := r.Class.KeyID(r.Service)
+	if id == "" {
+		return false
+	}
+	before := seen[id]
+	seen[id] = true
+	return before
+}
+
+// describeKey names a write's key for a message ("" when it has none).
+func describeKey(r simulate.Request) string {
+	if k := r.Class.Key; k != nil && k.Value != "" {
+		return fmt.Sprintf(" (%s %s)", k.Source, k.Value)
+	}
+	return ""
 }
 
 // callID is the harness call id part of a call key ("r2#5" -> "5"), or the key when it has no replica part.

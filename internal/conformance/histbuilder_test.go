@@ -1,8 +1,12 @@
 package conformance
 
 import (
+	"encoding/json"
+	"net/http"
+
 	"github.com/astrabox-dev/astrabox/internal/harness"
 	"github.com/astrabox-dev/astrabox/internal/secrets"
+	"github.com/astrabox-dev/astrabox/internal/services"
 	"github.com/astrabox-dev/astrabox/internal/simulate"
 )
 
@@ -38,6 +42,7 @@ func (b *histBuilder) call(c *simulate.CallRecord) *simulate.CallRecord {
 }
 
 func (b *histBuilder) request(r simulate.Request) {
+	r = classified(r)
 	r.Seq = int64(len(b.h.Requests) + 1)
 	b.h.Requests = append(b.h.Requests, r)
 }
@@ -57,8 +62,35 @@ func fakeHistory(calls []*simulate.CallRecord, reqs ...simulate.Request) *simula
 	for _, c := range calls {
 		b.step(c)
 	}
-	b.h.Requests = reqs
+	for _, r := range reqs {
+		b.h.Requests = append(b.h.Requests, classified(r))
+	}
 	return b.h
+}
+
+// classified classifies a hand-built request as the history does (a request of the double, or of a
+// declared service with no further declarations), unless the test classified it already.
+func classified(r simulate.Request) simulate.Request {
+	if r.Class.Protocol != "" {
+		return r
+	}
+	var spec *services.Spec
+	if r.Service != "" {
+		spec = &services.Spec{Name: r.Service}
+	}
+	simulate.ClassifyRequest(&r, spec, "", nil, r.Body)
+	return r
+}
+
+// serviceRequest is a request of a declared service, classified with its headers and raw body as the
+// history classifies it.
+func serviceRequest(spec services.Spec, r simulate.Request, header http.Header, body string) simulate.Request {
+	r.Service = spec.Name
+	if json.Valid([]byte(body)) && body != "" {
+		r.Body = json.RawMessage(body)
+	}
+	simulate.ClassifyRequest(&r, &spec, "", header, []byte(body))
+	return r
 }
 
 // evidenceOf is the evidence of histories with no secrets, no material and a provider that defines nothing.

@@ -33,9 +33,16 @@ func (d *Double) serve(replica string, w http.ResponseWriter, r *http.Request) {
 	}
 	defer d.leave()
 
-	req, faults := d.arrive(replica, r)
 	service, up := d.upstreamOf(r)
-	body, ok := d.readBody(req, w, r, service, up)
+	var pre *preread
+	if up != nil {
+		// A declared service's request is classified with its body (an RPC names its operation there),
+		// so that the faults that act on writes count it rightly: read it before it arrives.
+		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, d.maxBody))
+		pre = &preread{body: b, err: err}
+	}
+	req, faults := d.arrive(replica, r, pre)
+	body, ok := d.readBody(req, w, r, service, up, pre)
 	if !ok {
 		return
 	}
@@ -60,11 +67,23 @@ func (d *Double) serve(replica string, w http.ResponseWriter, r *http.Request) {
 	d.finish(req, w, a)
 }
 
+// preread is a request body read before the request was recorded.
+type preread struct {
+	body []byte
+	err  error
+}
+
 // readBody reads the request's body (at most maxBody bytes) and records it, with the declared service it is
 // for; it answers the request itself and returns false when the body cannot be read or the service has no
 // stand-in.
-func (d *Double) readBody(req *Request, w http.ResponseWriter, r *http.Request, service string, up *Upstream) ([]byte, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, d.maxBody))
+func (d *Double) readBody(req *Request, w http.ResponseWriter, r *http.Request, service string, up *Upstream, pre *preread) ([]byte, bool) {
+	var body []byte
+	var err error
+	if pre != nil {
+		body, err = pre.body, pre.err
+	} else {
+		body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, d.maxBody))
+	}
 	d.update(req, func(q *Request) {
 		q.Body = body
 		if service != "" {

@@ -36,6 +36,8 @@ type Request struct {
 	// Method and Path are the request method and decoded URL path.
 	Method string
 	Path   string
+	// Query is the raw URL query.
+	Query string
 	// Header holds the request headers as received, secrets included: mask before printing.
 	Header http.Header
 	// Body is the request body as received (up to Options.MaxBody).
@@ -151,7 +153,7 @@ func (d *Double) ForbiddenCalls() []Request {
 }
 
 // arrive records a new request and returns it with the faults that match it. The clock is read outside mu.
-func (d *Double) arrive(replica string, r *http.Request) (*Request, []*faultState) {
+func (d *Double) arrive(replica string, r *http.Request, pre *preread) (*Request, []*faultState) {
 	d.arrivalMu.Lock()
 	defer d.arrivalMu.Unlock()
 	now := d.clock()
@@ -164,13 +166,18 @@ func (d *Double) arrive(replica string, r *http.Request) (*Request, []*faultStat
 		Replica:   replica,
 		Method:    r.Method,
 		Path:      r.URL.Path,
+		Query:     r.URL.RawQuery,
 		Header:    r.Header.Clone(),
 		Operation: r.Header.Get(OperationHeader),
 		Write:     isWrite(strings.ToUpper(r.Method)),
 		Conn:      connOf(r),
 	}
 	if _, up := d.upstreamOf(r); up != nil {
-		req.Write = up.write(r.Method, r.URL.Path)
+		var body []byte
+		if pre != nil {
+			body = pre.body
+		}
+		req.Write = up.write(r, body)
 	}
 	if d.hasFlight[replica] {
 		call := d.inFlight[replica]

@@ -24,15 +24,15 @@ type Upstream struct {
 	// OperationHeader names the request header that carries an operation's identity, so fences apply to the
 	// service's writes as to the double's own ("" = X-Astrabox-Operation).
 	OperationHeader string
-	// IsWrite classifies a request; nil means every method but GET, HEAD and OPTIONS writes.
-	IsWrite func(method, path string) bool
+	// IsWrite classifies a request with its body; nil means every method but GET, HEAD and OPTIONS writes.
+	IsWrite func(r *http.Request, body []byte) bool
 }
 
-func (u *Upstream) write(method, path string) bool {
+func (u *Upstream) write(r *http.Request, body []byte) bool {
 	if u.IsWrite != nil {
-		return u.IsWrite(method, path)
+		return u.IsWrite(r, body)
 	}
-	switch method {
+	switch r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
 		return false
 	}
@@ -63,7 +63,7 @@ type serviceAnswer struct {
 // applyUpstream has the stand-in answer a request after the fence check; a 2xx answer to a write counts as
 // applied, in apply order with the double's own writes.
 func (d *Double) applyUpstream(req *Request, up *Upstream, r *http.Request, body []byte) serviceAnswer {
-	write := up.write(req.Method, req.Path)
+	write := req.Write
 	if write && req.Operation != "" {
 		d.mu.Lock()
 		_, fenced := d.state.fences[req.Operation]

@@ -102,12 +102,12 @@ func TestServiceRequestsAreRecordedFaultedAndFenced(t *testing.T) {
 // endpoints keep counting PUT, POST and DELETE.
 func TestWriteFaultsCountAServicesWrites(t *testing.T) {
 	v := &vaultLike{}
-	reads := func(method, path string) bool {
-		switch method {
+	reads := func(r *http.Request, _ []byte) bool {
+		switch r.Method {
 		case http.MethodGet, http.MethodHead, http.MethodOptions:
 			return false
 		}
-		return !(method == http.MethodPost && strings.HasPrefix(path, "/v1/search"))
+		return !(r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v1/search"))
 	}
 	d := newDouble(t, Options{Upstreams: map[string]Upstream{"store": {Handler: v, IsWrite: reads}}})
 	base := baseURL(t, d, "r1")

@@ -43,23 +43,13 @@ func ThroughDouble(s Spec, doubleURL string) (egress.Service, error) {
 	return egress.Service{Name: s.Name, Hosts: s.Hosts, Handler: h, Reads: s.Reads, Plain: plain}, nil
 }
 
-// Upstream is the double's view of a service's stand-in.
+// Upstream is the double's view of a service's stand-in; it counts writes as Classify does.
 func Upstream(s Spec, si StandIn) double.Upstream {
-	reads := s.Reads
 	return double.Upstream{
 		Handler:         si.Handler(),
 		OperationHeader: s.OperationHeader,
-		IsWrite: func(method, path string) bool {
-			switch method {
-			case http.MethodGet, http.MethodHead, http.MethodOptions:
-				return false
-			}
-			for _, r := range reads {
-				if strings.EqualFold(r.Method, method) && strings.HasPrefix(path, r.PathPrefix) {
-					return false
-				}
-			}
-			return true
+		IsWrite: func(r *http.Request, body []byte) bool {
+			return Classify(&s, Input{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header, Body: body}).Write
 		},
 	}
 }

@@ -63,6 +63,17 @@ type Spec struct {
 	OperationHeader string
 	// SecretFields are JSON field names or pointers (starting with /) whose response values are secrets.
 	SecretFields []string
+	// Operation is where the service's requests name their RPC operation (nil: the protocols the kit knows,
+	// see Classify); ReadOperations and WriteOperations are operation patterns that read or write.
+	Operation       *Field
+	ReadOperations  []string
+	WriteOperations []string
+	// IdempotencyKeys are further places a write's idempotency key is in (the Idempotency-Key header always
+	// counts); Conditions are where a conditional write's condition is (If-Match, a check-and-set field).
+	IdempotencyKeys []Field
+	Conditions      []Field
+	// Resource are the places a write names the resource it acts on, tried first (see Class.Resource).
+	Resource []Field
 }
 
 // Error is a problem in a service declaration: which service, which key, on which line, what to do.
@@ -184,6 +195,12 @@ var serviceKeys = map[string]keyParser{
 	"reads":            parseReads,
 	"operation-header": parseOperationHeader,
 	"secret-fields":    parseSecretFields,
+	"operation":        parseOperation,
+	"read-operations":  parseOperations(func(s *Spec) *[]string { return &s.ReadOperations }),
+	"write-operations": parseOperations(func(s *Spec) *[]string { return &s.WriteOperations }),
+	"idempotency-key":  parseFields(func(s *Spec) *[]Field { return &s.IdempotencyKeys }),
+	"conditional":      parseFields(func(s *Spec) *[]Field { return &s.Conditions }),
+	"resource":         parseFields(func(s *Spec) *[]Field { return &s.Resource }),
 }
 
 // parseOne reads one service; ok is false when it had a problem (already recorded).
@@ -202,7 +219,7 @@ func (p *parser) parseOne(name string, raw any) (Spec, bool) {
 	for _, k := range slices.Sorted(maps.Keys(t)) {
 		parse, known := serviceKeys[k]
 		if !known {
-			p.add(name, k, "unknown key; the keys are urls, run, stubs, ready, ready-timeout, reset, reads, operation-header, secret-fields")
+			p.add(name, k, "unknown key; the keys are urls, run, stubs, ready, ready-timeout, reset, reads, operation-header, secret-fields, operation, read-operations, write-operations, idempotency-key, conditional, resource")
 			continue
 		}
 		parse(&s, t[k], p.dir, func(format string, args ...any) { p.add(name, k, fmt.Sprintf(format, args...)) })
@@ -328,6 +345,64 @@ func parseSecretFields(s *Spec, v any, _ string, bad func(string, ...any)) {
 		return
 	}
 	s.SecretFields = list
+}
+
+func parseOperation(s *Spec, v any, _ string, bad func(string, ...any)) {
+	str, ok := v.(string)
+	if !ok {
+		bad("must be where requests name their operation, such as \"header X-Operation\" or \"body /method\"")
+		return
+	}
+	f, err := ParseField(str)
+	if err != nil {
+		bad("%v", err)
+		return
+	}
+	s.Operation = &f
+}
+
+// parseOperations reads a list of operation patterns (a name, or a prefix ending in *) into the list dst
+// names.
+func parseOperations(dst func(*Spec) *[]string) keyParser {
+	return func(s *Spec, v any, _ string, bad func(string, ...any)) {
+		list, ok := strings1(v)
+		if !ok {
+			bad("must be a list of operation names or prefixes ending in *, such as [\"Get*\", \"search\"]")
+			return
+		}
+		for _, p := range list {
+			if strings.TrimSpace(p) == "" || strings.Count(p, "*") > 1 || strings.Contains(strings.TrimSuffix(p, "*"), "*") {
+				bad("%q must be an operation name, or a prefix ending in *", p)
+				return
+			}
+		}
+		*dst(s) = list
+	}
+}
+
+// parseFields reads a list of request fields ("header NAME", "query NAME", "body NAME") into the list dst
+// names; a single string is a list of one.
+func parseFields(dst func(*Spec) *[]Field) keyParser {
+	return func(s *Spec, v any, _ string, bad func(string, ...any)) {
+		if str, ok := v.(string); ok {
+			v = []any{str}
+		}
+		list, ok := strings1(v)
+		if !ok || len(list) == 0 {
+			bad("must be a list of request fields such as [\"header X-Request-Id\", \"body ClientToken\", \"query token\"]")
+			return
+		}
+		var out []Field
+		for _, raw := range list {
+			f, err := ParseField(raw)
+			if err != nil {
+				bad("%v", err)
+				return
+			}
+			out = append(out, f)
+		}
+		*dst(s) = out
+	}
 }
 
 func hostOf(raw string) (string, error) {

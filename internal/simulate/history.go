@@ -2,9 +2,11 @@ package simulate
 
 import (
 	"encoding/json"
+	"net/http"
 
 	"github.com/astrabox-dev/astrabox/internal/harness"
 	"github.com/astrabox-dev/astrabox/internal/secrets"
+	"github.com/astrabox-dev/astrabox/internal/services"
 )
 
 // History is everything that happened while a scenario ran: each platform step, each callback with its
@@ -236,7 +238,17 @@ type Request struct {
 	Dropped    bool            `json:"dropped,omitempty"`
 	Forbidden  bool            `json:"forbidden,omitempty"`
 	Body       json.RawMessage `json:"body,omitempty"`
-	body       []byte
+	// Class is what the request is (a write or a read, its operation, its idempotency key or condition,
+	// the resource it acts on), classified once when the history was built (ClassifyRequest).
+	Class services.Class `json:"class"`
+	body  []byte
+}
+
+// ClassifyRequest classifies a request of the double (spec nil) or of a declared service, with its raw
+// query, headers and body, and records the result as r.Class: the one place a history's requests are
+// classified.
+func ClassifyRequest(r *Request, spec *services.Spec, query string, header http.Header, body []byte) {
+	r.Class = services.Classify(spec, services.Input{Method: r.Method, Path: r.Path, Query: query, Header: header, Body: body})
 }
 
 // RawBody is the request body as received.

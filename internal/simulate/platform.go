@@ -17,6 +17,7 @@ import (
 	"github.com/astrabox-dev/astrabox/internal/egress"
 	"github.com/astrabox-dev/astrabox/internal/harness"
 	"github.com/astrabox-dev/astrabox/internal/secrets"
+	"github.com/astrabox-dev/astrabox/internal/services"
 )
 
 // Options configure a simulation run.
@@ -392,6 +393,13 @@ func (p *platform) finish() {
 		if json.Valid(rq.Body) && len(rq.Body) > 0 {
 			hr.Body = json.RawMessage(rq.Body)
 		}
+		var spec *services.Spec
+		if rq.Service != "" {
+			if sp, ok := p.o.Services.spec(rq.Service); ok {
+				spec = &sp
+			}
+		}
+		ClassifyRequest(&hr, spec, rq.Query, rq.Header, rq.Body)
 		p.hist.Requests = append(p.hist.Requests, hr)
 	}
 	for _, t := range p.dbl.IssuedTokens() {
