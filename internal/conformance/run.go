@@ -324,7 +324,7 @@ func (t *Target) checkWrapper(ctx context.Context) error {
 	if t.Settings == nil || t.Settings.ImageWrapper == "" {
 		return nil
 	}
-	res, err := wrapper.Check(ctx, wrapper.Options{Path: t.Settings.ImageWrapper})
+	res, err := wrapper.Check(ctx, wrapper.Options{Path: t.Settings.ImageWrapper, RealCLI: t.Settings.ImageWrapperRealCLI})
 	var unusable *wrapper.UnusableError
 	switch {
 	case errors.As(err, &unusable):
