@@ -66,7 +66,7 @@ type RunOptions struct {
 // projectFlags adds the flags every provider-facing command shares.
 func projectFlags(cmd *cobra.Command, project, python, provider *string) {
 	cmd.Flags().StringVar(project, "project", "", "provider project directory (default: the nearest directory upward holding pyproject.toml or setup.cfg)")
-	cmd.Flags().StringVar(python, "python", "", "Python interpreter to load the provider with (default: ASTRABOX_PYTHON, VIRTUAL_ENV, .venv, CONDA_PREFIX, then python3 on PATH)")
+	cmd.Flags().StringVar(python, "python", "", "Python interpreter to load the provider with (default: "+interpreterOrder+")")
 	cmd.Flags().StringVar(provider, "provider", "", "pick one provider by entry-point name when several are declared (the platform itself would refuse to start)")
 }
 
