@@ -2,8 +2,9 @@
 // author's existing WireMock mappings can stand in for one of the provider's external services without a
 // fake of their own.
 //
-// The supported subset (docs/architecture.md lists it for users): request matching by method (or ANY), url,
-// urlPattern, urlPath, urlPathPattern and urlPathTemplate; queryParameters, headers and cookies with the
+// The supported subset (docs/services.md lists it for users, with what differs from WireMock 3): request
+// matching by method (or ANY), url, urlPattern, urlPath, urlPathPattern and urlPathTemplate (with
+// pathParameters); queryParameters, headers and cookies with the
 // matchers equalTo (and caseInsensitive), contains, doesNotContain, matches, doesNotMatch, absent, and, or;
 // bodyPatterns with those plus equalToJson (ignoreArrayOrder, ignoreExtraElements and the json-unit
 // placeholders) and matchesJsonPath (an expression, or an expression with a sub-matcher); basicAuthCredentials;
