@@ -76,7 +76,8 @@ type Probe struct {
 	// LeftRunning is set when something the wrapper started was still running after it exited (it was
 	// killed, wherever it had gone: the wrapper runs under a warden that no descendant can leave).
 	LeftRunning bool `json:"left_running,omitempty"`
-	// RealCLICalls holds the arguments of each call the stub of the real CLI received, in order.
+	// RealCLICalls holds the arguments of each call the stub of the real CLI received, in order; nil (JSON
+	// null) when the wrapper was checked against the real CLI (--real-cli), whose calls are not recorded.
 	RealCLICalls [][]string `json:"real_cli_calls"`
 	// Stdout and Stderr are the wrapper's output (at most 64 KiB each); *Truncated say whether more was
 	// written.
