@@ -35,6 +35,8 @@ func NewCmdConformance(f *Factory) *cobra.Command {
 
 // RunOptions are the options of `astrabox conformance run`.
 type RunOptions struct {
+	// Watch runs again whenever the provider's code or settings change (--watch).
+	Watch    bool
 	Project  string
 	Python   string
 	Provider string
@@ -61,12 +63,15 @@ type RunOptions struct {
 	failOn string
 	// Coverage is the coverage options (see coverage.go).
 	Coverage CoverageOptions
+
+	// onReport, when set, receives the run's report once it is written (--watch compares the verdicts).
+	onReport func(*report.Report)
 }
 
 // projectFlags adds the flags every provider-facing command shares.
 func projectFlags(cmd *cobra.Command, project, python, provider *string) {
 	cmd.Flags().StringVar(project, "project", "", "provider project directory (default: the nearest directory upward holding pyproject.toml or setup.cfg)")
-	cmd.Flags().StringVar(python, "python", "", "Python interpreter to load the provider with (default: ASTRABOX_PYTHON, VIRTUAL_ENV, .venv, CONDA_PREFIX, then python3 on PATH)")
+	cmd.Flags().StringVar(python, "python", "", "Python interpreter to load the provider with (default: "+interpreterOrder+")")
 	cmd.Flags().StringVar(provider, "provider", "", "pick one provider by entry-point name when several are declared (the platform itself would refuse to start)")
 }
 
@@ -108,6 +113,9 @@ scenario exercised).`,
 			if runF != nil {
 				return runF(o)
 			}
+			if o.Watch {
+				return runConformanceWatch(cmd.Context(), f, o)
+			}
 			return runConformance(cmd.Context(), f, o)
 		},
 	}
@@ -128,6 +136,7 @@ scenario exercised).`,
 	cmd.Flags().StringVar(&o.failOn, "fail-on", string(FailOnFailed), "results that fail the run (exit 1): failed (failed or flaky checks) or warning (also warnings)")
 	cmd.Flags().BoolVar(&o.Policy.ExitZero, "exit-zero", false, "exit 0 even when checks fail (exit 2 still means the kit could not decide)")
 	exploreFlags(cmd, &o.Explore, 0)
+	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "run again whenever the provider's code (its code roots' *.py files) or settings change, saying what changed in the verdicts; Ctrl-C stops")
 	cmd.Flags().StringVar(&o.SourceRoot, "source-root", "", "directory report and coverage file paths are relative to (default: GITHUB_WORKSPACE or CI_PROJECT_DIR, else the git repository holding the project, else the project)")
 	coverageFlags(cmd, &o.Coverage)
 	_ = cmd.RegisterFlagCompletionFunc("check", completeCheckIDs)
@@ -181,6 +190,9 @@ func runConformance(parent context.Context, f *Factory, o *RunOptions) error {
 	if !f.Quiet {
 		opts.Log = f.IO.Err
 	}
+	if f.IO.ErrTTY && !f.Quiet {
+		opts.Progress = fitLine{w: f.IO.Err, width: max(f.IO.ErrWidth, 0)}
+	}
 	if o.SeedSet {
 		seed := o.Seed
 		opts.Seed = &seed
@@ -211,6 +223,9 @@ func runConformance(parent context.Context, f *Factory, o *RunOptions) error {
 	ro := reportOptions(f, o.SourceRoot, rep, started, time.Since(started))
 	if err := writeReports(f, rep, o, ro); err != nil {
 		return &exitError{code: ExitUndecided, err: err}
+	}
+	if o.onReport != nil {
+		o.onReport(rep)
 	}
 	if explored != nil {
 		for _, w := range explored.Warnings {

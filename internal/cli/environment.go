@@ -21,8 +21,8 @@ type EnvVar struct {
 // read from the caller and are not listed. A test keeps the list complete.
 var Environment = []EnvVar{
 	{"ASTRABOX_PYTHON", "the Python interpreter to load the provider with, unless --python is given"},
-	{"VIRTUAL_ENV", "an activated virtual environment: its python is the next choice after ASTRABOX_PYTHON"},
-	{"CONDA_PREFIX", "an activated conda environment: its python is chosen after VIRTUAL_ENV and the project's .venv"},
+	{"VIRTUAL_ENV", "an activated virtual environment: its python is chosen after the project's .venv, and only when the project has none (as uv does)"},
+	{"CONDA_PREFIX", "an activated conda environment: its python is chosen after the project's .venv and VIRTUAL_ENV"},
 	{"PATH", "where python3 is looked up last, and where the image wrapper check finds the real CLI"},
 	{"PYENV_VERSION", "a pyenv version pin: it wins over the project's .python-version, as in pyenv"},
 	{"PYENV_ROOT", "where pyenv keeps its Pythons (default ~/.pyenv): searched for a pinned version and for a .venv file's environment name"},
@@ -46,6 +46,10 @@ var Environment = []EnvVar{
 // processes; they are never read from the caller's environment.
 var HarnessVariables = []string{"ASTRABOX_HARNESS_", "ASTRABOX_REPLICA", "ASTRABOX_LIMIT_", "ASTRABOX_PYCACHE", "ASTRABOX_DOUBLE_URL", "ASTRABOX_EGRESS_"}
 
+// interpreterOrder is the order in which the kit chooses the Python interpreter when --python is not given,
+// as discovery.FindInterpreter applies it.
+const interpreterOrder = "ASTRABOX_PYTHON, the project's .venv, VIRTUAL_ENV (when the project has no .venv), CONDA_PREFIX, then python3 on PATH held to the project's .python-version or .tool-versions pin"
+
 // environmentText is the body of `astrabox help environment`.
 func environmentText() string {
 	width := 0
@@ -57,6 +61,7 @@ func environmentText() string {
 	for _, v := range Environment {
 		fmt.Fprintf(&b, "  %-*s  %s\n", width, v.Name, v.Purpose)
 	}
+	b.WriteString("\nThe interpreter, unless --python names one: " + interpreterOrder + ".\n")
 	b.WriteString("\nThe kit sets " + strings.Join(HarnessVariables, "*, ") + "* for its own harness processes;\nthey are not read from your environment.\n")
 	return b.String()
 }

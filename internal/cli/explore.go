@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/charmbracelet/x/ansi"
 	"github.com/spf13/cobra"
 
 	"github.com/astrabox-dev/astrabox/internal/conformance"
@@ -101,25 +102,70 @@ func writeExploreSummary(w io.Writer, r *explore.Result) {
 	if r.Elapsed > 0 {
 		rate = float64(r.Callbacks) / r.Elapsed.Seconds()
 	}
-	fmt.Fprintf(w, "explored %d scenario(s) with seed %d in %s: %d callbacks (%.0f/s), %d failing check(s)\n",
-		r.Scenarios, r.Seed, r.Elapsed.Round(1e6), r.Callbacks, rate, len(r.Failures))
+	writeWrapped(w, fmt.Sprintf("explored %d scenario(s) with seed %d in %s: %d callbacks (%.0f/s), %d failing check(s)",
+		r.Scenarios, r.Seed, r.Elapsed.Round(1e6), r.Callbacks, rate, len(r.Failures)), "", "  ")
 	if r.Guided {
-		fmt.Fprintf(w, "  guided by coverage: %d lines and branch directions reached; %d scenario(s) replayed the corpus, %d varied seeds; corpus now %d seed(s), %d favoured\n",
-			r.Reached, r.Replayed, r.Mutated, r.Seeds, r.Favoured)
+		writeWrapped(w, fmt.Sprintf("guided by coverage: %d lines and branch directions reached; %d scenario(s) replayed the corpus, %d varied seeds; corpus now %d seed(s), %d favoured",
+			r.Reached, r.Replayed, r.Mutated, r.Seeds, r.Favoured), "  ", "    ")
 		if len(r.Unreached) > 0 {
-			fmt.Fprintf(w, "  no scenario called %s, which the provider implements (exploration drew the steps that call them more often)\n", joinCallbacks(r.Unreached))
+			writeWrapped(w, fmt.Sprintf("no scenario called %s, which the provider implements (exploration drew the steps that call them more often)", joinCallbacks(r.Unreached)), "  ", "    ")
 		}
 	}
 	for _, e := range r.Errors {
-		fmt.Fprintf(w, "  could not run %s\n", e)
+		writeWrapped(w, fmt.Sprintf("could not run %s", e), "  ", "    ")
 	}
 	for _, fl := range r.Failures {
 		state := "failed"
 		if fl.Flaky {
 			state = "flaky"
 		}
-		fmt.Fprintf(w, "  %s %s in scenario %d, shrunk to %d step(s)\n    replay: %s\n", fl.Check, state, fl.Index, len(fl.Shrunk), fl.Command)
+		writeWrapped(w, fmt.Sprintf("%s %s in scenario %d, shrunk to %d step(s)", fl.Check, state, fl.Index, len(fl.Shrunk)), "  ", "    ")
+		writeCommand(w, "    replay: ", fl.Command)
 	}
+}
+
+// summaryWidth is the width the exploration summary wraps at, so that it reads in an 80-column terminal
+// and in a CI log alike.
+const summaryWidth = 80
+
+// writeWrapped writes text wrapped at spaces to summaryWidth columns, the first line after first and the
+// others after rest.
+func writeWrapped(w io.Writer, text, first, rest string) {
+	line := first
+	empty := true
+	for _, word := range strings.Fields(text) {
+		switch {
+		case empty:
+			line += word
+		case ansi.StringWidth(line)+1+ansi.StringWidth(word) > summaryWidth:
+			fmt.Fprintln(w, line)
+			line = rest + word
+		default:
+			line += " " + word
+		}
+		empty = false
+	}
+	fmt.Fprintln(w, line)
+}
+
+// writeCommand writes a shell command after prefix, broken at spaces with a trailing backslash when it is
+// wider than summaryWidth, so that it still pastes into a shell as one command.
+func writeCommand(w io.Writer, prefix, cmd string) {
+	indent := strings.Repeat(" ", len(prefix)+2)
+	line, out := prefix, []string{}
+	for i, word := range strings.Fields(cmd) {
+		switch {
+		case i == 0:
+			line += word
+		case ansi.StringWidth(line)+1+ansi.StringWidth(word)+2 > summaryWidth:
+			out = append(out, line+" \\")
+			line = indent + word
+		default:
+			line += " " + word
+		}
+	}
+	out = append(out, line)
+	fmt.Fprintln(w, strings.Join(out, "\n"))
 }
 
 // SimExploreOptions are the options of `astrabox simulate explore`.
@@ -146,16 +192,16 @@ func NewCmdSimulateExplore(f *Factory, so *SimOptions, runF func(*SimExploreOpti
 could produce), run each against the provider, judge every history with the conformance checks, shrink
 each failure to a smallest scenario that still fails the same check, save it as YAML and print the
 command that replays it. A failure whose replay does not fail the same way is reported as flaky.`,
-		Example: `  astrabox simulate explore --explore 500 --seed 7
+		Example: `  astrabox simulate explore --scenarios 500 --seed 7
   astrabox simulate explore --last-failed
-  astrabox simulate explore --explore 2000 --shard 1/4 --jobs 2`,
+  astrabox simulate explore --scenarios 2000 --shard 1/4 --jobs 2`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := parseFormat(&so.Format, report.TextOrJSON); err != nil {
 				return err
 			}
 			if o.Explore.N <= 0 && !o.Explore.LastFailed {
-				return usagef("nothing to explore: give --explore N or --last-failed")
+				return usagef("nothing to explore: give --scenarios N or --last-failed")
 			}
 			if _, _, err := parseShard(o.Explore.Shard); err != nil {
 				return err
@@ -167,6 +213,10 @@ command that replays it. A failure whose replay does not fail the same way is re
 		},
 	}
 	exploreFlags(cmd, &o.Explore, 100)
+	// --explore N reads as "explore N" after `simulate explore`; --scenarios says what N counts. --explore
+	// stays as a deprecated alias so that existing scripts keep working.
+	cmd.Flags().IntVar(&o.Explore.N, "scenarios", 100, "judge N generated scenarios (seeded by --seed), shrinking every failure")
+	_ = cmd.Flags().MarkDeprecated("explore", "use --scenarios N")
 	cmd.Flags().StringSliceVar(&o.Checks, "check", nil, "judge only checks matching these IDs, globs or areas")
 	cmd.Flags().StringSliceVar(&o.Skip, "skip", nil, "do not judge checks matching these IDs, globs or areas")
 	cmd.Flags().IntVarP(&o.Jobs, "jobs", "j", 0, "scenarios run at once, each on its own replica processes and its own instance of every declared service (default: the number of cores)")

@@ -20,6 +20,8 @@ type CheckWrapperOptions struct {
 	Format string
 	// Timeout bounds each run of the wrapper (positive).
 	Timeout time.Duration
+	// RealCLI is the real CLI the wrapper runs by a fixed path ("" : a stub stands in for it).
+	RealCLI string
 }
 
 // NewCmdImage builds `astrabox image` and its subcommands.
@@ -59,14 +61,22 @@ the arguments it receives and prints a known version line:
 
 The wrapper finds the real CLI through the ASTRABOX_REAL_CLI environment variable when it is set, and
 otherwise runs "claude" from PATH; the check points the variable at the stub and puts the stub first on
-PATH, so either convention reaches it. Each run is bounded by --timeout, after which the wrapper and
+PATH, so either convention reaches it.
+
+A production wrapper that runs the CLI by a fixed path (exec /opt/claude/bin/claude "$@") is checked
+unchanged with --real-cli PATH, the path it runs, which must hold the real Claude CLI on this machine: no
+stub is written; the check first runs PATH -v and PATH --version itself, a version probe passes when the
+wrapper exits 0 and its stdout is exactly the real CLI's own answer, and PATH -p hello passes when the
+real CLI left no state (~/.claude.json, ~/.claude) in the run's empty HOME, which it writes whenever it
+starts for anything but a version probe. Each run is bounded by --timeout, after which the wrapper and
 everything it started are killed; at most 64 KiB of each output is kept.
 
 Exit status: 0 when every probe passed, 1 when a probe failed, 2 when the wrapper is missing, not
 executable or cannot be started, or on bad usage.`,
 		Example: `  astrabox image check-wrapper images/agent/claude-wrapper.sh
   astrabox image check-wrapper --format json ./bin/claude
-  astrabox image check-wrapper --timeout 10s /usr/local/bin/claude`,
+  astrabox image check-wrapper --timeout 10s /usr/local/bin/claude
+  astrabox image check-wrapper --real-cli /opt/claude/bin/claude image/claude-wrapper`,
 		Args: exactArgs("WRAPPER path", "for example images/agent/claude-wrapper.sh"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Path = args[0]
@@ -84,6 +94,7 @@ executable or cannot be started, or on bad usage.`,
 	}
 	cmd.Flags().StringVarP(&o.Format, "format", "f", "text", "output format: text or json")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", wrapper.DefaultTimeout, "bound on each run of the wrapper")
+	cmd.Flags().StringVar(&o.RealCLI, "real-cli", "", "the real CLI the wrapper runs by a fixed path: check the wrapper unchanged against it instead of a stub")
 	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(report.TextOrJSON.Names(), cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
@@ -91,7 +102,7 @@ executable or cannot be started, or on bad usage.`,
 func runCheckWrapper(cmd *cobra.Command, f *Factory, o *CheckWrapperOptions) error {
 	ctx, cancel := signalContext(cmd.Context())
 	defer cancel()
-	res, err := wrapper.Check(ctx, wrapper.Options{Path: o.Path, Timeout: o.Timeout})
+	res, err := wrapper.Check(ctx, wrapper.Options{Path: o.Path, Timeout: o.Timeout, RealCLI: o.RealCLI})
 	if err != nil {
 		var ue *wrapper.UnusableError
 		if errors.As(err, &ue) {
@@ -116,7 +127,11 @@ func runCheckWrapper(cmd *cobra.Command, f *Factory, o *CheckWrapperOptions) err
 func writeWrapperText(f *Factory, res *wrapper.Result) {
 	s := f.IO.OutStyles()
 	w := f.IO.Out
-	fmt.Fprintf(w, "%s %s, run without Session material\n", s.ID.Render(res.Clause), s.Location.Render(res.Wrapper))
+	fmt.Fprintf(w, "%s %s, run without Session material", s.ID.Render(res.Clause), s.Location.Render(res.Wrapper))
+	if res.RealCLI != "" {
+		fmt.Fprintf(w, " against the real CLI %s", s.Location.Render(res.RealCLI))
+	}
+	fmt.Fprintln(w)
 	width := 0
 	for _, p := range res.Probes {
 		width = max(width, len(p.Command()))

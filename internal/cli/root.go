@@ -123,6 +123,7 @@ file and line.`,
 		newVersionCmd(f),
 		newInitCmd(f),
 		NewCmdImage(f),
+		NewCmdStubs(f),
 		newEnvironmentTopic(),
 	)
 	root.SuggestionsMinimumDistance = 2

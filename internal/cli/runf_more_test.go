@@ -45,7 +45,8 @@ func TestSimulateExploreOptions(t *testing.T) {
 		t.Errorf("defaults with --last-failed: err %v, options %+v", err, got)
 	}
 	for args, want := range map[string]string{
-		"explore --explore 0":           "nothing to explore: give --explore N or --last-failed",
+		"explore --explore 0":           "nothing to explore: give --scenarios N or --last-failed",
+		"explore --scenarios 0":         "nothing to explore: give --scenarios N or --last-failed",
 		"explore --shard 3/2":           `--shard "3/2": use I/N with 1 <= I <= N`,
 		"explore --format sarif":        `unknown format "sarif"; use text or json`,
 		"explore --explore 0 --shard x": "nothing to explore",
@@ -71,7 +72,7 @@ func TestSimulateExploreOutput(t *testing.T) {
 		Errors: []string{"scenario 3: the harness did not start"}, Warnings: []string{"could not save a failure: read-only"}}
 	f, out, errb := testFactory()
 	err := writeExploreResult(f, "text", res)
-	want := "explored 40 scenario(s) with seed 7 in 3s: 900 callbacks (300/s), 1 failing check(s)\n" +
+	want := "explored 40 scenario(s) with seed 7 in 3s: 900 callbacks (300/s), 1 failing\n  check(s)\n" +
 		"  could not run scenario 3: the harness did not start\n" +
 		"  TURN-IDEMPOTENT failed in scenario 12, shrunk to 3 step(s)\n" +
 		"    replay: astrabox simulate run .astrabox/failures/TURN-IDEMPOTENT-7-12.yaml\n"
@@ -85,7 +86,7 @@ func TestSimulateExploreOutput(t *testing.T) {
 		t.Errorf("json: err %v\n%s", err, out.String())
 	}
 	f, out, _ = testFactory()
-	if err := writeExploreResult(f, "text", &explore.Result{Seed: 1, Scenarios: 2}); err != nil || !strings.Contains(out.String(), "0 failing check(s)") {
+	if err := writeExploreResult(f, "text", &explore.Result{Seed: 1, Scenarios: 2}); err != nil || !strings.Contains(strings.Join(strings.Fields(out.String()), " "), "0 failing check(s)") {
 		t.Errorf("no failure: err %v, %s", err, out.String())
 	}
 }

@@ -274,6 +274,9 @@ func TestInitAndCheckWrapperOptions(t *testing.T) {
 		wo.Path != "./claude" || wo.Format != "json" || wo.Timeout.String() != "3s" {
 		t.Fatalf("err %v, options %+v", err, wo)
 	}
+	if err, _, _ := execute(t, wrap, "--real-cli", "/opt/claude/bin/claude", "./claude"); err != nil || wo.RealCLI != "/opt/claude/bin/claude" {
+		t.Fatalf("--real-cli: err %v, options %+v", err, wo)
+	}
 	wo = nil
 	for _, args := range [][]string{{"./claude", "--timeout", "0s"}, {"./claude", "--format", "xml"}, {}} {
 		if err, _, _ := execute(t, wrap, args...); wo != nil || exitCode(err) != ExitUndecided {

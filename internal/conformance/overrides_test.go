@@ -58,3 +58,25 @@ func TestSettingsSourceConfigAndSet(t *testing.T) {
 		}
 	}
 }
+
+// TestImageWrapperRealCLISetting: image-wrapper-real-cli names the CLI the wrapper hard-codes (absolute as
+// written, or relative to the project), and needs image-wrapper.
+func TestImageWrapperRealCLISetting(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "wrapper"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s, err := ParseSettings(map[string]any{"image-wrapper": "wrapper", "image-wrapper-real-cli": "/opt/claude/bin/claude"}, "pyproject.toml", dir)
+	if err != nil || s.ImageWrapperRealCLI != "/opt/claude/bin/claude" {
+		t.Fatalf("settings %+v, err %v", s, err)
+	}
+	s, err = ParseSettings(map[string]any{"image-wrapper": "wrapper", "image-wrapper-real-cli": "vendor/claude"}, "pyproject.toml", dir)
+	if err != nil || s.ImageWrapperRealCLI != filepath.Join(dir, "vendor/claude") {
+		t.Fatalf("relative: settings %+v, err %v", s, err)
+	}
+	for raw, want := range map[string]string{"": "must be the path", "/x": "image-wrapper names no wrapper"} {
+		if _, err := ParseSettings(map[string]any{"image-wrapper-real-cli": raw}, "pyproject.toml", dir); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: err %v, want %q", raw, err, want)
+		}
+	}
+}

@@ -105,6 +105,9 @@ type Options struct {
 	// After, when set, runs with the warm workers before they close (exploration), and may add results to
 	// the report.
 	After func(ctx context.Context, env *Env, w *Workers, rep *report.Report) error
+	// Progress, when set, receives a one-line display of the default suite's progress, rewritten in place
+	// ("\r\x1b[K"): for a terminal only.
+	Progress io.Writer
 }
 
 // Target is a resolved provider project: everything needed to load and simulate the provider.
@@ -324,7 +327,7 @@ func (t *Target) checkWrapper(ctx context.Context) error {
 	if t.Settings == nil || t.Settings.ImageWrapper == "" {
 		return nil
 	}
-	res, err := wrapper.Check(ctx, wrapper.Options{Path: t.Settings.ImageWrapper})
+	res, err := wrapper.Check(ctx, wrapper.Options{Path: t.Settings.ImageWrapper, RealCLI: t.Settings.ImageWrapperRealCLI})
 	var unusable *wrapper.UnusableError
 	switch {
 	case errors.As(err, &unusable):
@@ -387,7 +390,10 @@ func runScenarios(ctx context.Context, env *Env, o Options, seed int64, logf fun
 	var hists []*simulate.History
 	if !o.NoSuite {
 		started = time.Now()
-		if hists, err = w.RunAll(ctx, scenarios); err != nil {
+		w.progress = o.Progress
+		hists, err = w.RunAll(ctx, scenarios)
+		w.progress = nil
+		if err != nil {
 			return nil, err
 		}
 		// A fake that died mid-run answered later scenarios with 502s: nothing judged after it can be trusted.

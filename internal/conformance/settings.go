@@ -55,6 +55,10 @@ type Settings struct {
 	// ImageWrapper is the absolute path of the project's image CLI wrapper script ("" when none is named);
 	// a run checks it for SESSION-CLI-PROBE as `astrabox image check-wrapper` does.
 	ImageWrapper string
+	// ImageWrapperRealCLI is the path at which that wrapper runs the real CLI when it hard-codes it
+	// (image-wrapper-real-cli); the run then checks the wrapper unchanged against it, as
+	// `image check-wrapper --real-cli` does. "" when none is named.
+	ImageWrapperRealCLI string
 }
 
 // maxSettleS is the largest settle time accepted: the wait is paid after every callback that leaves work.
@@ -97,22 +101,23 @@ type settingParser func(s *Settings, key string, v any, dir string, bad badFunc)
 
 // settingKeys is every top-level settings key and its parser; docs/configuration.md documents each.
 var settingKeys = map[string]settingParser{
-	"python-path":         parsePythonPath,
-	"secret-fields":       parseSecretFields,
-	"config":              parseConfig,
-	"engine":              parseEngine,
-	"replicas":            parseReplicas,
-	"seed":                parseSeed,
-	"force-debug-logging": parseForceDebugLogging,
-	"coverage":            parseCoverage,
-	"coverage-include":    parseCoverageGlobs,
-	"coverage-omit":       parseCoverageGlobs,
-	"deadlines":           parseDeadlines,
-	"settle":              parseSettle,
-	"skip":                parseSkip,
-	"limits":              parseLimits,
-	"egress":              parseEgress,
-	"image-wrapper":       parseImageWrapper,
+	"python-path":            parsePythonPath,
+	"secret-fields":          parseSecretFields,
+	"config":                 parseConfig,
+	"engine":                 parseEngine,
+	"replicas":               parseReplicas,
+	"seed":                   parseSeed,
+	"force-debug-logging":    parseForceDebugLogging,
+	"coverage":               parseCoverage,
+	"coverage-include":       parseCoverageGlobs,
+	"coverage-omit":          parseCoverageGlobs,
+	"deadlines":              parseDeadlines,
+	"settle":                 parseSettle,
+	"skip":                   parseSkip,
+	"limits":                 parseLimits,
+	"egress":                 parseEgress,
+	"image-wrapper":          parseImageWrapper,
+	"image-wrapper-real-cli": parseImageWrapperRealCLI,
 	// "services" is parsed by parseServices, which reports services.Error values as settings errors.
 }
 
@@ -144,6 +149,9 @@ func ParseSettings(raw map[string]any, file, projectDir string) (*Settings, erro
 			continue
 		}
 		parse(s, k, raw[k], projectDir, bad)
+	}
+	if s.ImageWrapperRealCLI != "" && s.ImageWrapper == "" {
+		bad("image-wrapper-real-cli", "names the real CLI of an image wrapper, but image-wrapper names no wrapper: add image-wrapper = \"PATH\" or remove it")
 	}
 	if len(errs) == 0 {
 		return s, nil
@@ -433,6 +441,20 @@ func parseImageWrapper(s *Settings, k string, v any, dir string, bad badFunc) {
 		return
 	}
 	s.ImageWrapper = filepath.Clean(str)
+}
+
+// parseImageWrapperRealCLI reads image-wrapper-real-cli: the real CLI the image wrapper runs by a fixed
+// path, absolute as the wrapper writes it (or relative to the project). Whether it runs is for the check.
+func parseImageWrapperRealCLI(s *Settings, k string, v any, dir string, bad badFunc) {
+	str, ok := v.(string)
+	if !ok || strings.TrimSpace(str) == "" {
+		bad(k, "must be the path at which the image wrapper runs the real CLI, such as \"/opt/claude/bin/claude\"")
+		return
+	}
+	if !filepath.IsAbs(str) {
+		str = filepath.Join(dir, str)
+	}
+	s.ImageWrapperRealCLI = filepath.Clean(str)
 }
 
 func sortedAnyKeys(m map[string]any) []string {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/astrabox-dev/astrabox/internal/discovery"
 	"github.com/astrabox-dev/astrabox/internal/harness"
@@ -23,6 +25,9 @@ import (
 // ended (simulate.PrepareStage), while the caller judges it, unless no scenario is left to take it (RunAll
 // knows how many are), and a finished scenario's processes are stopped in the background.
 type Workers struct {
+	// progress, when set, receives RunAll's progress line (Options.Progress, for the default suite).
+	progress io.Writer
+
 	env      *Env
 	ctx      context.Context
 	slots    chan *slot
@@ -184,14 +189,29 @@ func (w *Workers) RunAll(ctx context.Context, scenarios []*simulate.Scenario) ([
 	hists := make([]*simulate.History, len(scenarios))
 	errs := make([]error, len(scenarios))
 	var wg sync.WaitGroup
+	var shown sync.Mutex
+	done, started := 0, time.Now()
+	show := func(name string) {
+		if w.progress == nil {
+			return
+		}
+		shown.Lock()
+		defer shown.Unlock()
+		done++
+		fmt.Fprintf(w.progress, "\r\x1b[Kran %d/%d scenarios · %s · last: %s", done, len(scenarios), time.Since(started).Round(100*time.Millisecond), name)
+	}
 	for i, sc := range scenarios {
 		wg.Add(1)
 		go func(i int, sc *simulate.Scenario) {
 			defer wg.Done()
 			hists[i], errs[i] = w.Run(ctx, sc)
+			show(sc.Name)
 		}(i, sc)
 	}
 	wg.Wait()
+	if w.progress != nil {
+		fmt.Fprint(w.progress, "\r\x1b[K")
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, undecided(fmt.Errorf("the run was interrupted before its scenarios finished (%w); every replica process was stopped", err))
 	}

@@ -162,6 +162,10 @@ type metered struct {
 	tc *Conn
 }
 
+// NetConn returns the connection underneath, as tls.Conn's NetConn does (a stub's connection-reset fault
+// reaches the TCP socket through it).
+func (m *metered) NetConn() net.Conn { return m.Conn }
+
 // Read reads from the connection and follows the framing of what it read.
 func (m *metered) Read(p []byte) (int, error) {
 	n, err := m.Conn.Read(p)

@@ -187,25 +187,25 @@ func (s *search) onPath() (*Interpreter, error) {
 	if lookErr == nil {
 		in, err := s.probe(p, "python3 on PATH")
 		switch {
-		case err == nil && pin.Matches(in.Version):
+		case err == nil && pin.Accepts(in):
 			in.Reason = "python3 on PATH, " + pinned
 			return in, nil
 		case err == nil:
-			s.reject(p, fmt.Sprintf("is Python %s, not the %s", in.VersionString(), pinned))
+			s.reject(p, fmt.Sprintf("is %s, not the %s", describe(in), pinned))
 		default:
 			s.reject(p, firstLine(err.Error()))
 		}
 	}
 	for _, c := range pinnedCandidates(pin, s.getenv, s.lookPath) {
 		in, err := s.probe(c, pinned)
-		if err == nil && pin.Matches(in.Version) {
+		if err == nil && pin.Accepts(in) {
 			in.Reason = pinned + ", found at " + c
 			return in, nil
 		}
 		if err != nil {
 			s.reject(c, firstLine(err.Error()))
 		} else {
-			s.reject(c, "is Python "+in.VersionString())
+			s.reject(c, "is "+describe(in))
 		}
 	}
 	tried := make([]string, len(s.rejected))

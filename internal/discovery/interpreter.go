@@ -107,9 +107,9 @@ func FindInterpreter(o InterpreterOptions) (*Interpreter, error) {
 	}
 	in.Rule, in.Rejected, in.Warnings, in.Pin = in.Reason, s.rejected, append(in.Warnings, s.warnings...), s.pin
 	explicit := s.opts.Flag != "" || s.getenv("ASTRABOX_PYTHON") != ""
-	if pin := in.Pin; pin != nil && !explicit && !pin.Matches(in.Version) {
-		in.Warnings = append(in.Warnings, fmt.Sprintf("%s pins %s, but the interpreter chosen by %s is Python %s; "+
-			"recreate the environment with that version, or change the pin", pin.Source, pin.Label(), in.Rule, in.VersionString()))
+	if pin := in.Pin; pin != nil && !explicit && !pin.Accepts(in) {
+		in.Warnings = append(in.Warnings, fmt.Sprintf("%s pins %s, but the interpreter chosen by %s is %s; "+
+			"recreate the environment with that version, or change the pin", pin.Source, pin.Label(), in.Rule, describe(in)))
 	}
 	if len(s.rejected) > 0 {
 		parts := make([]string, len(s.rejected))

@@ -25,6 +25,23 @@ type VersionPin struct {
 	// 0 when Request is not a version number (system, an environment name).
 	Release [3]int
 	Parts   int
+	// Implementation is the Python implementation the pin names, as platform.python_implementation()
+	// says it ("PyPy" for "pypy3.10"), "" when it names none (CPython or any).
+	Implementation string
+}
+
+// Accepts reports whether an interpreter satisfies the pin: its version matches, and its implementation
+// is the one the pin names, if any (a pypy3.10 pin is never satisfied by CPython 3.10).
+func (p *VersionPin) Accepts(in *Interpreter) bool {
+	return (p.Implementation == "" || in.Implementation == p.Implementation) && p.Matches(in.Version)
+}
+
+// describe names an interpreter's implementation and version for messages: "Python 3.10.14", "PyPy 3.10.14".
+func describe(in *Interpreter) string {
+	if in.Implementation != "" && in.Implementation != "CPython" {
+		return in.Implementation + " " + in.VersionString()
+	}
+	return "Python " + in.VersionString()
 }
 
 // Matches reports whether a Python version satisfies the pin: every part given must be equal. A pin that is
@@ -41,6 +58,9 @@ func (p *VersionPin) Matches(v [3]int) bool {
 // Label names the pinned version for messages: "Python 3.9", or the request quoted when it is not a
 // version number ("pypy3.10", an environment name).
 func (p *VersionPin) Label() string {
+	if p.Implementation != "" {
+		return fmt.Sprintf("%s %q", p.Implementation, p.Request)
+	}
 	if p.Parts > 0 {
 		return "Python " + p.Request
 	}
@@ -49,9 +69,24 @@ func (p *VersionPin) Label() string {
 
 var pinVersion = regexp.MustCompile(`^(?:c?python-?)?(\d+)(?:\.(\d+))?(?:\.(\d+))?$`)
 
+// pinImplementation is a pin naming another implementation, as pyenv, uv and mise write it: "pypy3.10",
+// "pypy3.10-7.3.17", "graalpy-24.1" is not a Python version and is left alone.
+var pinImplementation = regexp.MustCompile(`^(pypy|graalpy)(\d+)(?:\.(\d+))?(?:-[0-9a-z.]+)?$`)
+
+// implementations maps a pin's implementation prefix to what platform.python_implementation() says.
+var implementations = map[string]string{"pypy": "PyPy", "graalpy": "GraalVM"}
+
 // newPin parses a requested version.
 func newPin(request, file, source string) *VersionPin {
 	p := &VersionPin{Request: request, File: file, Source: source}
+	if m := pinImplementation.FindStringSubmatch(strings.ToLower(request)); m != nil {
+		p.Implementation = implementations[m[1]]
+		for i := 2; i <= 3 && m[i] != ""; i++ {
+			p.Release[i-2], _ = strconv.Atoi(m[i])
+			p.Parts = i - 1
+		}
+		return p
+	}
 	if m := pinVersion.FindStringSubmatch(strings.ToLower(request)); m != nil {
 		for i := 1; i <= 3 && m[i] != ""; i++ {
 			p.Release[i-1], _ = strconv.Atoi(m[i])
@@ -124,8 +159,19 @@ func pinnedCandidates(p *VersionPin, getenv func(string) string, lookPath func(s
 		}
 		out = append(out, c)
 	}
+	command := "python"
+	for prefix, impl := range implementations {
+		if impl == p.Implementation {
+			command = prefix
+		}
+	}
 	if p.Parts >= 2 {
-		if c, err := lookPath(fmt.Sprintf("python%d.%d", p.Release[0], p.Release[1])); err == nil {
+		if c, err := lookPath(fmt.Sprintf("%s%d.%d", command, p.Release[0], p.Release[1])); err == nil {
+			add(c)
+		}
+	}
+	if p.Implementation != "" {
+		if c, err := lookPath(fmt.Sprintf("%s%d", command, p.Release[0])); err == nil {
 			add(c)
 		}
 	}
@@ -173,7 +219,8 @@ func matchingInstalls(root string, p *VersionPin) []string {
 		v := newPin(name, "", "")
 		switch {
 		case p.Parts == 0 && name == p.Request: // a named environment (pyenv-virtualenv)
-		case p.Parts > 0 && v.Parts == 3 && p.Matches(v.Release):
+		case p.Implementation != "" && v.Implementation == p.Implementation && p.Matches(v.Release):
+		case p.Implementation == "" && v.Implementation == "" && p.Parts > 0 && v.Parts == 3 && p.Matches(v.Release):
 		default:
 			continue
 		}

@@ -306,7 +306,7 @@ func settle(ctx context.Context, j Judge, sc *simulate.Scenario, index int, chec
 	shrunk.Name = fmt.Sprintf("%s-%s", strings.ToLower(check), shrunkName(sc))
 	fl.Scenario = shrunk
 	fl.Shrunk = shrunk.StepLines()
-	file, err := save(o.FailuresDir, check, shrunk, fl)
+	file, err := save(o.FailuresDir, project, check, shrunk, fl)
 	if err != nil {
 		// The verdict stands without the file: report it, and warn that the scenario was not kept.
 		fl.SaveError = err.Error()

@@ -62,7 +62,7 @@ func (o *Options) guide(env *conformance.Env) (*guide, error) {
 	}
 	if env.Sim.Coverage == nil {
 		if o.Log != nil && o.N > 0 {
-			fmt.Fprintln(o.Log, "exploration runs blind (not guided by coverage): coverage of the provider is off; --coverage turns it on")
+			fmt.Fprintln(o.Log, "exploration runs blind (not guided by coverage): coverage of the provider is off;\n  --coverage turns it on")
 		}
 		return nil, nil
 	}

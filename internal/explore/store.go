@@ -16,7 +16,9 @@ import (
 const lastFailedFile = "last-failed.json"
 
 // save writes a shrunk failure as a replayable scenario file named <check>-<seed>.yaml.
-func save(dir, check string, sc *simulate.Scenario, fl *Failure) (string, error) {
+// The file records no absolute path (it may be committed, or shared): the replay command is relative to the
+// file's own directory, and the project's directory is cut from the failure message.
+func save(dir, project, check string, sc *simulate.Scenario, fl *Failure) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("save failure: %w", err)
 	}
@@ -27,16 +29,47 @@ func save(dir, check string, sc *simulate.Scenario, fl *Failure) (string, error)
 	file := filepath.Join(dir, fmt.Sprintf("%s-%d.yaml", strings.ToLower(check), sc.Seed))
 	var b strings.Builder
 	fmt.Fprintf(&b, "# astrabox: generated scenario %d (seed %d) failed %s.\n", fl.Index, sc.Seed, check)
-	fmt.Fprintf(&b, "# Shrunk from %d to %d steps. %s\n", fl.Steps, len(sc.Steps), oneLine(fl.Message))
+	fmt.Fprintf(&b, "# Shrunk from %d to %d steps. %s\n", fl.Steps, len(sc.Steps), oneLine(withoutDir(fl.Message, project)))
 	if fl.Flaky {
 		fmt.Fprintf(&b, "# FLAKY: %s\n", oneLine(fl.Differed))
 	}
-	fmt.Fprintf(&b, "# Replay: astrabox simulate run %s\n", file)
+	fmt.Fprintf(&b, "# Replay from this file's directory: %s\n", replayFromDir(file, project))
 	b.Write(body)
 	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
 		return "", fmt.Errorf("save failure: %w", err)
 	}
 	return file, nil
+}
+
+// replayFromDir is the command that replays file, run from the file's directory, naming the project by its
+// path relative to that directory.
+func replayFromDir(file, project string) string {
+	cmd := "astrabox simulate run " + filepath.Base(file)
+	if project == "" {
+		return cmd
+	}
+	absFile, err1 := filepath.Abs(file)
+	absProject, err2 := filepath.Abs(project)
+	if err1 != nil || err2 != nil {
+		return cmd
+	}
+	rel, err := filepath.Rel(filepath.Dir(absFile), absProject)
+	if err != nil {
+		return cmd
+	}
+	return cmd + " --project " + filepath.ToSlash(rel)
+}
+
+// withoutDir cuts dir (and its trailing separator) from every path in s that starts with it.
+func withoutDir(s, dir string) string {
+	if dir == "" {
+		return s
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return s
+	}
+	return strings.ReplaceAll(s, abs+string(filepath.Separator), "")
 }
 
 func oneLine(s string) string {

@@ -75,6 +75,7 @@ func FuzzJSONPath(f *testing.F) {
 func FuzzMapping(f *testing.F) {
 	f.Add([]byte(`{"request": {"method": "GET", "urlPathPattern": "/a/.*", "headers": {"X": {"matches": "a+"}}}, "response": {"status": 201, "jsonBody": {"a": 1}}}`))
 	f.Add([]byte(`{"mappings": [{"scenarioName": "s", "requiredScenarioState": "Started", "newScenarioState": "b", "request": {"bodyPatterns": [{"equalToJson": {"a": "${json-unit.any-number}"}, "ignoreExtraElements": true}]}}]}`))
+	f.Add([]byte(`{"id": "e1", "uuid": "e1", "name": "n", "persistent": true, "insertionIndex": 3, "metadata": {"a": 1}, "request": {"method": "GET", "urlPathTemplate": "/a/{id}/**", "pathParameters": {"id": {"equalTo": "b"}}}, "response": {"fault": "CONNECTION_RESET_BY_PEER"}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ms, err := Parse("fuzz.json", data, nil)
 		if err != nil {

@@ -2,8 +2,9 @@
 // author's existing WireMock mappings can stand in for one of the provider's external services without a
 // fake of their own.
 //
-// The supported subset (docs/architecture.md lists it for users): request matching by method (or ANY), url,
-// urlPattern, urlPath, urlPathPattern and urlPathTemplate; queryParameters, headers and cookies with the
+// The supported subset (docs/services.md lists it for users, with what differs from WireMock 3): request
+// matching by method (or ANY), url, urlPattern, urlPath, urlPathPattern and urlPathTemplate (with
+// pathParameters); queryParameters, headers and cookies with the
 // matchers equalTo (and caseInsensitive), contains, doesNotContain, matches, doesNotMatch, absent, and, or;
 // bodyPatterns with those plus equalToJson (ignoreArrayOrder, ignoreExtraElements and the json-unit
 // placeholders) and matchesJsonPath (an expression, or an expression with a sub-matcher); basicAuthCredentials;
@@ -103,12 +104,17 @@ type RequestPattern struct {
 	Query   map[string]Matcher
 	Headers map[string]Matcher
 	Cookies map[string]Matcher
-	Body    []Matcher
+	// PathParams match the variables of a urlPathTemplate by name.
+	PathParams map[string]Matcher
+	Body       []Matcher
 	// BasicAuth, when set, requires these credentials.
 	BasicAuth *Credentials
 
-	urlRe    *regexp.Regexp
-	template []string
+	urlRe *regexp.Regexp
+	// template is a urlPathTemplate compiled as WireMock's PathTemplate compiles it, and vars the names of
+	// its variables in order.
+	template *regexp.Regexp
+	vars     []string
 }
 
 // Credentials are HTTP basic authentication credentials.
@@ -140,8 +146,11 @@ type rawMapping struct {
 	NewScenarioState      string          `json:"newScenarioState"`
 	Persistent            *bool           `json:"persistent"`
 	Metadata              json.RawMessage `json:"metadata"`
-	PostServeActions      json.RawMessage `json:"postServeActions"`
-	ServeEventListeners   json.RawMessage `json:"serveEventListeners"`
+	// InsertionIndex is written by WireMock 3 when it saves a mapping; like WireMock, the kit reads it and
+	// orders mappings by the order it loads them instead.
+	InsertionIndex      json.RawMessage `json:"insertionIndex"`
+	PostServeActions    json.RawMessage `json:"postServeActions"`
+	ServeEventListeners json.RawMessage `json:"serveEventListeners"`
 }
 
 type rawRequest struct {
@@ -156,6 +165,7 @@ type rawRequest struct {
 	Cookies              map[string]json.RawMessage `json:"cookies"`
 	BodyPatterns         []json.RawMessage          `json:"bodyPatterns"`
 	BasicAuthCredentials *Credentials               `json:"basicAuthCredentials"`
+	PathParameters       map[string]json.RawMessage `json:"pathParameters"`
 }
 
 type rawResponse struct {
@@ -305,7 +315,18 @@ func parseRequest(raw json.RawMessage) (RequestPattern, error) {
 			return p, fmt.Errorf("%s: %w", p.URLKind, err)
 		}
 	case URLPathTemplate:
-		p.template = strings.Split(p.URL, "/")
+		p.template, p.vars = compileTemplate(p.URL)
+	}
+	if len(rr.PathParameters) > 0 && p.URLKind != URLPathTemplate {
+		return p, fmt.Errorf("pathParameters need a urlPathTemplate naming them, such as \"/users/{id}\"")
+	}
+	if p.PathParams, err = parseMatchers("pathParameters", rr.PathParameters, false); err != nil {
+		return p, err
+	}
+	for name := range p.PathParams {
+		if !slices.Contains(p.vars, name) {
+			return p, fmt.Errorf("pathParameters %q: the urlPathTemplate %q has no {%s}", name, p.URL, name)
+		}
 	}
 	if p.Query, err = parseMatchers("queryParameters", rr.QueryParameters, false); err != nil {
 		return p, err
@@ -399,10 +420,8 @@ func parseResponse(raw json.RawMessage, files fs.FS) (Response, error) {
 		if err := json.Compact(&compact, rr.JSONBody); err != nil {
 			return r, fmt.Errorf("jsonBody: %w", err)
 		}
+		// WireMock 3 sends a jsonBody with no Content-Type unless the mapping sets one; so does the kit.
 		r.Body = compact.Bytes()
-		if _, ok := r.Headers["Content-Type"]; !ok {
-			r.Headers["Content-Type"] = []string{"application/json"}
-		}
 	}
 	if rr.Base64Body != nil {
 		bodies++
@@ -502,22 +521,49 @@ func Load(dir string) (*Set, error) {
 	}
 	sort.Strings(names)
 	var all []*Mapping
+	var refused []error
 	for _, n := range names {
 		data, err := readRegular(n)
-		if err != nil {
-			return nil, err
+		if err == nil {
+			var ms []*Mapping
+			if ms, err = Parse(n, data, files); err == nil {
+				all = append(all, ms...)
+			}
 		}
-		ms, err := Parse(n, data, files)
 		if err != nil {
-			return nil, err
+			refused = append(refused, err)
+			continue
 		}
-		all = append(all, ms...)
 		if len(all) > maxMappings {
 			return nil, fmt.Errorf("stubs %s: more than %d mappings", dir, maxMappings)
 		}
 	}
+	if len(refused) > 0 {
+		return nil, &LoadError{Dir: dir, Files: len(names), Refused: refused}
+	}
 	return NewSet(all), nil
 }
+
+// LoadError is every file of a stubs directory that could not be loaded, reported at once so that an
+// author fixes them in one pass.
+type LoadError struct {
+	Dir     string
+	Files   int     // how many mapping files the directory holds
+	Refused []error // one per refused file (an *Error when the file was read)
+}
+
+func (e *LoadError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "stubs %s: %d of %d mapping files refused", e.Dir, len(e.Refused), e.Files)
+	for _, err := range e.Refused {
+		b.WriteString("\n  - ")
+		b.WriteString(err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the refusals, so that errors.As finds each *Error.
+func (e *LoadError) Unwrap() []error { return e.Refused }
 
 func readRegular(name string) ([]byte, error) {
 	f, err := os.Open(name)

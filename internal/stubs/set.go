@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"net/textproto"
 	"net/url"
@@ -97,6 +98,15 @@ func (p *RequestPattern) matches(r *Request) bool {
 	if !p.matchURL(r.URL) {
 		return false
 	}
+	if len(p.PathParams) > 0 {
+		vals, _ := p.pathValues(r.URL.EscapedPath())
+		for name, m := range p.PathParams {
+			v, ok := vals[name]
+			if !m.Match(v, ok) {
+				return false
+			}
+		}
+	}
 	query := r.URL.Query()
 	for name, m := range p.Query {
 		if !matchAny(&m, query[name]) {
@@ -175,36 +185,33 @@ func (p *RequestPattern) matchURL(u *url.URL) bool {
 	case URLPathPattern:
 		return p.urlRe.MatchString(u.EscapedPath())
 	case URLPathTemplate:
-		parts := strings.Split(u.EscapedPath(), "/")
-		if len(parts) != len(p.template) {
-			return false
-		}
-		for i, t := range p.template {
-			isVar := strings.HasPrefix(t, "{") && strings.HasSuffix(t, "}")
-			if (isVar && parts[i] == "") || (!isVar && parts[i] != t) {
-				return false
-			}
-		}
-		return true
+		_, ok := p.pathValues(u.EscapedPath())
+		return ok
 	}
 	return true
 }
 
 // Nearest is the mapping that comes closest to matching a request, with the parts of the request it differs
-// in (for the 404 of an unmatched request and for findings). Nil when there are no mappings.
+// in (for the 404 of an unmatched request and for findings). Nil when there are no mappings. Closest is
+// WireMock's closest stub: the least weighted distance (distance.go), the first in matching order among
+// equals.
 func (s *Set) Nearest(r *Request) (*Mapping, []string) {
-	var best *Mapping
-	var bestWhy []string
+	var near *Mapping
+	var nearest result
 	for _, m := range s.mappings {
-		why := m.Request.misses(r)
-		if m.ScenarioName != "" && m.RequiredScenarioState != "" && s.State(m.ScenarioName) != m.RequiredScenarioState {
-			why = append(why, "scenario state (needs "+m.RequiredScenarioState+")")
-		}
-		if best == nil || len(why) < len(bestWhy) {
-			best, bestWhy = m, why
+		d := m.Request.distance(r)
+		if near == nil || javaCompare(d.d, nearest.d) < 0 {
+			near, nearest = m, d
 		}
 	}
-	return best, bestWhy
+	if near == nil {
+		return nil, nil
+	}
+	why := near.Request.misses(r)
+	if near.ScenarioName != "" && near.RequiredScenarioState != "" && s.State(near.ScenarioName) != near.RequiredScenarioState {
+		why = append(why, "scenario state (needs "+near.RequiredScenarioState+")")
+	}
+	return near, why
 }
 
 // misses lists the parts of a request a pattern does not match.
@@ -215,6 +222,13 @@ func (p *RequestPattern) misses(r *Request) []string {
 	}
 	if !p.matchURL(r.URL) {
 		out = append(out, string(p.URLKind)+" "+p.URL)
+	}
+	for _, name := range sortedKeys(p.PathParams) {
+		vals, _ := p.pathValues(r.URL.EscapedPath())
+		m := p.PathParams[name]
+		if v, ok := vals[name]; !m.Match(v, ok) {
+			out = append(out, "path parameter "+name)
+		}
 	}
 	query := r.URL.Query()
 	for _, name := range slices.Sorted(maps.Keys(p.Query)) {
@@ -284,11 +298,18 @@ func (s *Set) write(w http.ResponseWriter, hr *http.Request, m *Mapping) {
 	if resp.Fault != FaultNone {
 		if hj, ok := w.(http.Hijacker); ok {
 			if conn, _, err := hj.Hijack(); err == nil {
+				if resp.Fault == FaultConnectionDrop {
+					reset(conn)
+				}
 				conn.Close()
 				return
 			}
 		}
 		panic(http.ErrAbortHandler) // the server closes the connection without an answer
+	}
+	if _, ok := resp.Headers["Content-Type"]; !ok {
+		// Go's server would sniff one from the body; WireMock sends none, and neither does the kit.
+		w.Header()["Content-Type"] = nil
 	}
 	for k, vs := range resp.Headers {
 		for _, v := range vs {
@@ -299,6 +320,23 @@ func (s *Set) write(w http.ResponseWriter, hr *http.Request, m *Mapping) {
 	w.WriteHeader(resp.Status)
 	if hr.Method != http.MethodHead {
 		_, _ = w.Write(resp.Body)
+	}
+}
+
+// reset makes closing conn send a TCP reset (RST) instead of a clean end (FIN), as WireMock's
+// CONNECTION_RESET_BY_PEER does, reaching the socket through wrappers that expose it (TLS, the egress
+// proxy's metering).
+func reset(conn net.Conn) {
+	for range 8 {
+		if tc, ok := conn.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0)
+			return
+		}
+		inner, ok := conn.(interface{ NetConn() net.Conn })
+		if !ok {
+			return
+		}
+		conn = inner.NetConn()
 	}
 }
 

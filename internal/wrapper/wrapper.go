@@ -76,7 +76,8 @@ type Probe struct {
 	// LeftRunning is set when something the wrapper started was still running after it exited (it was
 	// killed, wherever it had gone: the wrapper runs under a warden that no descendant can leave).
 	LeftRunning bool `json:"left_running,omitempty"`
-	// RealCLICalls holds the arguments of each call the stub of the real CLI received, in order.
+	// RealCLICalls holds the arguments of each call the stub of the real CLI received, in order; nil (JSON
+	// null) when the wrapper was checked against the real CLI (--real-cli), whose calls are not recorded.
 	RealCLICalls [][]string `json:"real_cli_calls"`
 	// Stdout and Stderr are the wrapper's output (at most 64 KiB each); *Truncated say whether more was
 	// written.
@@ -103,6 +104,8 @@ type Result struct {
 	VersionLine string `json:"version_line"`
 	// Timeout is the per-run bound, in seconds.
 	Timeout float64 `json:"timeout_seconds"`
+	// RealCLI is the real CLI the wrapper was checked against (--real-cli), "" when a stub stood in for it.
+	RealCLI string `json:"real_cli,omitempty"`
 	// Probes are the runs, in order.
 	Probes []Probe `json:"probes"`
 }
@@ -121,13 +124,19 @@ func (r *Result) Failed() int {
 // UnusableError says the wrapper cannot be checked at all: missing, a directory, not executable, or not
 // something the system can run.
 type UnusableError struct {
+	// What is "wrapper" (when empty) or "real CLI".
+	What   string
 	Path   string
 	Reason string
 	Err    error
 }
 
 func (e *UnusableError) Error() string {
-	return fmt.Sprintf("wrapper %s %s", e.Path, e.Reason)
+	what := e.What
+	if what == "" {
+		what = "wrapper"
+	}
+	return fmt.Sprintf("%s %s %s", what, e.Path, e.Reason)
 }
 
 func (e *UnusableError) Unwrap() error { return e.Err }
@@ -138,6 +147,12 @@ type Options struct {
 	Path string
 	// Timeout bounds each run; 0 means DefaultTimeout.
 	Timeout time.Duration
+	// RealCLI, when set, is the path at which the wrapper runs the real CLI (a production wrapper that
+	// hard-codes it). The wrapper is then checked unchanged against that real CLI instead of a stub: a
+	// version probe passes when the wrapper's stdout is exactly what the real CLI prints for the same
+	// argument, and the real CLI counts as reached by an ordinary call when it wrote its state into the
+	// run's empty HOME (the Claude CLI writes ~/.claude.json on every start but -v and --version).
+	RealCLI string
 }
 
 // probes are the runs of the check: the SDK's two version probes, then an ordinary call that must be gated.
@@ -171,8 +186,15 @@ func Check(ctx context.Context, o Options) (*Result, error) {
 		Timeout:     o.Timeout.Seconds(),
 		Passed:      true,
 	}
+	var real *realCLI
+	if o.RealCLI != "" {
+		if real, err = probeRealCLI(ctx, o.RealCLI, o.Timeout); err != nil {
+			return nil, err
+		}
+		res.RealCLI, res.VersionLine = real.path, strings.TrimRight(real.outputs["-v"], "\n")
+	}
 	for _, pr := range probes {
-		p, err := runProbe(ctx, path, pr.args, pr.expect, res.VersionLine, o.Timeout)
+		p, err := runProbe(ctx, path, pr.args, pr.expect, res.VersionLine, o.Timeout, real)
 		if err != nil {
 			return nil, err
 		}
@@ -180,6 +202,48 @@ func Check(ctx context.Context, o Options) (*Result, error) {
 		res.Passed = res.Passed && p.Passed
 	}
 	return res, nil
+}
+
+// realCLI is the real CLI a wrapper is checked against, with what it prints itself for each version probe.
+type realCLI struct {
+	path    string
+	outputs map[string]string // stdout of `path ARG` for each version probe's argument
+}
+
+// probeRealCLI runs the real CLI's version probes directly, in the same minimal environment as the
+// wrapper, to learn what the wrapper must pass through.
+func probeRealCLI(ctx context.Context, path string, timeout time.Duration) (*realCLI, error) {
+	abs, err := usable(path)
+	if err != nil {
+		var ue *UnusableError
+		if errors.As(err, &ue) {
+			ue.What = "real CLI"
+		}
+		return nil, err
+	}
+	real := &realCLI{path: abs, outputs: map[string]string{}}
+	for _, pr := range probes {
+		if pr.expect != PassThrough {
+			continue
+		}
+		tmp, err := os.MkdirTemp("", "astrabox-real-cli-")
+		if err != nil {
+			return nil, fmt.Errorf("create a temporary directory: %w", err)
+		}
+		env := []string{"PATH=" + SystemPath, "HOME=" + tmp, "LANG=C.UTF-8"}
+		stdout, stderr := &boundedBuffer{limit: outputLimit}, &boundedBuffer{limit: outputLimit}
+		r, err := run(ctx, abs, pr.args, tmp, env, stdout, stderr, timeout)
+		os.RemoveAll(tmp)
+		if err != nil {
+			return nil, err
+		}
+		if r.exitCode != 0 || strings.TrimSpace(stdout.String()) == "" {
+			return nil, &UnusableError{What: "real CLI", Path: path, Reason: fmt.Sprintf("does not answer %s by itself (exit %d, stdout %s, stderr %s); "+
+				"give --real-cli the CLI the wrapper runs", strings.Join(pr.args, " "), r.exitCode, excerpt(stdout.String()), excerpt(stderr.String()))}
+		}
+		real.outputs[strings.Join(pr.args, " ")] = stdout.String()
+	}
+	return real, nil
 }
 
 // usable resolves path and checks that it is an executable regular file.
@@ -209,7 +273,8 @@ func usable(path string) (string, error) {
 
 // runProbe runs the wrapper once in a fresh temporary directory holding the stub, an empty home and a
 // working directory, and decides the probe.
-func runProbe(ctx context.Context, wrapper string, args []string, expect Expectation, version string, timeout time.Duration) (*Probe, error) {
+// With real set, no stub is written: the wrapper runs the real CLI at the path it names itself.
+func runProbe(ctx context.Context, wrapper string, args []string, expect Expectation, version string, timeout time.Duration, real *realCLI) (*Probe, error) {
 	tmp, err := os.MkdirTemp("", "astrabox-wrapper-")
 	if err != nil {
 		return nil, fmt.Errorf("create a temporary directory: %w", err)
@@ -222,7 +287,9 @@ func runProbe(ctx context.Context, wrapper string, args []string, expect Expecta
 		}
 	}
 	stub := filepath.Join(bin, RealCLIName)
-	if err := os.WriteFile(stub, []byte(stubScript(calls, version)), 0o755); err != nil {
+	if real != nil {
+		stub = real.path
+	} else if err := os.WriteFile(stub, []byte(stubScript(calls, version)), 0o755); err != nil {
 		return nil, fmt.Errorf("write the stub CLI: %w", err)
 	}
 
@@ -251,12 +318,66 @@ func runProbe(ctx context.Context, wrapper string, args []string, expect Expecta
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("check interrupted: %w", err)
 	}
+	if real != nil {
+		decideReal(p, real, home, timeout)
+		return p, nil
+	}
 	p.RealCLICalls, err = readCalls(calls)
 	if err != nil {
 		return nil, err
 	}
 	decide(p, version, timeout)
 	return p, nil
+}
+
+// decideReal sets the verdict of a run against the real CLI: a version probe must print exactly what the
+// real CLI prints and exit 0; an ordinary call must leave the empty HOME as it was (the real CLI writes
+// its state there when it starts for anything but a version probe).
+func decideReal(p *Probe, real *realCLI, home string, timeout time.Duration) {
+	var problems []string
+	if p.TimedOut {
+		problems = append(problems, fmt.Sprintf("did not finish within %s (killed with everything it started)", timeout))
+	}
+	want := strings.Join(quoteArgs(p.Args), " ")
+	switch p.Expect {
+	case PassThrough:
+		own := real.outputs[strings.Join(p.Args, " ")]
+		if p.ExitCode != 0 && !p.TimedOut {
+			problems = append(problems, fmt.Sprintf("exit status %d, want 0 (the SDK takes a failed probe for a missing CLI)", p.ExitCode))
+		}
+		switch {
+		case !strings.Contains(p.Stdout, strings.TrimSpace(own)):
+			problems = append(problems, fmt.Sprintf("the real CLI's own output for [%s] (%s) did not reach stdout: %s", want, excerpt(own), excerpt(p.Stdout)))
+		case p.Stdout != own:
+			problems = append(problems, fmt.Sprintf("stdout carries more than the real CLI's version line (the SDK reads the version from it): %s", excerpt(p.Stdout)))
+		}
+		if len(problems) == 0 {
+			p.Summary = fmt.Sprintf("passed through unchanged: exit 0, stdout is the real CLI's own answer to [%s]", want)
+		}
+	case Gated:
+		if wrote := claudeState(home); wrote != "" {
+			problems = append(problems, fmt.Sprintf("not gated: the real CLI ran for [%s] without Session material (it wrote %s in the empty HOME)", want, wrote))
+		}
+		if len(problems) == 0 {
+			p.Summary = fmt.Sprintf("gated: exit %d without Session material; the real CLI left no state in the empty HOME", p.ExitCode)
+		}
+	}
+	p.Problems = problems
+	p.Passed = len(problems) == 0
+	if !p.Passed {
+		p.Summary = strings.Join(problems, "; ")
+	}
+}
+
+// claudeState names the first state the Claude CLI writes into HOME when it starts (.claude.json, .claude),
+// "" when there is none.
+func claudeState(home string) string {
+	for _, name := range []string{".claude.json", ".claude"} {
+		if _, err := os.Lstat(filepath.Join(home, name)); err == nil {
+			return "~/" + name
+		}
+	}
+	return ""
 }
 
 // decide sets the verdict of a finished run.
@@ -269,7 +390,7 @@ func decide(p *Probe, version string, timeout time.Duration) {
 	switch p.Expect {
 	case PassThrough:
 		if len(p.RealCLICalls) == 0 {
-			problems = append(problems, fmt.Sprintf("the real CLI was never reached (looked for $%s, then %s on PATH)", RealCLIEnv, RealCLIName))
+			problems = append(problems, fmt.Sprintf("the real CLI was never reached (looked for $%s, then %s on PATH; a wrapper that runs the CLI by a fixed path is checked with --real-cli PATH)", RealCLIEnv, RealCLIName))
 		}
 		for _, call := range p.RealCLICalls {
 			if !slices.Equal(call, p.Args) {
