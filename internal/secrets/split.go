@@ -34,7 +34,9 @@ type gap struct {
 	newline       bool
 }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' }
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}
 
 // squeeze returns t without its whitespace and the runs removed, or ok false when t has none.
 func squeeze[T ~string | ~[]byte](t T) (out []byte, gaps []gap, ok bool) {
