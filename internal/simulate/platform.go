@@ -176,6 +176,8 @@ type platform struct {
 	spare []*replica
 	// begun is when the scenario began: project files modified since were written during it.
 	begun time.Time
+	// materials holds each distinct material file content of the scenario once.
+	materials materials
 }
 
 // DefaultEpoch is the fixed start of the host clock for reproducible histories.
