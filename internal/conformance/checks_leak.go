@@ -6,6 +6,7 @@ import (
 
 	"github.com/astrabox-dev/astrabox/internal/harness"
 	"github.com/astrabox-dev/astrabox/internal/report"
+	"github.com/astrabox-dev/astrabox/internal/secrets"
 	"github.com/astrabox-dev/astrabox/internal/simulate"
 )
 
@@ -120,8 +121,12 @@ func decideLeakLog(ev *Evidence) []Finding {
 		}
 	}
 	for _, h := range ev.Histories {
+		if len(h.Files) == 0 {
+			continue
+		}
+		handed := handedSecrets(h)
 		for _, f := range h.Files {
-			m := ev.Secrets.Find(f.Content())
+			m := handed.Find(f.Content())
 			if len(m) == 0 {
 				continue
 			}
@@ -142,6 +147,20 @@ func decideLeakLog(ev *Evidence) []Finding {
 		}
 	}
 	return out
+}
+
+// handedSecrets are the secrets the platform handed the provider in a history (workload identity tokens and
+// secret configuration fields): those are what a file the provider writes must never hold. A credential it
+// obtained, or material it returned, kept in a local cache is another matter (TURN-IDEMPOTENT and
+// LEAK-CROSS-SESSION judge how it is kept), and is not hunted in files.
+func handedSecrets(h *simulate.History) *secrets.Set {
+	set := &secrets.Set{}
+	for _, s := range h.Secrets {
+		if strings.HasPrefix(s.Origin, "workload identity token") || strings.HasPrefix(s.Origin, "configuration field") {
+			set.Add(s.Value, s.Origin)
+		}
+	}
+	return set
 }
 
 // anyHolds tells whether one of texts holds a secret on its own.
