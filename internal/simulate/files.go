@@ -53,10 +53,11 @@ type WrittenFile struct {
 func (f WrittenFile) Content() []byte { return f.content }
 
 // skipProjectDir names the directories of a project that are not the provider's writing: version control,
-// the kit's own state and Python's byte-code caches.
+// the kit's own state, Python's byte-code caches and virtual environments.
 func skipProjectDir(name string) bool {
 	switch name {
-	case ".git", ".hg", ".svn", ".astrabox", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", "node_modules":
+	case ".git", ".hg", ".svn", ".astrabox", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", "node_modules",
+		".venv", "venv", ".tox", ".nox":
 		return true
 	}
 	return false
