@@ -115,6 +115,8 @@ type Evidence struct {
 	// Material maps every material byte string and environment value the provider returned (also in
 	// Secrets) to where it was returned ("file NAME from prepare_session of s1 (r1#1)").
 	Material map[string]string
+	// texts holds each distinct large material content once, as a string, for the checks that hunt it.
+	texts interner
 	// Config is the base Agent configuration (unsubstituted) and TrustedStrings its non-secret string
 	// values of at least 12 characters (SYNC-NO-LOG-CONFIG).
 	Config         map[string]any

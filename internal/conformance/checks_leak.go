@@ -6,6 +6,7 @@ import (
 
 	"github.com/astrabox-dev/astrabox/internal/harness"
 	"github.com/astrabox-dev/astrabox/internal/report"
+	"github.com/astrabox-dev/astrabox/internal/secrets"
 	"github.com/astrabox-dev/astrabox/internal/simulate"
 )
 
@@ -49,11 +50,22 @@ type leakText struct {
 	where string
 	text  string
 	loc   *report.Location
+	// joined marks several records hunted together: reported only when no one record holds the secret.
+	joined bool
 }
 
-// observationTexts lists the log records and warnings of a set of observations.
+// observationTexts lists the log records and warnings of a set of observations, and, when there are several
+// log records, all of them joined in order: a secret logged in two halves by two calls is in no one record.
 func observationTexts(obs harness.Observations) []leakText {
 	var out []leakText
+	if len(obs.Logs) > 1 {
+		var all strings.Builder
+		for _, l := range obs.Logs {
+			all.WriteString(l.Message)
+			all.WriteByte('\n')
+		}
+		out = append(out, leakText{where: "its log records taken together", text: all.String(), joined: true})
+	}
 	for _, l := range obs.Logs {
 		t := l.Message
 		if l.ExcText != nil {
@@ -91,7 +103,7 @@ func decideLeakLog(ev *Evidence) []Finding {
 					leakText{where: "stdout", text: e.Call.Stdout, loc: ev.methodLocation(e.Call.Method)},
 					leakText{where: "stderr", text: e.Call.Stderr, loc: ev.methodLocation(e.Call.Method)})
 				for _, t := range texts {
-					if m := ev.Secrets.FindString(t.text); len(m) > 0 {
+					if m := ev.Secrets.FindString(t.text); len(m) > 0 && !(t.joined && anyHolds(ev, texts[1:])) {
 						msg := fmt.Sprintf("%s wrote %s (%s) to %s", e.Call.Method, m[0].Origin, m[0].Encoding, t.where)
 						report1(t, m[0].Origin, ev.evidence(cs, msg, t.loc))
 					}
@@ -100,7 +112,7 @@ func decideLeakLog(ev *Evidence) []Finding {
 				texts := append(observationTexts(*e.Background),
 					leakText{where: "stdout", text: e.Stdout}, leakText{where: "stderr", text: e.Stderr})
 				for _, t := range texts {
-					if m := ev.Secrets.FindString(t.text); len(m) > 0 {
+					if m := ev.Secrets.FindString(t.text); len(m) > 0 && !(t.joined && anyHolds(ev, texts[1:])) {
 						msg := fmt.Sprintf("work left running on replica %s wrote %s (%s) to %s", e.Replica, m[0].Origin, m[0].Encoding, t.where)
 						report1(t, m[0].Origin, bgEvidence(h, e.Replica, msg, t.loc))
 					}
@@ -108,7 +120,57 @@ func decideLeakLog(ev *Evidence) []Finding {
 			}
 		}
 	}
+	for _, h := range ev.Histories {
+		if len(h.Files) == 0 {
+			continue
+		}
+		handed := handedSecrets(h)
+		for _, f := range h.Files {
+			m := handed.Find(f.Content())
+			if len(m) == 0 {
+				continue
+			}
+			who := "a replica"
+			if f.Replica != "" {
+				who = "replica " + f.Replica
+			}
+			msg := fmt.Sprintf("%s wrote %s (%s) to a file in its %s: %s", who, m[0].Origin, m[0].Encoding, f.Place, f.Path)
+			if f.Replica == "" {
+				msg = fmt.Sprintf("%s wrote %s (%s) to a file in the %s: %s", who, m[0].Origin, m[0].Encoding, f.Place, f.Path)
+			}
+			key := "file|" + string(f.Place) + "|" + f.Replica + "|" + f.Path + "|" + m[0].Origin
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			out = append(out, Finding{Message: msg, Evidence: []report.Evidence{{Text: msg, Scenario: h.Scenario, Replica: f.Replica}}})
+		}
+	}
 	return out
+}
+
+// handedSecrets are the secrets the platform handed the provider in a history (workload identity tokens and
+// secret configuration fields): those are what a file the provider writes must never hold. A credential it
+// obtained, or material it returned, kept in a local cache is another matter (TURN-IDEMPOTENT and
+// LEAK-CROSS-SESSION judge how it is kept), and is not hunted in files.
+func handedSecrets(h *simulate.History) *secrets.Set {
+	set := &secrets.Set{}
+	for _, s := range h.Secrets {
+		if strings.HasPrefix(s.Origin, "workload identity token") || strings.HasPrefix(s.Origin, "configuration field") {
+			set.Add(s.Value, s.Origin)
+		}
+	}
+	return set
+}
+
+// anyHolds tells whether one of texts holds a secret on its own.
+func anyHolds(ev *Evidence, texts []leakText) bool {
+	for _, t := range texts {
+		if !t.joined && len(ev.Secrets.FindString(t.text)) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // withoutUserAction removes a raised user action's own message and URL from an exception text, so that a

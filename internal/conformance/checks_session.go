@@ -266,6 +266,10 @@ type materialFinder struct {
 	extra []materialNeedle
 }
 
+// maxReprNeedle is the longest material whose Python bytes repr is hunted: a repr body is at least as long as
+// the bytes, and longer than any text the finder searches.
+const maxReprNeedle = 1 << 20
+
 func newMaterialFinder(material map[string]string) *materialFinder {
 	f := &materialFinder{set: &secrets.Set{}}
 	values := make([]string, 0, len(material))
@@ -276,6 +280,9 @@ func newMaterialFinder(material map[string]string) *materialFinder {
 	for _, v := range values {
 		if len(v) < minRedactedMaterial || !f.set.Add(v, material[v]) {
 			continue
+		}
+		if len(v) > maxReprNeedle {
+			continue // no text SESSION-REDACTION hunts is that long (reprs are cut at 4 KiB, output at 64 KiB)
 		}
 		if r := pyBytesReprBody([]byte(v)); r != v && len(r) >= secrets.MinLength {
 			f.extra = append(f.extra, materialNeedle{text: r, origin: material[v]})
@@ -483,7 +490,7 @@ type sessionText struct {
 
 // sessionTexts lists, in history order, the material each Session call returned and what it wrote into the
 // sandbox through its handle.
-func sessionTexts(h *simulate.History) []sessionText {
+func sessionTexts(ev *Evidence, h *simulate.History) []sessionText {
 	byKey := map[string]callSite{}
 	for _, e := range h.Events {
 		if c := e.Call; c != nil && slices.Contains(sessionMaterialMethods, c.Method) {
@@ -494,7 +501,7 @@ func sessionTexts(h *simulate.History) []sessionText {
 	for _, e := range h.Events {
 		if op := e.Sandbox; op != nil && op.Op == harness.OpWriteFile && len(op.Content()) > 0 {
 			if cs, ok := byKey[op.Call]; ok {
-				out = append(out, sessionText{cs, "sandbox file " + op.Path, string(op.Content())})
+				out = append(out, sessionText{cs, "sandbox file " + op.Path, ev.texts.str(op.Content())})
 			}
 			continue
 		}
@@ -508,7 +515,7 @@ func sessionTexts(h *simulate.History) []sessionText {
 			continue
 		}
 		for _, f := range m.Files {
-			out = append(out, sessionText{cs, "file " + f.Name, string(f.Content)})
+			out = append(out, sessionText{cs, "file " + f.Name, ev.texts.str(f.Content)})
 		}
 		for _, k := range slices.Sorted(maps.Keys(m.Environment)) {
 			out = append(out, sessionText{cs, "environment value " + k, m.Environment[k]})
@@ -529,7 +536,7 @@ func decideLeakCrossSession(ev *Evidence) []Finding {
 		for i, t := range tokens {
 			set.Add(t.value, strconv.Itoa(i))
 		}
-		for _, st := range sessionTexts(h) {
+		for _, st := range sessionTexts(ev, h) {
 			receiver := st.cs.c.Ctx.Principal
 			if receiver == "" {
 				continue

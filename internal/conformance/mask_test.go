@@ -110,3 +110,45 @@ func TestSecretLocationsAreMaskedInEveryFormat(t *testing.T) {
 		}
 	}
 }
+
+// TestNewLeakFormsAreMaskedInEveryFormat: a secret in one of the forms the hunt learnt in issue 25.5 (split
+// across lines, split by spaces, upper-cased) is masked wherever a result carries text, in every report
+// format: no piece of the value is left.
+func TestNewLeakFormsAreMaskedInEveryFormat(t *testing.T) {
+	canary := NewCanary()
+	set := &secrets.Set{}
+	set.Add(canary, "configuration field secrets.model_api_key")
+	forms := []string{
+		canary[:15] + "\n" + canary[15:],
+		canary[:9] + " " + canary[9:],
+		strings.ToUpper(canary),
+	}
+	rep := &report.Report{Seed: 1}
+	for i, form := range forms {
+		r := report.Result{Check: "LEAK-LOG", Title: "t", Area: "secrets", Severity: report.SeverityError, Status: report.StatusFailed,
+			Message: "stdout was: " + form, Evidence: []report.Evidence{{Text: "evidence " + form, Steps: []string{form}}}}
+		got := maskResult(r, set)
+		if i == 0 && !strings.Contains(got.Message, secrets.Marker("raw, split across lines")) {
+			t.Errorf("split form masked as %q", got.Message)
+		}
+		rep.Results = append(rep.Results, got)
+	}
+	rep.Summarize()
+	pieces := []string{strings.ToLower(canary[len(CanaryPrefix) : len(CanaryPrefix)+8]), strings.ToLower(canary[len(canary)-8:])}
+	for _, f := range report.Formats() {
+		r, err := report.For(f, term.NewStyles(false), 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if err := r.Render(&b, rep); err != nil {
+			t.Fatal(err)
+		}
+		low := strings.ToLower(b.String())
+		for _, p := range pieces {
+			if strings.Contains(low, p) {
+				t.Errorf("%s output holds a piece of the canary (%q)", f, p)
+			}
+		}
+	}
+}

@@ -553,8 +553,9 @@ func (ev *Evidence) AddHistory(h *simulate.History) {
 		}
 		where := fmt.Sprintf("%s of %s (%s)", c.Method, c.Ctx.Session, c.Key)
 		for _, f := range c.Result.Files {
-			if ev.Secrets.Add(string(f.Content), "material file "+f.Name+" returned by "+where) {
-				ev.Material[string(f.Content)] = "file " + f.Name + " from " + where
+			content := ev.texts.str(f.Content)
+			if ev.Secrets.Add(content, "material file "+f.Name+" returned by "+where) {
+				ev.Material[content] = "file " + f.Name + " from " + where
 			}
 		}
 		for _, k := range slices.Sorted(maps.Keys(c.Result.Environment)) {

@@ -122,6 +122,9 @@ func (p *Process) dispatch(kind string, body json.RawMessage, first bool) error 
 		}
 		p.helloCh <- h
 	case "reply":
+		if BeforeReply != nil {
+			BeforeReply()
+		}
 		var r replyMsg
 		if err := json.Unmarshal(body, &r); err != nil {
 			return fmt.Errorf("decode reply: %w", err)
@@ -135,6 +138,20 @@ func (p *Process) dispatch(kind string, body json.RawMessage, first bool) error 
 			case p.replies <- r:
 			case <-p.waitDone:
 			}
+		}
+	case "returned":
+		var m returnedMsg
+		if err := json.Unmarshal(body, &m); err != nil {
+			return fmt.Errorf("decode returned: %w", err)
+		}
+		select {
+		case p.returned <- m.ID:
+		default: // nobody waits for stale ids: drop the oldest
+			select {
+			case <-p.returned:
+			default:
+			}
+			p.returned <- m.ID
 		}
 	case "background":
 		var b backgroundMsg
@@ -173,6 +190,10 @@ func (p *Process) serveSandbox(r SandboxRequest) {
 		p.logf("send sandbox reply %d: %v", r.ID, err)
 	}
 }
+
+// BeforeReply, when set, runs in the reader before each reply is decoded. Tests set it to hold a reply back
+// as a loaded machine does when the kit is slow to read and decode a large material; never set outside tests.
+var BeforeReply func()
 
 // BeforeCancel, when set, runs before each cancel is sent, with a function that tells whether a reply has
 // already been read from the harness. Tests set it to hold the cancel back as a loaded machine does (Go's

@@ -36,6 +36,13 @@ type envelope struct {
 	Kind string `json:"kind"`
 }
 
+// returnedMsg says that the callback of call ID has ended (returned or raised): it comes before the call's
+// reply, which the harness then builds and sends.
+type returnedMsg struct {
+	Kind string `json:"kind"`
+	ID   int64  `json:"id"`
+}
+
 // replyMsg is the wire form of a reply.
 type replyMsg struct {
 	Kind         string          `json:"kind"`

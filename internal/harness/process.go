@@ -133,6 +133,8 @@ type Process struct {
 
 	helloCh chan Hello
 	replies chan replyMsg
+	// returned carries the ids of calls whose callback code has ended (the harness's "returned" message).
+	returned chan int64
 
 	mu         sync.Mutex
 	st         lifecycle
@@ -181,6 +183,7 @@ func Start(ctx context.Context, o Options) (*Process, error) {
 		token:    randomHex(16),
 		helloCh:  make(chan Hello, 1),
 		replies:  make(chan replyMsg, 8),
+		returned: make(chan int64, 8),
 		waitDone: make(chan struct{}),
 		exited:   make(chan struct{}),
 		readDone: make(chan struct{}),
@@ -445,6 +448,15 @@ func (p *Process) Call(ctx context.Context, method string, args any, timeout tim
 	return p.awaitReply(ctx, id, method, timeout)
 }
 
+// ReplyBound bounds the kit's own work after a callback returned: the harness inspects what the callback left
+// running, encodes its value (a large material takes a while) and sends it. The callback's deadline no longer
+// runs then; past this bound the kit gives up on the reply.
+const ReplyBound = 60 * time.Second
+
+// ErrKitReply says that the harness took longer than ReplyBound to send a reply after the callback returned:
+// the kit's own slowness, not the provider's.
+var ErrKitReply = errors.New("the kit's own encoding of the reply took too long (a machine under heavy load, or a kit bug: please report it)")
+
 // awaitReply waits for the reply to call id: at the deadline or when ctx ends it sends cancel, and after
 // Limits.Grace without a reply it dumps the stacks and kills the process. Every branch ends.
 func (p *Process) awaitReply(ctx context.Context, id int64, method string, timeout time.Duration) (*Reply, error) {
@@ -456,9 +468,21 @@ func (p *Process) awaitReply(ctx context.Context, id int64, method string, timeo
 	}
 	done := ctx.Done()
 	cancelSent := false
-	var grace <-chan time.Time
+	var grace, kit <-chan time.Time
 	for {
 		select {
+		case rid := <-p.returned:
+			if rid != id {
+				continue
+			}
+			// The callback's own code has ended: its deadline (and a cancel's grace) stop here. What is left,
+			// inspecting what it left running, encoding its value and sending it, is the kit's own work, bounded
+			// by ReplyBound and never counted against the provider.
+			deadline, done, grace = nil, nil, nil
+			kit = time.After(ReplyBound)
+		case <-kit:
+			p.hang(fmt.Errorf("the harness did not send the reply of %s within %s after the callback returned: %w", method, ReplyBound, ErrKitReply))
+			return nil, p.callFailure(method)
 		case r := <-p.replies:
 			if r.ID != id {
 				p.logf("dropping a stale reply for call %d", r.ID)

@@ -24,6 +24,17 @@ const (
 	EncBase64    Encoding = "base64"
 	EncBase64URL Encoding = "base64url"
 	EncBase32    Encoding = "base32"
+	// EncCase is the value itself with its letters in another case (upper-cased, lower-cased or mixed): hunted
+	// for values made of letters, digits and the punctuation of tokens (hex and base32 keys, canaries, bearer
+	// tokens), whose case a provider may change and which stay as secret in any case.
+	EncCase Encoding = "case-changed"
+)
+
+// Suffixes of the label of a form found split by whitespace: the text joined without its spaces and line
+// breaks holds the form, and the form crosses at least one of them.
+const (
+	splitLines  = ", split across lines"
+	splitSpaces = ", split by spaces"
 )
 
 // encoder is one way of writing a value. Every encoder is prefix-compatible: the encoding of a prefix of a
@@ -36,6 +47,11 @@ type encoder struct {
 	// bytes, and chunk encodes a piece of it that starts on a group boundary.
 	pre, group int
 	chunk      func(string) string
+	// fold marks a form hunted whatever the case of its letters: enc writes it in lower case, and it is looked
+	// for in the text lowered the same way (ASCII letters only, so offsets do not move).
+	fold bool
+	// applies, when set, says whether the form is hunted for a value at all.
+	applies func(string) bool
 }
 
 // encoders lists every hunted form. Their order is the order matches at one offset are reported in.
@@ -52,6 +68,7 @@ var encoders = func() []encoder {
 		{name: EncURLTwice, enc: func(v string) string { return url.QueryEscape(url.QueryEscape(v)) }},
 		{name: EncHex, enc: func(v string) string { return hex.EncodeToString([]byte(v)) }},
 		{name: EncHex, enc: func(v string) string { return strings.ToUpper(hex.EncodeToString([]byte(v))) }},
+		{name: EncCase, enc: asciiLower, fold: true, applies: tokenLike},
 	}
 	block := func(name Encoding, encode func([]byte) string, pre, group, chars int) encoder {
 		return encoder{name: name, enc: aligned(encode, pre, group, chars), pre: pre, group: group, chunk: aligned(encode, 0, group, chars)}
@@ -61,8 +78,14 @@ var encoders = func() []encoder {
 			block(EncBase64, base64.StdEncoding.EncodeToString, i, 3, 4),
 			block(EncBase64URL, base64.URLEncoding.EncodeToString, i, 3, 4))
 	}
+	lower := func(encode func([]byte) string) func([]byte) string {
+		return func(b []byte) string { return asciiLower(encode(b)) }
+	}
 	for i := 0; i < 5; i++ {
-		out = append(out, block(EncBase32, base32.StdEncoding.EncodeToString, i, 5, 8))
+		// base32 is written in either case (Python's b32encode(...).lower(), RFC 4648's "case-insensitive").
+		e := block(EncBase32, lower(base32.StdEncoding.EncodeToString), i, 5, 8)
+		e.fold = true
+		out = append(out, e)
 	}
 	return out
 }()
@@ -134,6 +157,86 @@ func pyJSON(v string, ensureASCII bool) string {
 		}
 	}
 	return b.String()
+}
+
+// contextEncoding is the encoding a raw occurrence of value at t[pos:pos+n] shows by its surroundings, when
+// that encoding writes value unchanged: a JSON string (`"key": "value"`) is json-escaped, a URL query value
+// (`?key=value&`) is url-encoded. Otherwise it is raw.
+func contextEncoding[T ~string | ~[]byte](t T, pos, n int, value string) Encoding {
+	if pos == 0 {
+		return EncRaw
+	}
+	before := t[pos-1]
+	after := byte(0)
+	if pos+n < len(t) {
+		after = t[pos+n]
+	}
+	switch before {
+	case '"':
+		if after != '"' || goJSON(value) != value {
+			return EncRaw
+		}
+		for i := pos - 2; i >= 0; i-- {
+			if isSpace(t[i]) {
+				continue
+			}
+			if c := t[i]; c == ':' || c == '[' || c == ',' || c == '{' {
+				return EncJSON
+			}
+			return EncRaw
+		}
+	case '=':
+		if url.QueryEscape(value) != value {
+			return EncRaw
+		}
+		if after == '&' {
+			return EncURL
+		}
+		for i := pos - 2; i >= 0; i-- {
+			c := t[i]
+			if isSpace(c) || c == '"' || c == '\'' {
+				return EncRaw
+			}
+			if c == '?' || c == '&' {
+				return EncURL
+			}
+		}
+	}
+	return EncRaw
+}
+
+// asciiLower lowers the ASCII letters of s and leaves every other byte alone, so that offsets in the lowered
+// text are offsets in s.
+func asciiLower(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 'A' && c <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if c := b[j]; c >= 'A' && c <= 'Z' {
+					b[j] = c + 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
+}
+
+// tokenLike tells whether v is written like a token or key (letters, digits and - _ . ~ + / = :, at least
+// one letter): such a value changes case without changing what it grants, so its other cases are hunted too.
+func tokenLike(v string) bool {
+	letter := false
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
+			letter = true
+		case c >= '0' && c <= '9', strings.IndexByte("-_.~+/=:", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return letter
 }
 
 // lowerHexEscapes turns %2F into %2f.

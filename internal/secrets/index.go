@@ -28,6 +28,17 @@ type index struct {
 	dirty  bool
 }
 
+// size is the number of keys in the index.
+func (x *index) size() int {
+	n := 0
+	for _, t := range x.tables {
+		if t != nil {
+			n += len(t.entries)
+		}
+	}
+	return n
+}
+
 func hashOf(s string) uint64 {
 	var h uint64
 	for i := 0; i < len(s); i++ {

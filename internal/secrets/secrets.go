@@ -70,7 +70,8 @@ type Set struct {
 	seen    map[string]struct{}
 	secrets []Secret
 	refs    []ref
-	idx     index
+	idx     index // forms compared byte for byte
+	fidx    index // forms compared whatever the case (encoder.fold), keyed in lower case
 	dropped int
 
 	base   uint64
@@ -106,13 +107,20 @@ func (s *Set) Add(value, origin string) bool {
 		cut = prefixCut(value, prefixBytes)
 	}
 	long := cut < len(value)
-	forms := make(map[string]bool, len(encoders))
+	type form struct {
+		fold bool
+		text string
+	}
+	forms := make(map[form]bool, len(encoders))
 	for ei, e := range encoders {
-		text := e.enc(value[:cut])
-		if len(text) < minNeedle || (!long && forms[text]) {
+		if e.applies != nil && !e.applies(value) {
 			continue
 		}
-		forms[text] = true
+		text := e.enc(value[:cut])
+		if len(text) < minNeedle || (!long && forms[form{e.fold, text}]) {
+			continue
+		}
+		forms[form{e.fold, text}] = true
 		key := text
 		if len(key) > keyLen {
 			key = key[:keyLen]
@@ -121,7 +129,11 @@ func (s *Set) Add(value, origin string) bool {
 		if !long {
 			r.needle = text
 		}
-		s.idx.add(key, int32(len(s.refs)))
+		if e.fold {
+			s.fidx.add(key, int32(len(s.refs)))
+		} else {
+			s.idx.add(key, int32(len(s.refs)))
+		}
 		s.refs = append(s.refs, r)
 	}
 	return true
@@ -145,12 +157,17 @@ func (s *Set) Dropped() int {
 func (s *Set) readLock() {
 	for {
 		s.mu.RLock()
-		if !s.idx.dirty {
+		if !s.idx.dirty && !s.fidx.dirty {
 			return
 		}
 		s.mu.RUnlock()
 		s.mu.Lock()
-		s.idx.prepare()
+		if s.idx.dirty {
+			s.idx.prepare()
+		}
+		if s.fidx.dirty {
+			s.fidx.prepare()
+		}
 		s.mu.Unlock()
 	}
 }
@@ -188,6 +205,7 @@ func randomBase() uint64 {
 type hit struct {
 	pos, n int
 	ref    int32
+	split  splitKind
 }
 
 // hits calls fn for every confirmed occurrence of every encoded form in t, in no particular order. Called
@@ -195,14 +213,14 @@ type hit struct {
 // key and the hash of its last bytes both match, by the hash of the whole form: at each such position while
 // that costs less than one pass over t, else in one rolling pass over t. However many long secrets t holds
 // and however often their first bytes recur, the work stays linear in the length of t.
-func hits[T ~string | ~[]byte](s *Set, t T, fn func(hit)) {
+func hits[T ~string | ~[]byte](s *Set, x *index, t T, fn func(hit)) {
 	type candidates struct {
 		fi   formInfo
 		pos  []int
 		full bool // too many candidates: one rolling pass instead
 	}
 	var long map[int32]*candidates
-	scan(&s.idx, t, func(pos int, r int32) {
+	scan(x, t, func(pos int, r int32) {
 		rf := s.refs[r]
 		if rf.needle != "" {
 			if len(t)-pos >= len(rf.needle) && equalAt(t, pos, rf.needle) {
@@ -267,7 +285,7 @@ func find[T ~string | ~[]byte](s *Set, text T) []Match {
 	s.readLock()
 	defer s.mu.RUnlock()
 	var found []hit
-	hits(s, text, func(h hit) { found = append(found, h) })
+	allHits(s, text, func(h hit) { found = append(found, h) })
 	if len(found) == 0 {
 		return nil
 	}
@@ -286,26 +304,33 @@ func find[T ~string | ~[]byte](s *Set, text T) []Match {
 	type span struct{ secret, pos, n int }
 	type key struct {
 		secret int32
-		enc    Encoding
+		label  string
 	}
 	spans, keys := map[span]bool{}, map[key]bool{}
-	kept := found[:0]
+	var out []Match
 	for _, h := range found {
 		rf := s.refs[h.ref]
-		sp, k := span{int(rf.secret), h.pos, h.n}, key{rf.secret, encoders[rf.enc].name}
+		label := label(s, text, h)
+		sp, k := span{int(rf.secret), h.pos, h.n}, key{rf.secret, label}
 		if spans[sp] || keys[k] {
 			continue
 		}
 		spans[sp], keys[k] = true, true
-		kept = append(kept, h)
-	}
-	found = kept
-	out := make([]Match, len(found))
-	for i, h := range found {
-		rf := s.refs[h.ref]
-		out[i] = Match{Origin: s.secrets[rf.secret].Origin, Encoding: string(encoders[rf.enc].name), Offset: h.pos}
+		out = append(out, Match{Origin: s.secrets[rf.secret].Origin, Encoding: label, Offset: h.pos})
 	}
 	return out
+}
+
+// label names the form of a hit: its encoder's name, the encoding its surroundings show when the value reads
+// the same raw and encoded (a token with nothing to escape, found as a JSON string or a URL query value), and
+// whether it was split by whitespace. Called with the read lock held.
+func label[T ~string | ~[]byte](s *Set, t T, h hit) string {
+	rf := s.refs[h.ref]
+	name := encoders[rf.enc].name
+	if name == EncRaw && h.split == notSplit && rf.needle != "" {
+		name = contextEncoding(t, h.pos, h.n, rf.needle)
+	}
+	return string(name) + h.split.suffix()
 }
 
 // Marker is what Mask writes in place of a secret found in the given encoding.
@@ -319,7 +344,7 @@ func (s *Set) Mask(text string) string {
 	}
 	s.readLock()
 	var found []hit
-	hits(s, text, func(h hit) {
+	allHits(s, text, func(h hit) {
 		// Inside a base64 or base32 blob, the characters either side of a secret's form mix its bits with
 		// its neighbours': mask them too, so that the masked text says nothing of the value and is the same
 		// whichever canary was planted.
@@ -336,7 +361,7 @@ func (s *Set) Mask(text string) string {
 	})
 	labels := make([]string, len(found))
 	for i, h := range found {
-		labels[i] = Marker(string(encoders[s.refs[h.ref].enc].name))
+		labels[i] = Marker(label(s, text, h))
 	}
 	s.mu.RUnlock()
 	if len(found) == 0 {
@@ -351,7 +376,13 @@ func (s *Set) Mask(text string) string {
 		if a.pos != b.pos {
 			return a.pos < b.pos
 		}
-		return a.n > b.n
+		if a.n != b.n {
+			return a.n > b.n
+		}
+		if a.split != b.split {
+			return a.split < b.split
+		}
+		return a.ref < b.ref
 	})
 	out := make([]byte, 0, len(text))
 	at := 0

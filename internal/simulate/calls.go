@@ -107,6 +107,7 @@ func (p *platform) call(r *replica, cs callSpec) *CallRecord {
 	p.mu.Unlock()
 
 	recordResult(rec, res, callFacts{HostLoss: hostLoss, OnRequest: onRequest, ProcessFailed: res.err != nil})
+	p.materials.internFiles(rec.Result)
 	p.takeConns(r.name, pid, &rec.Observations)
 	if res.reply != nil && res.reply.Exit != nil {
 		p.endedHost(r, rec, res.reply.Exit)

@@ -37,6 +37,10 @@ type History struct {
 	Principals []ConsentState `json:"principals,omitempty"`
 	// Egress are the connections replicas made to destinations that are not declared services.
 	Egress []EgressAttempt `json:"egress,omitempty"`
+	// Files are the files replica processes wrote during the run (their host directories and the project
+	// directory), with what was read of each, for the secret hunt; excluded from the canonical history (host
+	// directories and modification times differ from run to run).
+	Files []WrittenFile `json:"-"`
 	// Coverage is what the provider's code ran while the platform waited for left-over work (call records
 	// carry the rest); excluded from the canonical history.
 	Coverage []ReplicaCoverage `json:"-"`

@@ -129,8 +129,9 @@ func (h *Hosts) Close() {
 
 // host is the machine of one replica process: its directories and the environment that points at them.
 type host struct {
-	root string
-	env  []string
+	root    string
+	replica string
+	env     []string
 }
 
 // newHost creates fresh directories for one process of a replica: home (with the XDG cache, config, data and
@@ -150,7 +151,7 @@ func (h *Hosts) newHost(replica string) (*host, error) {
 			return nil, fmt.Errorf("create the host directories of replica %s: %w", replica, err)
 		}
 	}
-	return &host{root: root, env: []string{
+	return &host{root: root, replica: replica, env: []string{
 		"HOME=" + home, "TMPDIR=" + tmp, "TMP=" + tmp, "TEMP=" + tmp,
 		"XDG_CACHE_HOME=" + dirs[3], "XDG_CONFIG_HOME=" + dirs[4], "XDG_DATA_HOME=" + dirs[5], "XDG_STATE_HOME=" + dirs[6],
 		"ASTRABOX_SCRATCH_DIR=" + scratch, h.hashSeedEnv(replica),

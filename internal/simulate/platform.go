@@ -175,6 +175,10 @@ type platform struct {
 	windows []settleWindow
 	// spare are the processes of a stage this scenario did not need; they are closed with its own.
 	spare []*replica
+	// begun is when the scenario began: project files modified since were written during it.
+	begun time.Time
+	// materials holds each distinct material file content of the scenario once.
+	materials materials
 }
 
 // DefaultEpoch is the fixed start of the host clock for reproducible histories.
@@ -201,6 +205,7 @@ func Run(ctx context.Context, sc *Scenario, o Options) (*History, error) {
 		callTags:  map[string]string{},
 		hist:      &History{Scenario: sc.Name, Seed: sc.Seed, Replicas: sc.Replicas, Engine: sc.Engine, Secrets: append([]secrets.Secret(nil), o.Secrets...), Played: sc},
 	}
+	p.begun = time.Now()
 	p.hosts = o.Hosts
 	if p.hosts == nil {
 		p.hosts = unforked(sc.Seed)
@@ -413,6 +418,7 @@ func (p *platform) finish() {
 		ib.Files = b.sandbox.Paths()
 		p.hist.Inventory = append(p.hist.Inventory, ib)
 	}
+	p.hist.Files = p.writtenFiles()
 }
 
 func (p *platform) waitRequestsDone(max time.Duration) {

@@ -89,7 +89,20 @@ func (s *Sandbox) PlatformWrite(p string, content []byte, mode uint32, owner str
 	defer s.mu.Unlock()
 	p = path.Clean(p)
 	s.mkdirAll(path.Dir(p))
-	s.files[p] = &File{Content: append([]byte(nil), content...), Mode: mode, Owner: owner}
+	// The platform's material is never changed once decoded, and a file is replaced, never changed in place,
+	// when written: keep the bytes rather than a copy of every delivery.
+	s.files[p] = &File{Content: content, Mode: mode, Owner: owner}
+}
+
+// meta returns a file's mode, owner and size without copying its content.
+func (s *Sandbox) meta(p string) (mode uint32, owner string, size int, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.files[path.Clean(p)]
+	if !ok {
+		return 0, "", 0, false
+	}
+	return f.Mode, f.Owner, len(f.Content), true
 }
 
 // Write writes a file on behalf of the provider. Writes into the image's read-only directories are refused

@@ -199,10 +199,10 @@ func (p *platform) deliver(r *replica, rec *CallRecord, s *session, files []harn
 		s.sandbox.PlatformWrite(dest, f.Content, 0o600, OwnerWorkload)
 		s.delivered[f.Name] = true
 		// The record says what the sandbox now holds, not what was meant.
-		got, _ := s.sandbox.Stat(dest)
-		mode := fmt.Sprintf("%04o", got.Mode)
-		p.event(&Event{Kind: EventDelivery, Replica: r.name, Message: fmt.Sprintf("delivered %s to %s (%s, %s)", f.Name, dest, mode, got.Owner),
-			Delivery: &Delivery{SandboxID: s.sandbox.ID, Session: s.id, Name: f.Name, Path: dest, Mode: mode, Owner: got.Owner, Size: len(got.Content), From: rec.Key}})
+		gotMode, owner, size, _ := s.sandbox.meta(dest)
+		mode := fmt.Sprintf("%04o", gotMode)
+		p.event(&Event{Kind: EventDelivery, Replica: r.name, Message: fmt.Sprintf("delivered %s to %s (%s, %s)", f.Name, dest, mode, owner),
+			Delivery: &Delivery{SandboxID: s.sandbox.ID, Session: s.id, Name: f.Name, Path: dest, Mode: mode, Owner: owner, Size: size, From: rec.Key}})
 	}
 	return true
 }

@@ -59,7 +59,7 @@ func TestServicesAndEgress(t *testing.T) {
 		"   #2   r1  POST   /oauth2/token (r1#2) -> 200 [held] via oauth\n",
 		"   #3   r2  GET    /consents/alice (background) -> 200\n",
 		"egress: 3 connection(s) to destinations that are not declared services\n",
-		"   r2  GET https://api.example.com:443/x?k=‹secret:raw› (r2#2 prepare_session) refused at src/acme/telemetry.py:41\n",
+		"   r2  GET https://api.example.com:443/x?k=‹secret:url-encoded› (r2#2 prepare_session) refused at src/acme/telemetry.py:41\n",
 		"   r2  CONNECT elsewhere.example:443 (no callback in flight) refused at /usr/lib/python3/site.py:7\n",
 		"   r1  CONNECT mirror.example.org:80 (no callback in flight) let through (egress = \"allow\")\n",
 	} {

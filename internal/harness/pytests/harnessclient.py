@@ -154,6 +154,8 @@ class Harness:
                 self.sandbox_requests.append(msg)
                 assert sandbox is not None, "unexpected sandbox request %r" % msg
                 self.send(dict(sandbox(msg), kind="sandbox_reply", id=msg["id"]))
+            elif msg["kind"] == "returned":
+                assert msg["id"] == call_id, msg  # the callback's own code ended; its reply follows
             elif msg["kind"] == "reply":
                 assert msg["id"] == call_id, msg
                 return msg

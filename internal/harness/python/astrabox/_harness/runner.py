@@ -22,7 +22,7 @@ from astrabox._harness.host import apply_limits, become_host, dump_profile, star
 from astrabox._harness.loader import METHODS, Loaded, load
 from astrabox._harness.observe import CURRENT_CALL, Observer, Snapshot
 from astrabox._harness.records import Leftovers, LeftoverThread, Observations
-from astrabox._harness.values import encode_error, encode_value, harness_error, safe_repr, type_name
+from astrabox._harness.values import encode_error, encode_value, harness_error, material_too_large, safe_repr, type_name
 
 PROTOCOL = 1
 
@@ -88,6 +88,7 @@ class Runner:
         # The call in flight: id, snapshot, context and start time, kept until its reply is sent.
         self._call: Optional[CallInFlight] = None
         self._started = 0
+        self._returned_ns: Optional[int] = None
         # The deadline of the call in flight on the loop's clock (None without one), whether the loop ran while
         # the call was pending once that deadline had passed, and when the callback's own code ended.
         self._deadline_at: Optional[float] = None
@@ -261,17 +262,27 @@ class Runner:
         ctx.run(CURRENT_CALL.set, call_id)
         self._call = CallInFlight(call_id, before, ctx, method if isinstance(method, str) else "")
         self._started = time.perf_counter_ns()
+        self._returned_ns = None
         try:
             outcome = self._dispatch(ctx, call_id, method, msg.get("args"))
         except Exception as exc:  # a harness bug must still produce exactly one reply
             outcome = (False, None, harness_error("astrabox.harness.InternalError",
                                                   "the harness failed: %s" % safe_repr(exc, 2048)))
         if outcome is not None:
+            self._returned()
             self._reply(*outcome)
+
+    def _returned(self) -> None:
+        """Tell Go that the callback's own code has ended, before the harness inspects what it left, encodes its
+        value and sends the reply: the callback's deadline counts the provider's time only, and encoding a
+        large material is the kit's (docs/protocol.md, "returned")."""
+        self._returned_ns = time.perf_counter_ns()
+        if self._call is not None:
+            self.writer.send({"kind": "returned", "id": self._call.id})
 
     def _reply(self, ok: bool, value: Any, error: Any) -> None:
         """Send the reply of the call in flight, with what it left behind."""
-        duration = time.perf_counter_ns() - self._started
+        duration = (self._returned_ns or time.perf_counter_ns()) - self._started
         held = self._held_past_deadline()
         self._end_deadline()
         assert self._call is not None and self.loop is not None
@@ -362,6 +373,9 @@ class Runner:
             self._exit_after = exit_info(exc)
             with self.observer.quiet():
                 return False, None, safe_encode_error(exc, self.observer)
+        too_large = material_too_large(result)
+        if too_large is not None:
+            return False, None, harness_error("astrabox.harness.MaterialTooLarge", too_large)
         with self.observer.quiet():
             if inspect.iscoroutine(result):
                 shown = safe_repr(result)
@@ -500,6 +514,7 @@ class Runner:
         """Done callback of the call's task: encode its outcome, reply, and start the next queued call."""
         assert self._call is not None
         method = self._call.method
+        self._returned()
         try:
             outcome = self._async_outcome(task, method)
         except Exception as exc:  # a harness bug must still produce exactly one reply
@@ -520,6 +535,9 @@ class Runner:
             cancelled = isinstance(result, asyncio.CancelledError) and self.cancel_requested
             with self.observer.quiet():
                 return False, None, safe_encode_error(result, self.observer, cancelled=cancelled)
+        too_large = material_too_large(result)
+        if too_large is not None:
+            return False, None, harness_error("astrabox.harness.MaterialTooLarge", too_large)
         with self.observer.quiet():
             if inspect.iscoroutine(result):
                 shown = safe_repr(result)

@@ -162,6 +162,37 @@ def freeze(obj: Any) -> Any:
     return obj
 
 
+#: The most bytes of files one RuntimeMaterials may hold for the kit to carry it (base64 in one frame of at most
+#: 64 MiB, with room for the rest of the reply). Above it the callback's reply is a MaterialTooLarge error that
+#: says so, and the material is never encoded (docs/writing-a-provider.md, "Large materials").
+MATERIAL_LIMIT = 32 * 1024 * 1024
+
+
+def material_too_large(value: Any) -> Optional[str]:
+    """Why RuntimeMaterials ``value`` is too large for the kit to carry, or None."""
+    if not isinstance(value, seams.RuntimeMaterials):
+        return None
+    try:
+        files = value.files
+        if not isinstance(files, (tuple, list)):
+            return None
+        sizes = []
+        for item in files:
+            content = getattr(item, "content", None)
+            if isinstance(content, (bytes, bytearray, memoryview)):
+                sizes.append((len(memoryview(content).cast("B")) if isinstance(content, memoryview) else len(content),
+                              getattr(item, "name", "?")))
+    except BaseException:  # noqa: B036 - a provider object whose attributes raise is reported elsewhere
+        return None
+    total = sum(n for n, _ in sizes)
+    if total <= MATERIAL_LIMIT:
+        return None
+    n, name = max(sizes, key=lambda s: s[0])
+    return ("material of %.1f MiB (largest: %s, %.1f MiB) is above the %d MiB the kit can carry "
+            "(docs/writing-a-provider.md, Large materials)"
+            % (total / 1048576.0, safe_str(name, 80), n / 1048576.0, MATERIAL_LIMIT // 1048576))
+
+
 def b64(data: Any) -> str:
     return base64.b64encode(bytes(data)).decode("ascii")
 

@@ -28,12 +28,15 @@ def die(message: str, status: int) -> None:
     os._exit(status)
 
 
-def encode_frame(msg: Dict[str, Any]) -> bytes:
-    """Serialise one message. ASCII JSON, so lone surrogates from provider strings stay encodable."""
-    body = json.dumps(msg, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
+def encode_frame(msg: Dict[str, Any]) -> Tuple[bytes, bytes]:
+    """Serialise one message: its length header and its body, apart, so that a large body is not copied once
+    more to join them. ASCII JSON, so lone surrogates from provider strings stay encodable."""
+    text = json.dumps(msg, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+    body = text.encode("ascii")
+    del text
     if len(body) > MAX_FRAME:
         raise FrameTooLarge("message is %d bytes, above the %d-byte frame limit" % (len(body), MAX_FRAME))
-    return struct.pack(">I", len(body)) + body
+    return struct.pack(">I", len(body)), body
 
 
 class Writer:
@@ -47,21 +50,25 @@ class Writer:
         self.written = 0
 
     def send(self, msg: Dict[str, Any]) -> None:
-        data = encode_frame(msg)
+        header, body = encode_frame(msg)
         with self._lock:
             if self.closed:
                 return
-            view = memoryview(data)
-            while view:
-                try:
-                    n = os.write(self._fd, view)
-                except InterruptedError:
-                    continue
-                except OSError as exc:
-                    die("the reply channel is gone (%s); exiting" % exc.strerror, 3)
-                    return
-                self.written += n
-                view = view[n:]
+            # Small frames go in one write (Go reads a frame with two reads either way); a large body is
+            # written from where it lies.
+            parts = [header + body] if len(body) < 65536 else [header, body]
+            for data in parts:
+                view = memoryview(data)
+                while view:
+                    try:
+                        n = os.write(self._fd, view)
+                    except InterruptedError:
+                        continue
+                    except OSError as exc:
+                        die("the reply channel is gone (%s); exiting" % exc.strerror, 3)
+                        return
+                    self.written += n
+                    view = view[n:]
 
     def close(self) -> None:
         with self._lock:
