@@ -272,6 +272,12 @@ class Runner:
     def _reply(self, ok: bool, value: Any, error: Any) -> None:
         """Send the reply of the call in flight, with what it left behind."""
         duration = time.perf_counter_ns() - self._started
+        if self._call is not None:  # before the call is marked returned, so the record is the call's
+            token = CURRENT_CALL.set(self._call.id)
+            try:
+                self.observer.scan_native()
+            finally:
+                CURRENT_CALL.reset(token)
         held = self._held_past_deadline()
         self._end_deadline()
         assert self._call is not None and self.loop is not None
@@ -601,6 +607,7 @@ def main() -> None:
     observer = Observer(sdk_dir)
     observer.install()
     egress.install(CURRENT_CALL, observer.units.tag)  # declared services for clients that ignore HTTP(S)_PROXY (docs/services.md)
+    observer.install_trust(egress.declared)  # the run's CA for every client library; failed verifications
     writer = wire.Writer()
     # A forked child (multiprocessing, os.fork) must never write into the protocol stream.
     os.register_at_fork(after_in_child=writer.close)
