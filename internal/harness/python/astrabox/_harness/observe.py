@@ -138,7 +138,8 @@ class Observer:
 
     def scan_native(self) -> None:
         """Record the C-level network clients loaded since the last scan (see :mod:`native`)."""
-        self.router.guarded(native.scan, self.router.record)
+        router = self.router
+        router.guarded(native.scan, router.record, lambda entry: router.guarded(router.record, entry))
 
     def _install_http(self) -> None:
         """Tag requests to the deployment double with the call whose code made them.

@@ -272,7 +272,7 @@ class Runner:
     def _reply(self, ok: bool, value: Any, error: Any) -> None:
         """Send the reply of the call in flight, with what it left behind."""
         duration = time.perf_counter_ns() - self._started
-        if self._call is not None:  # before the call is marked returned, so the record is the call's
+        if self._call is not None and self._call.method != "load":  # before it is marked returned: the call's
             token = CURRENT_CALL.set(self._call.id)
             try:
                 self.observer.scan_native()
