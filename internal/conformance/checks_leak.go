@@ -49,6 +49,9 @@ type leakText struct {
 	where string
 	text  string
 	loc   *report.Location
+	// logger and levelNo are a log record's logger and level (levelNo 0 for other text).
+	logger  string
+	levelNo int
 }
 
 // observationTexts lists the log records and warnings of a set of observations.
@@ -59,7 +62,8 @@ func observationTexts(obs harness.Observations) []leakText {
 		if l.ExcText != nil {
 			t += "\n" + *l.ExcText
 		}
-		out = append(out, leakText{where: fmt.Sprintf("a log record (level %s, logger %s)", l.Level, l.Logger), text: t, loc: at(l.File, l.Line)})
+		out = append(out, leakText{where: fmt.Sprintf("a log record (level %s, logger %s)", l.Level, l.Logger), text: t, loc: at(l.File, l.Line),
+			logger: l.Logger, levelNo: l.LevelNo})
 	}
 	for _, w := range obs.Warnings {
 		out = append(out, leakText{where: "a " + w.Category + " warning", text: w.Message, loc: at(w.File, w.Line)})
@@ -79,7 +83,11 @@ func decideLeakLog(ev *Evidence) []Finding {
 			return
 		}
 		seen[key] = true
-		out = append(out, Finding{Message: evd.Text, Location: t.loc, Evidence: []report.Evidence{evd}})
+		below := ev.belowLogLevel(t.levelNo)
+		if below {
+			evd.Text += belowLevelNote(t.logger, ev.LogLevel)
+		}
+		out = append(out, Finding{Warning: below, Message: evd.Text, Location: t.loc, Evidence: []report.Evidence{evd}})
 	}
 	for _, h := range ev.Histories {
 		for _, e := range h.Events {
@@ -109,6 +117,27 @@ func decideLeakLog(ev *Evidence) []Finding {
 		}
 	}
 	return out
+}
+
+// belowLogLevel tells whether a log record of this level is below the deployment's level (never for text
+// that is not a log record, levelNo 0).
+func (ev *Evidence) belowLogLevel(levelNo int) bool {
+	return levelNo > 0 && levelNo < ev.LogLevel
+}
+
+// belowLevelNote explains a finding on a record below the deployment's level: why it is a warning, and the one
+// line that quiets the logger's library (its top-level logger).
+func belowLevelNote(logger string, level int) string {
+	top, _, _ := strings.Cut(logger, ".")
+	if top == "" || top == "root" {
+		top = logger
+	}
+	name := LogLevelName(level)
+	quiet := fmt.Sprintf("logging.getLogger(%q).setLevel(logging.%s)", top, name)
+	if strings.HasPrefix(name, "level ") {
+		quiet = fmt.Sprintf("logging.getLogger(%q).setLevel(%d)", top, level)
+	}
+	return fmt.Sprintf("; a warning, not a failure: the record is below the deployment's log level %s (log-level), so a deployment at that level never emits it; it would leak wherever logger %q runs at a lower level: keep it quiet with %s", name, top, quiet)
 }
 
 // withoutUserAction removes a raised user action's own message and URL from an exception text, so that a

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -159,7 +160,28 @@ func Resolve(ctx context.Context, o Options) (*Target, error) {
 	if err != nil {
 		return nil, undecided(err)
 	}
-	py, err := discovery.FindInterpreter(discovery.InterpreterOptions{Flag: o.Python, Getenv: o.Getenv, ProjectDir: proj.Dir, LookPath: o.LookPath})
+	// The settings come first: their python key takes part in choosing the interpreter.
+	raw, file, dir, err := settingsSource(proj.Settings, proj.SettingsFile, proj.Dir, o.ConfigFile, o.Set)
+	if err != nil {
+		return nil, undecided(err)
+	}
+	settings, err := ParseSettings(raw, file, dir)
+	if err != nil {
+		return nil, undecided(err)
+	}
+	setting := ""
+	if settings.Python != "" {
+		setting = "python = " + strconv.Quote(settings.Python)
+		if settings.File != "" {
+			where := filepath.Base(settings.File)
+			if settings.PythonLine > 0 {
+				where += fmt.Sprintf(":%d", settings.PythonLine)
+			}
+			setting += " in " + where
+		}
+	}
+	py, err := discovery.FindInterpreter(discovery.InterpreterOptions{Flag: o.Python, Setting: settings.Python, SettingReason: setting,
+		Getenv: o.Getenv, ProjectDir: proj.Dir, LookPath: o.LookPath})
 	if err != nil {
 		return nil, undecided(err)
 	}
@@ -173,14 +195,6 @@ func Resolve(ctx context.Context, o Options) (*Target, error) {
 		if errors.As(err, &np) && len(nearMissGroups(proj)) > 0 {
 			return nil, &NearMissError{Project: proj, Python: py, Err: err}
 		}
-		return nil, undecided(err)
-	}
-	raw, file, dir, err := settingsSource(proj.Settings, proj.SettingsFile, proj.Dir, o.ConfigFile, o.Set)
-	if err != nil {
-		return nil, undecided(err)
-	}
-	settings, err := ParseSettings(raw, file, dir)
-	if err != nil {
 		return nil, undecided(err)
 	}
 	t := &Target{Project: proj, Resolution: res, Python: py, Settings: settings}
@@ -521,7 +535,11 @@ func (e *Env) Evidence(hists []*simulate.History) *Evidence {
 	ev := &Evidence{Project: e.Target.Project.Dir, Load: e.Info, Secrets: &secrets.Set{}, Material: map[string]string{}, Config: e.Config,
 		Skipped: map[string]string{}, TrustedStrings: e.trusted, Static: staticFacts(e.Target),
 		EgressAllowed: e.Target.Settings != nil && e.Target.Settings.Egress == egress.PolicyAllow,
+		LogLevel:      LogLevelInfo,
 		Wrapper:       e.Target.Wrapper, WrapperUnusable: e.Target.WrapperUnusable}
+	if e.Target.Settings != nil {
+		ev.LogLevel = e.Target.Settings.LogLevel
+	}
 	for _, p := range e.planted {
 		ev.Secrets.Add(p.Value, p.Origin)
 	}
