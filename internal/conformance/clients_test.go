@@ -106,3 +106,23 @@ func TestBoto3RejectingTheRunCAIsReportedAsTrust(t *testing.T) {
 		t.Errorf("GEN-SETTLES failed for a trust problem: %s", r.Message)
 	}
 }
+
+// TestPythonSettingPinsTheInterpreter: the python key of [tool.astrabox] chooses the interpreter when neither
+// --python nor ASTRABOX_PYTHON is given, and the choice says where it was set.
+func TestPythonSettingPinsTheInterpreter(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python")
+	}
+	abs, _ := filepath.Abs("../../testdata/clients/boto3_secrets")
+	tg, err := Resolve(context.Background(), Options{Project: abs, Getenv: pathOnly})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tg.Python.Path != systemPython || !strings.Contains(tg.Python.Rule, `python = "/usr/bin/python3" in pyproject.toml:11`) {
+		t.Fatalf("interpreter %s chosen by %q", tg.Python.Path, tg.Python.Rule)
+	}
+	tg, err = Resolve(context.Background(), Options{Project: abs, Python: "python3", Getenv: pathOnly})
+	if err != nil || tg.Python.Path == systemPython || tg.Python.Rule != "--python flag" {
+		t.Fatalf("--python must win over the setting: %v %+v", err, tg.Python)
+	}
+}

@@ -262,7 +262,22 @@ func LoadError(t *Target, reply *harness.Reply) error {
 		b.WriteString("\n  " + l)
 	}
 	b.WriteString("\n  fix the import or the object reference, then run again")
-	return undecided(errors.New(b.String()))
+	return undecided(&LoadFailure{Text: b.String(), ErrorType: errType, Python: t.Python})
+}
+
+// LoadFailure is a provider that did not load: the text for humans, the Python exception type, and the
+// interpreter that tried (so that every report format can name it, why it was chosen and how to pin another).
+type LoadFailure struct {
+	Text      string
+	ErrorType string
+	Python    *discovery.Interpreter
+}
+
+func (e *LoadFailure) Error() string { return e.Text }
+
+// MissingLibrary tells whether the load failed on an import (a library missing from the interpreter).
+func (e *LoadFailure) MissingLibrary() bool {
+	return e.ErrorType == discovery.PyModuleNotFoundError || e.ErrorType == discovery.PyImportError
 }
 
 // Run runs the conformance suite and returns the report. Errors are UndecidedError (exit code 2).
