@@ -153,7 +153,7 @@ func nativeClientWarnings(ev *Evidence) []Finding {
 	sort.Strings(mods)
 	var out []Finding
 	for _, m := range mods {
-		msg := fmt.Sprintf("the provider's process had loaded %s (%s) when %s returned: its lookups and connections are made in C, below the kit's socket hooks; %s",
+		msg := fmt.Sprintf("the provider's process used %s (%s) by the end of %s: its lookups and connections are made in C, below the kit's socket hooks; %s",
 			m, libs[m], first[m], nativeClientEffect(m))
 		out = append(out, Finding{Warning: true, Message: msg, Evidence: []report.Evidence{{Text: msg}}})
 	}

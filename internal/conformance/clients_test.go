@@ -126,3 +126,54 @@ func TestPythonSettingPinsTheInterpreter(t *testing.T) {
 		t.Fatalf("--python must win over the setting: %v %+v", err, tg.Python)
 	}
 }
+
+// TestBotocoreDebugBodiesAreWarningsAtInfo: botocore logs the GetSecretValue answer, secret and all, at DEBUG
+// (logger botocore.parsers). A deployment at INFO never emits it, so LEAK-LOG warns, naming the library's
+// logger and the line that quiets it, instead of failing a provider whose own logging is clean.
+func TestBotocoreDebugBodiesAreWarningsAtInfo(t *testing.T) {
+	needSystemClients(t, "boto3")
+	rep, _ := judgedWith(t, "../../testdata/clients/boto3_secrets", systemPython)
+	r := resultOf(t, rep.Results, "LEAK-LOG")
+	if r.Status != report.StatusWarning {
+		t.Fatalf("LEAK-LOG: %s %s", r.Status, r.Message)
+	}
+	for _, w := range []string{"logger botocore.parsers", `logging.getLogger("botocore").setLevel(logging.INFO)`} {
+		if !strings.Contains(r.Message, w) {
+			t.Errorf("LEAK-LOG lacks %q: %s", w, r.Message)
+		}
+	}
+}
+
+// TestGrpcChannelIsRefusedAndNamed: grpcio resolves and connects in C, below the harness's socket hooks. Its
+// channel to an undeclared collector still reaches the kit's egress proxy (grpc honours https_proxy) and is
+// refused there, recorded against prepare_session, and the run names grpc as a client the kit sees only
+// through the proxy: never a silent pass and never a connection out.
+func TestGrpcChannelIsRefusedAndNamed(t *testing.T) {
+	needSystemClients(t, "grpc")
+	rep, hists := judgedWith(t, "../../testdata/clients/grpc_telemetry", systemPython)
+	r := resultOf(t, rep.Results, KitEgressUndeclared)
+	if r.Status != report.StatusFailed {
+		t.Fatalf("%s: %s %s", KitEgressUndeclared, r.Status, r.Message)
+	}
+	named := false
+	for _, e := range r.Evidence {
+		named = named || strings.Contains(e.Text, "grpc._cython.cygrpc (grpcio) by the end of prepare_session")
+	}
+	if !named {
+		t.Errorf("no warning names grpc: %+v", r.Evidence)
+	}
+	refused := 0
+	for _, h := range hists {
+		for _, a := range h.Egress {
+			if a.Host == "telemetry.acme-corp.example:443" {
+				if !a.Refused {
+					t.Fatalf("a connection went out: %+v", a)
+				}
+				refused++
+			}
+		}
+	}
+	if refused == 0 {
+		t.Fatal("the proxy recorded no attempt to reach the collector")
+	}
+}

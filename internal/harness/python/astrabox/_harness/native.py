@@ -83,6 +83,14 @@ def scan(record: Callable[[Any], None], emit: Callable[[Any], None]) -> None:
         _hooked.add(name)
         used = False
         for module, attr in uses:
+            if module not in modules:
+                # grpc imports its channel module on the first channel: import it now, to hook it first.
+                try:
+                    import importlib
+
+                    importlib.import_module(module)
+                except Exception:  # noqa: BLE001 - a version without it has nothing to hook there
+                    continue
             cls = getattr(modules.get(module), attr, None)
             if isinstance(cls, type):
                 _hook(cls, name, library, emit)

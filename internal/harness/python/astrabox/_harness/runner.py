@@ -261,6 +261,9 @@ class Runner:
         ctx.run(CURRENT_CALL.set, call_id)
         self._call = CallInFlight(call_id, before, ctx, method if isinstance(method, str) else "")
         self._started = time.perf_counter_ns()
+        if method != "load" and method != "settle":
+            # Modules the provider imported when it loaded are found (and hooked) before its first callback runs.
+            ctx.run(self.observer.scan_native)
         try:
             outcome = self._dispatch(ctx, call_id, method, msg.get("args"))
         except Exception as exc:  # a harness bug must still produce exactly one reply
