@@ -16,7 +16,7 @@ func init() {
 			Clauses: []string{"LEAK-LOG"},
 			Needs:   "a call of a callback the provider defines", Exercise: exAnyCall, Judges: judgesAll,
 			Rationale: "The platform's logs, warnings and process output are shipped to log stores that many people read and that keep data for a long time. A credential, workload identity token or secret configuration value written there is disclosed to all of them.",
-			Hint:      "Log identifiers and outcomes, never token or secret values; do not print or warn with them, and do not log exceptions whose text holds them.",
+			Hint:      "Log identifiers and outcomes, never token or secret values; do not print or warn with them, and do not log exceptions whose text holds them. A record below the deployment's log-level (default INFO; a library's DEBUG body dump) is a warning: keep that library's logger at your level, e.g. logging.getLogger(\"botocore\").setLevel(logging.INFO).",
 			Wrong:     "logger.info(\"prepared session with token %s\", context.workload_identity.token)",
 			Right:     "logger.info(\"prepared session %s\", context.session_id)",
 			Decide:    decideLeakLog,
