@@ -232,7 +232,7 @@ const (
 	PolicyEnv = "ASTRABOX_EGRESS_POLICY"
 	// CABundleEnv is the run's CA bundle, for the harness: certifi.where() answers it in the replica, and a
 	// verification failure is reported against it (the harness's trust module).
-	CABundleEnv = "ASTRABOX_CA_BUNDLE"
+	CABundleEnv = "ASTRABOX_EGRESS_CA_BUNDLE"
 )
 
 // CABundleVars are the variables that name the run's CA bundle in a replica, one per way a Python client

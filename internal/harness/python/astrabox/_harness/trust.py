@@ -29,7 +29,7 @@ from astrabox._harness.records import TLSFailure
 from astrabox._harness.values import MESSAGE_LIMIT, safe_str, truncate
 
 #: The variable naming the run's CA bundle (internal/egress CABundleEnv).
-CA_BUNDLE_ENV = "ASTRABOX_CA_BUNDLE"
+CA_BUNDLE_ENV = "ASTRABOX_EGRESS_CA_BUNDLE"
 #: The common name of the run's authority (internal/egress NewCA).
 RUN_CA_NAME = "astrabox run CA"
 
