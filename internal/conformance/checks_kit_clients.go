@@ -22,7 +22,7 @@ func init() {
 	register(&Check{
 		ID: KitTLSTrust, Title: "TLS clients trust the run's certificate authority (the kit's own rule)", Area: AreaGeneral, Severity: report.SeverityError,
 		Kind:  KindKitRule,
-		Needs: "a TLS connection to a declared service", Exercise: exTLS, Judges: judgesAll,
+		Needs: "a scenario run (every TLS handshake with a declared service in it is watched)", Exercise: exTLS, Judges: judgesAll,
 		Rationale: "This is the kit's own rule, not a platform clause. The kit serves the provider's declared HTTPS services with a certificate authority made for the run, and names one bundle (that authority and the system's roots) in every variable a Python client reads: SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE, AWS_CA_BUNDLE, GRPC_DEFAULT_SSL_ROOTS_FILE_PATH; certifi.where() answers it too. A client that verifies against a trust store of its own (a CA file fixed in code, verify= or ssl= given a file) rejects the run's certificate, and its callback then fails or retries until its deadline for a reason that has nothing to do with the platform. The run reports that as what it is, with the library and the trust store it read, and the callback's own checks are not failed for it.",
 		Hint:      "Let the client use its default trust store, or read the CA file from the variable its library documents (SSL_CERT_FILE, REQUESTS_CA_BUNDLE, AWS_CA_BUNDLE) instead of fixing a path in code; the kit points each at its bundle, and production keeps its own value.",
 		Wrong:     "ctx = ssl.create_default_context(cafile=\"/etc/ssl/certs/corp-root.pem\")  # fixed in code: the run's CA is not in it",
