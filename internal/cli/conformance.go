@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/astrabox-dev/astrabox/internal/conformance"
+	"github.com/astrabox-dev/astrabox/internal/discovery"
 	"github.com/astrabox-dev/astrabox/internal/explore"
 	"github.com/astrabox-dev/astrabox/internal/report"
 	"github.com/astrabox-dev/astrabox/internal/suppress"
@@ -236,18 +237,30 @@ func runConformance(parent context.Context, f *Factory, o *RunOptions) error {
 }
 
 // undecidedRun ends a run the kit could not decide (exit 2): the JUnit outputs asked for (--junit, and
-// --format junit) get one <error> test case with the error text, so a CI test view shows why the job stopped.
+// --format junit) get one <error> test case with the error text, so a CI test view shows why the job stopped;
+// the JSON and SARIF outputs (--json, --sarif, --format json or sarif) get their error documents, which name
+// the interpreter when the provider did not load.
 func undecidedRun(f *Factory, o *RunOptions, started time.Time, runErr error) error {
 	j := report.JUnit{Root: sourceRoot(f, o.SourceRoot, projectDir(o.Project)), Started: started, Elapsed: time.Since(started)}
 	msg := errorText(runErr.Error())
-	write := func(w io.Writer) error { return j.RenderError(w, "conformance run", msg) }
-	var errs []error
-	if o.JUnit != "" {
-		errs = append(errs, writeFile(o.JUnit, "junit", write))
+	u := report.Undecided{Command: "conformance run", Message: msg, Interpreter: undecidedInterpreter(runErr)}
+	writers := map[report.Format]func(io.Writer) error{
+		report.FormatJUnit: func(w io.Writer) error { return j.RenderError(w, u.Command, msg) },
+		report.FormatJSON:  func(w io.Writer) error { return report.JSON{}.RenderError(w, u) },
+		report.FormatSARIF: func(w io.Writer) error { return report.SARIF{}.RenderError(w, f.Version, u) },
 	}
-	if o.Format == string(report.FormatJUnit) {
+	var errs []error
+	for _, extra := range []struct {
+		format report.Format
+		file   string
+	}{{report.FormatJUnit, o.JUnit}, {report.FormatJSON, o.JSONFile}, {report.FormatSARIF, o.SARIF}} {
+		if extra.file != "" {
+			errs = append(errs, writeFile(extra.file, string(extra.format), writers[extra.format]))
+		}
+	}
+	if write, ok := writers[report.Format(o.Format)]; ok {
 		if o.Output != "" {
-			errs = append(errs, writeFile(o.Output, "junit", write))
+			errs = append(errs, writeFile(o.Output, o.Format, write))
 		} else {
 			errs = append(errs, write(f.IO.Out))
 		}
@@ -256,6 +269,18 @@ func undecidedRun(f *Factory, o *RunOptions, started time.Time, runErr error) er
 		return &exitError{code: ExitUndecided, err: errors.Join(runErr, err)}
 	}
 	return &exitError{code: ExitUndecided, err: runErr}
+}
+
+// undecidedInterpreter is the interpreter of a run that stopped because the provider did not load, as the
+// undecided documents name it; nil for any other stop.
+func undecidedInterpreter(err error) *report.Interpreter {
+	var lf *conformance.LoadFailure
+	if !errors.As(err, &lf) || lf.Python == nil {
+		return nil
+	}
+	py := lf.Python
+	return &report.Interpreter{Path: py.Path, Version: py.VersionString(), ChosenBy: errorText(py.Rule), Via: py.Via,
+		Inherited: py.InheritedChoice(), PinWith: discovery.PinHint}
 }
 
 // reportOptions are the renderer options of a run's report: paths relative to the source root, the project

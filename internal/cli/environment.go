@@ -38,6 +38,7 @@ var Environment = []EnvVar{
 	{"CLICOLOR_FORCE", "like FORCE_COLOR"},
 	{"CLICOLOR", "0 turns colour off"},
 	{"TERM", "dumb turns colour off"},
+	{"SSL_CERT_FILE", "the system's trusted roots: added after the run's certificate authority in the bundle replicas trust (default: the distribution's bundle)"},
 	{"TMPDIR", "where scratch directories for the interpreter and the harness are made"},
 	{"ASTRABOX_PROFILE_DIR", "a developer knob: harness processes write a cProfile of themselves there (docs/performance.md)"},
 }

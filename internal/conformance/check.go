@@ -123,6 +123,10 @@ type Evidence struct {
 	TrustedStrings []string
 	// Static holds facts from discovery (near-miss declarations, ...).
 	Static StaticFacts
+	// LogLevel is the deployment's logging level (Settings.LogLevel): log records below it are judged as
+	// warnings by LEAK-LOG and SYNC-NO-LOG-CONFIG, since a deployment at that level never emits them; 0 judges
+	// every record.
+	LogLevel int
 	// EgressAllowed is set when the project let connections to undeclared destinations through
 	// (egress = "allow"); otherwise they were refused.
 	EgressAllowed bool

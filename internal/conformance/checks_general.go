@@ -341,6 +341,9 @@ func decideGenSettles(ev *Evidence) []Finding {
 		if !ev.faultFree(cs) || !providerOverrides(ev, c.Method) {
 			continue
 		}
+		if ev.tlsFailed(cs) {
+			continue // the client rejected the run's CA: KIT-TLS-TRUST says so, not a deadline or an error
+		}
 		switch {
 		case c.Outcome == simulate.OutcomeRaised && c.Error != nil && !c.CancelSent:
 			msg := fmt.Sprintf("%s raised %s: %s in a step with no injected fault and consent granted; it must settle successfully%s", c.Method, c.Error.Type, truncateText(c.Error.Message, 200), where)

@@ -48,7 +48,7 @@ func exEgress(ev *Evidence) Exercise {
 // of the provider's own code that opened the connection (the callback's def line when the harness could not
 // tell, for example a name resolved on an executor thread).
 func decideKitEgressUndeclared(ev *Evidence) []Finding {
-	var out []Finding
+	out := nativeClientWarnings(ev)
 	seen := map[string]bool{}
 	for _, h := range ev.Histories {
 		for _, a := range h.Egress {

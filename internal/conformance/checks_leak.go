@@ -17,7 +17,7 @@ func init() {
 			Clauses: []string{"LEAK-LOG"},
 			Needs:   "a call of a callback the provider defines", Exercise: exAnyCall, Judges: judgesAll,
 			Rationale: "The platform's logs, warnings and process output are shipped to log stores that many people read and that keep data for a long time. A credential, workload identity token or secret configuration value written there is disclosed to all of them.",
-			Hint:      "Log identifiers and outcomes, never token or secret values; do not print or warn with them, and do not log exceptions whose text holds them.",
+			Hint:      "Log identifiers and outcomes, never token or secret values; do not print or warn with them, and do not log exceptions whose text holds them. A record below the deployment's log-level (default INFO; a library's DEBUG body dump) is a warning: keep that library's logger at your level, e.g. logging.getLogger(\"botocore\").setLevel(logging.INFO).",
 			Wrong:     "logger.info(\"prepared session with token %s\", context.workload_identity.token)",
 			Right:     "logger.info(\"prepared session %s\", context.session_id)",
 			Decide:    decideLeakLog,
@@ -52,6 +52,9 @@ type leakText struct {
 	loc   *report.Location
 	// joined marks several records hunted together: reported only when no one record holds the secret.
 	joined bool
+	// logger and levelNo are a log record's logger and level (levelNo 0 for other text).
+	logger  string
+	levelNo int
 }
 
 // observationTexts lists the log records and warnings of a set of observations, and, when there are several
@@ -71,7 +74,8 @@ func observationTexts(obs harness.Observations) []leakText {
 		if l.ExcText != nil {
 			t += "\n" + *l.ExcText
 		}
-		out = append(out, leakText{where: fmt.Sprintf("a log record (level %s, logger %s)", l.Level, l.Logger), text: t, loc: at(l.File, l.Line)})
+		out = append(out, leakText{where: fmt.Sprintf("a log record (level %s, logger %s)", l.Level, l.Logger), text: t, loc: at(l.File, l.Line),
+			logger: l.Logger, levelNo: l.LevelNo})
 	}
 	for _, w := range obs.Warnings {
 		out = append(out, leakText{where: "a " + w.Category + " warning", text: w.Message, loc: at(w.File, w.Line)})
@@ -91,7 +95,11 @@ func decideLeakLog(ev *Evidence) []Finding {
 			return
 		}
 		seen[key] = true
-		out = append(out, Finding{Message: evd.Text, Location: t.loc, Evidence: []report.Evidence{evd}})
+		below := ev.belowLogLevel(t.levelNo)
+		if below {
+			evd.Text += belowLevelNote(t.logger, ev.LogLevel)
+		}
+		out = append(out, Finding{Warning: below, Message: evd.Text, Location: t.loc, Evidence: []report.Evidence{evd}})
 	}
 	for _, h := range ev.Histories {
 		for _, e := range h.Events {
@@ -171,6 +179,27 @@ func anyHolds(ev *Evidence, texts []leakText) bool {
 		}
 	}
 	return false
+}
+
+// belowLogLevel tells whether a log record of this level is below the deployment's level (never for text
+// that is not a log record, levelNo 0).
+func (ev *Evidence) belowLogLevel(levelNo int) bool {
+	return levelNo > 0 && levelNo < ev.LogLevel
+}
+
+// belowLevelNote explains a finding on a record below the deployment's level: why it is a warning, and the one
+// line that quiets the logger's library (its top-level logger).
+func belowLevelNote(logger string, level int) string {
+	top, _, _ := strings.Cut(logger, ".")
+	if top == "" || top == "root" {
+		top = logger
+	}
+	name := LogLevelName(level)
+	quiet := fmt.Sprintf("logging.getLogger(%q).setLevel(logging.%s)", top, name)
+	if strings.HasPrefix(name, "level ") {
+		quiet = fmt.Sprintf("logging.getLogger(%q).setLevel(%d)", top, level)
+	}
+	return fmt.Sprintf("; a warning, not a failure: the record is below the deployment's log level %s (log-level), so a deployment at that level never emits it; it would leak wherever logger %q runs at a lower level: keep it quiet with %s", name, top, quiet)
 }
 
 // withoutUserAction removes a raised user action's own message and URL from an exception text, so that a

@@ -67,6 +67,9 @@ func (ev *Evidence) trustedIn(text string) string {
 type configLeak struct {
 	field, where string
 	loc          *report.Location
+	// logger and levelNo are a log record's logger and level (levelNo 0 for other text).
+	logger  string
+	levelNo int
 }
 
 // configLeaks scans observations for trusted configuration.
@@ -78,12 +81,13 @@ func (ev *Evidence) configLeaks(obs harness.Observations) []configLeak {
 			text += "\n" + *l.ExcText
 		}
 		if f := ev.trustedIn(text); f != "" {
-			out = append(out, configLeak{f, fmt.Sprintf("a log record (level %s, logger %q)", l.Level, l.Logger), at(l.File, l.Line)})
+			out = append(out, configLeak{field: f, where: fmt.Sprintf("a log record (level %s, logger %q)", l.Level, l.Logger), loc: at(l.File, l.Line),
+				logger: l.Logger, levelNo: l.LevelNo})
 		}
 	}
 	for _, w := range obs.Warnings {
 		if f := ev.trustedIn(w.Message); f != "" {
-			out = append(out, configLeak{f, "a " + w.Category + " warning", at(w.File, w.Line)})
+			out = append(out, configLeak{field: f, where: "a " + w.Category + " warning", loc: at(w.File, w.Line)})
 		}
 	}
 	return out
@@ -108,7 +112,11 @@ func decideSyncNoLogConfig(ev *Evidence) []Finding {
 			l.loc = ev.methodLocation(cs.c.Method)
 		}
 		msg := fmt.Sprintf("%s wrote the trusted configuration field %s to %s", cs.c.Method, l.field, l.where)
-		out = append(out, Finding{Message: msg, Location: l.loc, Evidence: []report.Evidence{ev.evidence(cs, msg, l.loc)}})
+		below := ev.belowLogLevel(l.levelNo)
+		if below {
+			msg += belowLevelNote(l.logger, ev.LogLevel)
+		}
+		out = append(out, Finding{Warning: below, Message: msg, Location: l.loc, Evidence: []report.Evidence{ev.evidence(cs, msg, l.loc)}})
 	}
 	for _, cs := range ev.calls() {
 		for _, l := range ev.configLeaks(ev.allObservations(cs)) {

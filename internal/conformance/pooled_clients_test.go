@@ -14,10 +14,6 @@ import (
 	"github.com/astrabox-dev/astrabox/internal/simulate"
 )
 
-// systemPython is Debian's interpreter, where the client libraries of the real-client fixtures are installed
-// (python3-httpx, python3-aiohttp, python3-requests, python3-boto3; .ci/run installs them).
-const systemPython = "/usr/bin/python3"
-
 // pooledClient is one provider of testdata/attribution/pools: a client library with one client (one
 // connection pool) per process, made while the provider loaded, so that every request after the first of a
 // process goes out on a connection another call opened.

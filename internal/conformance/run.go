@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -162,7 +163,28 @@ func Resolve(ctx context.Context, o Options) (*Target, error) {
 	if err != nil {
 		return nil, undecided(err)
 	}
-	py, err := discovery.FindInterpreter(discovery.InterpreterOptions{Flag: o.Python, Getenv: o.Getenv, ProjectDir: proj.Dir, LookPath: o.LookPath})
+	// The settings come first: their python key takes part in choosing the interpreter.
+	raw, file, dir, err := settingsSource(proj.Settings, proj.SettingsFile, proj.Dir, o.ConfigFile, o.Set)
+	if err != nil {
+		return nil, undecided(err)
+	}
+	settings, err := ParseSettings(raw, file, dir)
+	if err != nil {
+		return nil, undecided(err)
+	}
+	setting := ""
+	if settings.Python != "" {
+		setting = "python = " + strconv.Quote(settings.Python)
+		if settings.File != "" {
+			where := filepath.Base(settings.File)
+			if settings.PythonLine > 0 {
+				where += fmt.Sprintf(":%d", settings.PythonLine)
+			}
+			setting += " in " + where
+		}
+	}
+	py, err := discovery.FindInterpreter(discovery.InterpreterOptions{Flag: o.Python, Setting: settings.Python, SettingReason: setting,
+		Getenv: o.Getenv, ProjectDir: proj.Dir, LookPath: o.LookPath})
 	if err != nil {
 		return nil, undecided(err)
 	}
@@ -176,14 +198,6 @@ func Resolve(ctx context.Context, o Options) (*Target, error) {
 		if errors.As(err, &np) && len(nearMissGroups(proj)) > 0 {
 			return nil, &NearMissError{Project: proj, Python: py, Err: err}
 		}
-		return nil, undecided(err)
-	}
-	raw, file, dir, err := settingsSource(proj.Settings, proj.SettingsFile, proj.Dir, o.ConfigFile, o.Set)
-	if err != nil {
-		return nil, undecided(err)
-	}
-	settings, err := ParseSettings(raw, file, dir)
-	if err != nil {
 		return nil, undecided(err)
 	}
 	t := &Target{Project: proj, Resolution: res, Python: py, Settings: settings}
@@ -251,7 +265,22 @@ func LoadError(t *Target, reply *harness.Reply) error {
 		b.WriteString("\n  " + l)
 	}
 	b.WriteString("\n  fix the import or the object reference, then run again")
-	return undecided(errors.New(b.String()))
+	return undecided(&LoadFailure{Text: b.String(), ErrorType: errType, Python: t.Python})
+}
+
+// LoadFailure is a provider that did not load: the text for humans, the Python exception type, and the
+// interpreter that tried (so that every report format can name it, why it was chosen and how to pin another).
+type LoadFailure struct {
+	Text      string
+	ErrorType string
+	Python    *discovery.Interpreter
+}
+
+func (e *LoadFailure) Error() string { return e.Text }
+
+// MissingLibrary tells whether the load failed on an import (a library missing from the interpreter).
+func (e *LoadFailure) MissingLibrary() bool {
+	return e.ErrorType == discovery.PyModuleNotFoundError || e.ErrorType == discovery.PyImportError
 }
 
 // Run runs the conformance suite and returns the report. Errors are UndecidedError (exit code 2).
@@ -527,7 +556,11 @@ func (e *Env) Evidence(hists []*simulate.History) *Evidence {
 	ev := &Evidence{Project: e.Target.Project.Dir, Load: e.Info, Secrets: &secrets.Set{}, Material: map[string]string{}, Config: e.Config,
 		Skipped: map[string]string{}, TrustedStrings: e.trusted, Static: staticFacts(e.Target),
 		EgressAllowed: e.Target.Settings != nil && e.Target.Settings.Egress == egress.PolicyAllow,
+		LogLevel:      LogLevelInfo,
 		Wrapper:       e.Target.Wrapper, WrapperUnusable: e.Target.WrapperUnusable}
+	if e.Target.Settings != nil {
+		ev.LogLevel = e.Target.Settings.LogLevel
+	}
 	for _, p := range e.planted {
 		ev.Secrets.Add(p.Value, p.Origin)
 	}

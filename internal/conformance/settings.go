@@ -39,6 +39,14 @@ type Settings struct {
 	Skip map[string]string
 	// ForceDebugLogging makes debug records visible to the secret scan (default true).
 	ForceDebugLogging bool
+	// LogLevel is the deployment's logging level (a Python level number; default LogLevelInfo): a secret or
+	// trusted configuration value in a record at or above it fails LEAK-LOG or SYNC-NO-LOG-CONFIG, one in a
+	// record below it is a warning that names the logger and the line that quiets it.
+	LogLevel int
+	// Python is the interpreter the project pins ("python" key; "" when none), relative paths resolved
+	// against the project, and PythonLine the line that sets it.
+	Python     string
+	PythonLine int
 	// MemoryMB, AddressSpaceMB and OpenFiles bound each replica process (0 keeps the defaults).
 	MemoryMB, AddressSpaceMB, OpenFiles int
 	// SettleS bounds, in seconds, the wait for work a callback left running (0 keeps
@@ -118,6 +126,8 @@ var settingKeys = map[string]settingParser{
 	"egress":                 parseEgress,
 	"image-wrapper":          parseImageWrapper,
 	"image-wrapper-real-cli": parseImageWrapperRealCLI,
+	"log-level":              parseLogLevel,
+	"python":                 parsePython,
 	// "services" is parsed by parseServices, which reports services.Error values as settings errors.
 }
 
@@ -130,7 +140,7 @@ var (
 // ParseSettings interprets the raw [tool.astrabox] table. It reports every problem at once: the error is
 // an errors.Join of *SettingsError values, in the order of their lines, each naming its file and line.
 func ParseSettings(raw map[string]any, file, projectDir string) (*Settings, error) {
-	s := &Settings{File: file, ForceDebugLogging: true, Skip: map[string]string{}}
+	s := &Settings{File: file, ForceDebugLogging: true, LogLevel: LogLevelInfo, Skip: map[string]string{}}
 	var errs []*SettingsError
 	bad := func(key, format string, args ...any) {
 		if key == "" || strings.HasSuffix(key, ".") {
@@ -305,6 +315,68 @@ func parseForceDebugLogging(s *Settings, k string, v any, _ string, bad badFunc)
 		return
 	}
 	s.ForceDebugLogging = b
+}
+
+// Python's logging levels, by the names the log-level setting takes.
+const (
+	LogLevelDebug    = 10
+	LogLevelInfo     = 20
+	LogLevelWarning  = 30
+	LogLevelError    = 40
+	LogLevelCritical = 50
+)
+
+// logLevelNames are the names log-level accepts, in order.
+var logLevelNames = []struct {
+	name  string
+	level int
+}{{"DEBUG", LogLevelDebug}, {"INFO", LogLevelInfo}, {"WARNING", LogLevelWarning}, {"ERROR", LogLevelError}, {"CRITICAL", LogLevelCritical}}
+
+// LogLevelName is a level's name ("INFO"), or "level N" for a number between the names.
+func LogLevelName(level int) string {
+	for _, n := range logLevelNames {
+		if n.level == level {
+			return n.name
+		}
+	}
+	return fmt.Sprintf("level %d", level)
+}
+
+func parseLogLevel(s *Settings, k string, v any, _ string, bad badFunc) {
+	const want = "must be a logging level: \"DEBUG\", \"INFO\", \"WARNING\", \"ERROR\", \"CRITICAL\" or a number from 1 to 50 (the level your deployment runs the provider at)"
+	switch t := v.(type) {
+	case string:
+		for _, n := range logLevelNames {
+			if strings.EqualFold(strings.TrimSpace(t), n.name) {
+				s.LogLevel = n.level
+				return
+			}
+		}
+		bad(k, want)
+	case int64:
+		if t < 1 || t > 50 {
+			bad(k, want)
+			return
+		}
+		s.LogLevel = int(t)
+	default:
+		bad(k, want)
+	}
+}
+
+func parsePython(s *Settings, k string, v any, dir string, bad badFunc) {
+	p, ok := v.(string)
+	if !ok || strings.TrimSpace(p) == "" {
+		bad(k, "must be the path of a Python 3.9+ interpreter (relative to the project, such as \".venv-clients/bin/python\") or a command on PATH, such as \"python3.12\"")
+		return
+	}
+	if strings.ContainsRune(p, filepath.Separator) && !filepath.IsAbs(p) && dir != "" {
+		p = filepath.Join(dir, p)
+	}
+	s.Python = p
+	if s.File != "" {
+		s.PythonLine = settingsLine(s.File, k)
+	}
 }
 
 func parseCoverage(s *Settings, k string, v any, _ string, bad badFunc) {

@@ -27,8 +27,7 @@ type LoadContext struct {
 // LoadAdvice returns the lines that explain a failed load: the interpreter and the sys.path used, the
 // project's code roots, whether the provider's module is in them, and what to do (set python-path, or
 // install the project or its dependencies into that interpreter).
-func LoadAdvice(c LoadContext) []string {
-	var out []string
+func LoadAdvice(c LoadContext) (out []string) {
 	if c.Python != nil {
 		out = append(out, fmt.Sprintf("interpreter: %s (Python %s, chosen by %s)", c.Python.Path, c.Python.VersionString(), c.Python.Reason))
 	}
@@ -50,6 +49,7 @@ func LoadAdvice(c LoadContext) []string {
 		python = c.Python.Path
 	}
 	install := fmt.Sprintf("%s -m pip install -e %s", python, p.Dir)
+	defer func() { out = append(out, InterpreterAdvice(c.Python)...) }()
 	mod := c.Chosen.Ref.Module
 	if file, _, ok := p.FindModule(mod); ok {
 		out = append(out, fmt.Sprintf("the provider's module %s is in the project (%s), so something it imports is missing from the interpreter;"+
@@ -66,4 +66,37 @@ func LoadAdvice(c LoadContext) []string {
 			" add that directory to [tool.astrabox] python-path (e.g. python-path = [\"lib\"]), or install the project: %s", mod, install))
 	}
 	return out
+}
+
+// InheritedChoice names the part of the interpreter choice the kit inherited from its environment rather
+// than from the project: PYENV_VERSION (which `pyenv shell`, or a pyenv shim that started astrabox, sets)
+// when the interpreter was held to it; "" otherwise.
+func (i *Interpreter) InheritedChoice() string {
+	if i == nil || i.Pin == nil || i.Pin.File != "" || !strings.HasPrefix(i.Pin.Source, "PYENV_VERSION=") {
+		return ""
+	}
+	if !strings.Contains(i.Rule, i.Pin.Source) {
+		return ""
+	}
+	return i.Pin.Source
+}
+
+// PinHint is how to run a project's provider with another interpreter: the python setting of
+// [tool.astrabox] (or --python for one run).
+const PinHint = "to use another interpreter (one with the provider's libraries installed), pin it for the project in [tool.astrabox]: python = \"/path/to/python\" (or pass --python for one run)"
+
+// InterpreterAdvice returns the lines that say which interpreter loaded the provider and why, and how to pin
+// another: for a load that failed because a library is missing from that interpreter.
+func InterpreterAdvice(in *Interpreter) []string {
+	if in == nil {
+		return []string{PinHint}
+	}
+	var out []string
+	if in.Via != "" {
+		out = append(out, fmt.Sprintf("%s was found through the launcher %s, which chose it", in.Path, in.Via))
+	}
+	if inh := in.InheritedChoice(); inh != "" {
+		out = append(out, fmt.Sprintf("%s came from the environment astrabox was started in (pyenv shell, or a pyenv shim that started astrabox, sets it), not from the project; it overrides the project's .python-version: unset it, or pin the interpreter", inh))
+	}
+	return append(out, PinHint)
 }

@@ -25,6 +25,9 @@ const ProbeTimeout = 30 * time.Second
 type InterpreterOptions struct {
 	// Flag is the value of --python ("" when not given): a path, or a command name looked up on PATH.
 	Flag string
+	// Setting is the project's python setting ("" when none): a path, or a command name looked up on PATH;
+	// SettingReason says where it is set ("python = \"/usr/bin/python3\" in pyproject.toml:12").
+	Setting, SettingReason string
 	// Getenv reads the environment (ASTRABOX_PYTHON, VIRTUAL_ENV, CONDA_PREFIX, PYENV_VERSION, HOME, ...).
 	Getenv func(string) string
 	// ProjectDir is the project root: the probe runs there (so that a pyenv, asdf or mise shim picks the
@@ -73,6 +76,7 @@ func (i *Interpreter) VersionString() string {
 }
 
 // FindInterpreter chooses the Python interpreter, in this order: the --python flag, ASTRABOX_PYTHON, the
+// project's python setting ([tool.astrabox] python), the
 // project's .venv (in the project directory or a parent: a directory, or a file naming an environment), the
 // active VIRTUAL_ENV when the project has no .venv of its own (as uv does: another project's active
 // environment is ignored, with a warning), CONDA_PREFIX, then python3 on PATH run from the project
@@ -106,7 +110,7 @@ func FindInterpreter(o InterpreterOptions) (*Interpreter, error) {
 		return nil, err
 	}
 	in.Rule, in.Rejected, in.Warnings, in.Pin = in.Reason, s.rejected, append(in.Warnings, s.warnings...), s.pin
-	explicit := s.opts.Flag != "" || s.getenv("ASTRABOX_PYTHON") != ""
+	explicit := s.opts.Flag != "" || s.getenv("ASTRABOX_PYTHON") != "" || s.opts.Setting != ""
 	if pin := in.Pin; pin != nil && !explicit && !pin.Accepts(in) {
 		in.Warnings = append(in.Warnings, fmt.Sprintf("%s pins %s, but the interpreter chosen by %s is %s; "+
 			"recreate the environment with that version, or change the pin", pin.Source, pin.Label(), in.Rule, describe(in)))
@@ -192,6 +196,13 @@ func (s *search) find() (*Interpreter, error) {
 	}
 	if v := s.getenv("ASTRABOX_PYTHON"); v != "" {
 		return s.explicit(v, "ASTRABOX_PYTHON="+v, "set ASTRABOX_PYTHON to the path of a Python 3.9+ interpreter, or unset it")
+	}
+	if v := s.opts.Setting; v != "" {
+		reason := s.opts.SettingReason
+		if reason == "" {
+			reason = "the python setting"
+		}
+		return s.explicit(v, reason, "set python in [tool.astrabox] to the path of a Python 3.9+ interpreter, or remove it")
 	}
 	var dot *envCandidate
 	if s.dir != "" {

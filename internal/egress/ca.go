@@ -3,10 +3,12 @@
 // stand-in (the author's fake, declarative stubs, or the built-in double) through it, so the kit records each
 // request like the double's, and any other non-loopback destination is refused and reported. HTTPS is
 // terminated with a certificate authority made for the run (kept in memory and in a temporary bundle file,
-// never reused), which the replica trusts through SSL_CERT_FILE and REQUESTS_CA_BUNDLE.
+// never reused), which the replica trusts through one bundle file (the run's authority and the system's roots)
+// named by every variable a Python client reads (see [Proxy.Env]).
 package egress
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -86,9 +88,9 @@ func (ca *CA) Pool() *x509.CertPool {
 	return p
 }
 
-// WriteBundle writes a CA bundle for the replica's SSL_CERT_FILE and REQUESTS_CA_BUNDLE into dir: the run's
-// authority, then the system's roots when extra is non-empty (so loopback or allowed egress keeps working).
-// The file is readable by its owner only.
+// WriteBundle writes a CA bundle for the replica's trust variables (see [Proxy.Env]) into dir: the run's
+// authority, then extra, the system's roots as [SystemRoots] reads them (so that a client verifying another
+// host, with egress = "allow", still verifies it for real). The file is readable by its owner only.
 func (ca *CA) WriteBundle(dir string, extra []byte) (string, error) {
 	path := filepath.Join(dir, "astrabox-run-ca.pem")
 	data := append(ca.PEM(), extra...)
@@ -96,6 +98,40 @@ func (ca *CA) WriteBundle(dir string, extra []byte) (string, error) {
 		return "", fmt.Errorf("write the run's CA bundle: %w", err)
 	}
 	return path, nil
+}
+
+// systemRootFiles are where Linux distributions keep their bundle of trusted roots (the list Go's crypto/x509
+// reads), in the order tried.
+var systemRootFiles = []string{
+	"/etc/ssl/certs/ca-certificates.crt",                // Debian, Ubuntu, Gentoo, Arch
+	"/etc/pki/tls/certs/ca-bundle.crt",                  // Fedora, RHEL 6
+	"/etc/ssl/ca-bundle.pem",                            // openSUSE
+	"/etc/pki/tls/cacert.pem",                           // OpenELEC
+	"/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem", // CentOS, RHEL 7
+	"/etc/ssl/cert.pem",                                 // Alpine, macOS
+}
+
+// SystemRoots returns the system's bundle of trusted roots, PEM-encoded: the file named by the kit's own
+// SSL_CERT_FILE when it holds a certificate, else the first distribution bundle that exists; nil when there is
+// none (the run's bundle then trusts the run's authority only).
+func SystemRoots(getenv func(string) string) []byte {
+	files := systemRootFiles
+	if getenv != nil {
+		if f := getenv("SSL_CERT_FILE"); f != "" {
+			files = append([]string{f}, files...)
+		}
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil || !bytes.Contains(data, []byte("-----BEGIN CERTIFICATE-----")) {
+			continue
+		}
+		if !bytes.HasSuffix(data, []byte("\n")) {
+			data = append(data, '\n')
+		}
+		return data
+	}
+	return nil
 }
 
 // Leaf is the certificate the proxy presents for a host (cached per host).

@@ -230,11 +230,21 @@ const (
 	ProxyEnv = "ASTRABOX_EGRESS_PROXY"
 	// PolicyEnv is the egress policy ("refuse" or "allow").
 	PolicyEnv = "ASTRABOX_EGRESS_POLICY"
+	// CABundleEnv is the run's CA bundle, for the harness: certifi.where() answers it in the replica, and a
+	// verification failure is reported against it (the harness's trust module).
+	CABundleEnv = "ASTRABOX_EGRESS_CA_BUNDLE"
 )
+
+// CABundleVars are the variables that name the run's CA bundle in a replica, one per way a Python client
+// finds its trusted roots: OpenSSL's default verify paths (the ssl module's default context: urllib,
+// http.client, aiohttp, httpx with trust_env), requests (and hvac, which uses it), curl and pycurl, botocore
+// (which hands certifi's or its own bundle to the TLS context and reads no other variable), and grpc's C core.
+// Clients that pass certifi.where() explicitly are covered by the harness (CABundleEnv).
+var CABundleVars = []string{"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "AWS_CA_BUNDLE", "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH", CABundleEnv}
 
 // Env is the environment a replica needs to send its traffic through the proxy and trust its certificates:
 // both spellings of the proxy variables (loopback excluded, so the kit's own double is reached directly) and
-// the CA bundle for OpenSSL and requests.
+// the CA bundle in every variable of CABundleVars.
 func (p *Proxy) Env(caBundle string) map[string]string {
 	env := map[string]string{}
 	for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"} {
@@ -249,9 +259,9 @@ func (p *Proxy) Env(caBundle string) map[string]string {
 	env[ProxyEnv] = p.ln.Addr().String()
 	env[PolicyEnv] = string(p.o.Policy)
 	if caBundle != "" {
-		env["SSL_CERT_FILE"] = caBundle
-		env["REQUESTS_CA_BUNDLE"] = caBundle
-		env["CURL_CA_BUNDLE"] = caBundle
+		for _, k := range CABundleVars {
+			env[k] = caBundle
+		}
 	}
 	return env
 }

@@ -149,12 +149,18 @@ type Observations struct {
 	Connections []Connection `json:"connections,omitempty"`
 	// Sends say which call's code wrote each run of bytes on those connections (absent when none).
 	Sends []Send `json:"sends,omitempty"`
+	// TLS are the handshakes with a declared service whose certificate verification failed (absent when
+	// none): the client did not trust the run's certificate authority.
+	TLS []TLSFailure `json:"tls,omitempty"`
+	// Native are the modules that resolve names or connect in C, below the harness's socket hooks, first
+	// seen loaded during this call (absent when none).
+	Native []NativeClient `json:"native,omitempty"`
 }
 
 // Empty reports whether nothing was observed.
 func (o Observations) Empty() bool {
 	return len(o.Logs) == 0 && len(o.Warnings) == 0 && len(o.Audit) == 0 && o.Leftovers.Empty() && o.Dropped == 0 &&
-		len(o.Connections) == 0 && len(o.Sends) == 0
+		len(o.Connections) == 0 && len(o.Sends) == 0 && len(o.TLS) == 0 && len(o.Native) == 0
 }
 
 // Merge appends the observations of b to o.
@@ -169,6 +175,43 @@ func (o *Observations) Merge(b Observations) {
 	o.Dropped += b.Dropped
 	o.Connections = append(o.Connections, b.Connections...)
 	o.Sends = append(o.Sends, b.Sends...)
+	o.TLS = append(o.TLS, b.TLS...)
+	o.Native = append(o.Native, b.Native...)
+}
+
+// TLSFailure is a TLS handshake with a declared service whose certificate verification failed in the
+// provider's process: the client did not trust the run's certificate authority (docs/services.md).
+type TLSFailure struct {
+	// Host is the server name the client verified.
+	Host string `json:"host"`
+	// Library is the top-level package the provider called that made the connection ("botocore", "httpx";
+	// "ssl" when only the standard library was on the stack); ContextLibrary the one that loaded the TLS
+	// context's trust store ("" when none was loaded through Python).
+	Library        string `json:"library"`
+	ContextLibrary string `json:"context_library"`
+	// Trust lists what was loaded into the context ("the CA file /x/cacert.pem", "OpenSSL's default trust
+	// store (SSL_CERT_FILE=/y)").
+	Trust []string `json:"trust"`
+	// RunCA tells whether the run's authority was among the loaded certificates.
+	RunCA bool `json:"run_ca"`
+	// Message is the verification error's text.
+	Message string `json:"message"`
+	// File, Line and Function are the innermost frame of the provider's own files ("" when none).
+	File        string `json:"file"`
+	Line        int    `json:"line"`
+	Function    string `json:"function"`
+	Call        *int64 `json:"call"`
+	AfterReturn bool   `json:"after_return"`
+}
+
+// NativeClient is a module whose network code is C (grpcio's core, c-ares, libcurl, libpq), seen loaded in
+// the provider's process: its lookups and connections do not pass the harness's socket hooks.
+type NativeClient struct {
+	// Module is the module found in sys.modules ("grpc._cython.cygrpc"); Library names the library.
+	Module      string `json:"module"`
+	Library     string `json:"library"`
+	Call        *int64 `json:"call"`
+	AfterReturn bool   `json:"after_return"`
 }
 
 // LogRecord is one logging record created by the provider.

@@ -54,7 +54,7 @@ func StartServices(ctx context.Context, specs []services.Spec, policy egress.Pol
 	if run.dir, err = os.MkdirTemp("", "astrabox-services-"); err != nil {
 		return nil, fmt.Errorf("make the run's CA directory: %w", err)
 	}
-	if run.bundle, err = ca.WriteBundle(run.dir, nil); err != nil {
+	if run.bundle, err = ca.WriteBundle(run.dir, egress.SystemRoots(os.Getenv)); err != nil {
 		s.Close()
 		return nil, err
 	}

@@ -34,8 +34,13 @@ class RecordsMirrorGo(unittest.TestCase):
             "Leftovers": records.Leftovers(),
             "Connection": records.Connection(1, 50000, 8080, "/f.py", 6, "f"),
             "Send": records.Send(1, 0, 0, lost=True),
+            "TLSFailure": records.TLSFailure("api.corp.example", "botocore", "botocore", ["the CA file /x.pem"], False,
+                                             "certificate verify failed", "/f.py", 7, "f"),
+            "NativeClient": records.NativeClient("grpc._cython.cygrpc", "grpcio"),
             "Observations": records.Observations(connections=[records.Connection(1, 50000, 8080, None, None, None)],
-                                                 sends=[records.Send(1, 0, 5)]),
+                                                 sends=[records.Send(1, 0, 5)],
+                                                 tls=[records.TLSFailure("h", "ssl", "", [], False, "m", None, None, None)],
+                                                 native=[records.NativeClient("pycurl", "pycurl (libcurl)")]),
         }
         for name, rec in samples.items():
             with self.subTest(name):

@@ -189,6 +189,12 @@ def _tag_declared(current_call: Any, work_tag: Any = None) -> None:
     http.client.HTTPConnection.putrequest = putrequest  # type: ignore[method-assign]
 
 
+def declared(host: str) -> bool:
+    """Whether ``host`` (a name or an address) is a declared service's host."""
+    router = _router
+    return router is not None and isinstance(host, str) and host.lower() in router.declared_names
+
+
 def install(current_call: Any = None, work_tag: Any = None) -> bool:
     """Install the router when the kit declared services (idempotent). Returns whether it is installed."""
     global _installed, _router

@@ -25,7 +25,7 @@ import warnings
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, List, Optional, Set, Tuple
 
-from astrabox._harness import audit, connections, sends
+from astrabox._harness import audit, connections, native, sends, trust
 from astrabox._harness.leftovers import Snapshot, Work
 from astrabox._harness.records import AuditEvent, Connection, Leftovers, LogRecord, Observations, Send, WarningRecord
 from astrabox._harness.routing import CURRENT_CALL, SUBMITTED_AT, Router
@@ -124,6 +124,23 @@ class Observer:
         sends.who = self.units.current
         sends.install()
         sys.addaudithook(self._audit_hook)
+
+    def install_trust(self, declared: Callable[[str], bool]) -> bool:
+        """Make every client library trust the run's CA and report failed verifications (see :mod:`trust`);
+        ``declared`` tells whether a host is a declared service."""
+        return trust.install(self.router.record, self.router.guarded, lambda frame: self._where(frame),
+                             self.code.is_provider_file, declared)
+
+    def _where(self, frame: Any) -> Any:
+        where = own_location(self.code, frame)
+        if where.file is None:
+            where = SUBMITTED_AT.get() or where
+        return where
+
+    def scan_native(self) -> None:
+        """Record the C-level network clients loaded since the last scan (see :mod:`native`)."""
+        router = self.router
+        router.guarded(native.scan, router.record, lambda entry: router.guarded(router.record, entry))
 
     def _install_http(self) -> None:
         """Tag requests to the deployment double with the call whose code made them.

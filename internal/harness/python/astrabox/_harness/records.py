@@ -136,6 +136,48 @@ class Send:
 
 
 @dataclass
+class TLSFailure:
+    """A TLS handshake with a declared service whose certificate verification failed (Go: ``TLSFailure``).
+
+    ``library`` is the library the provider called, ``context_library`` the one that loaded the context's
+    trust store, ``trust`` what was loaded into it, ``run_ca`` whether the run's authority was among it.
+    """
+
+    KIND = "tls"
+    host: str
+    library: str
+    context_library: str
+    trust: List[str]
+    run_ca: bool
+    message: str
+    file: Optional[str]
+    line: Optional[int]
+    function: Optional[str]
+    call: Optional[int] = None
+    after_return: bool = False
+
+    def wire(self) -> Dict[str, Any]:
+        return {"host": self.host, "library": self.library, "context_library": self.context_library,
+                "trust": self.trust, "run_ca": self.run_ca, "message": self.message, "file": self.file,
+                "line": self.line, "function": self.function, "call": self.call, "after_return": self.after_return}
+
+
+@dataclass
+class NativeClient:
+    """A module that resolves names or opens connections in C, below the harness's socket hooks, seen loaded
+    in the replica (Go: ``NativeClient``)."""
+
+    KIND = "native"
+    module: str
+    library: str
+    call: Optional[int] = None
+    after_return: bool = False
+
+    def wire(self) -> Dict[str, Any]:
+        return {"module": self.module, "library": self.library, "call": self.call, "after_return": self.after_return}
+
+
+@dataclass
 class LeftoverThread:
     """A thread (or pending executor job) a call started that is still alive (Go: ``LeftoverThread``)."""
 
@@ -222,6 +264,8 @@ class Observations:
     dropped: int = 0
     connections: List[Connection] = field(default_factory=list)
     sends: List[Send] = field(default_factory=list)
+    tls: List[TLSFailure] = field(default_factory=list)
+    native: List[NativeClient] = field(default_factory=list)
 
     def add(self, entry: Any) -> None:
         """Append a log, warning, audit or connection record to its list, or count it as dropped past the
@@ -234,7 +278,8 @@ class Observations:
 
     def empty(self) -> bool:
         """No log, warning, audit, connection or send record and nothing dropped (leftovers are not looked at)."""
-        return not (self.logs or self.warnings or self.audit or self.dropped or self.connections or self.sends)
+        return not (self.logs or self.warnings or self.audit or self.dropped or self.connections or self.sends
+                    or self.tls or self.native)
 
     def wire(self) -> Dict[str, Any]:
         """The wire form; ``connections`` and ``sends`` are present only when there are any (older frames
@@ -246,4 +291,8 @@ class Observations:
             out["connections"] = [c.wire() for c in self.connections]
         if self.sends:
             out["sends"] = [s.wire() for s in self.sends]
+        if self.tls:
+            out["tls"] = [t.wire() for t in self.tls]
+        if self.native:
+            out["native"] = [n.wire() for n in self.native]
         return out

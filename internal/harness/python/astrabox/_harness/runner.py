@@ -263,6 +263,9 @@ class Runner:
         self._call = CallInFlight(call_id, before, ctx, method if isinstance(method, str) else "")
         self._started = time.perf_counter_ns()
         self._returned_ns = None
+        if method != "load" and method != "settle":
+            # Modules the provider imported when it loaded are found (and hooked) before its first callback runs.
+            ctx.run(self.observer.scan_native)
         try:
             outcome = self._dispatch(ctx, call_id, method, msg.get("args"))
         except Exception as exc:  # a harness bug must still produce exactly one reply
@@ -283,6 +286,12 @@ class Runner:
     def _reply(self, ok: bool, value: Any, error: Any) -> None:
         """Send the reply of the call in flight, with what it left behind."""
         duration = (self._returned_ns or time.perf_counter_ns()) - self._started
+        if self._call is not None and self._call.method != "load":  # before it is marked returned: the call's
+            token = CURRENT_CALL.set(self._call.id)
+            try:
+                self.observer.scan_native()
+            finally:
+                CURRENT_CALL.reset(token)
         held = self._held_past_deadline()
         self._end_deadline()
         assert self._call is not None and self.loop is not None
@@ -619,6 +628,7 @@ def main() -> None:
     observer = Observer(sdk_dir)
     observer.install()
     egress.install(CURRENT_CALL, observer.units.tag)  # declared services for clients that ignore HTTP(S)_PROXY (docs/services.md)
+    observer.install_trust(egress.declared)  # the run's CA for every client library; failed verifications
     writer = wire.Writer()
     # A forked child (multiprocessing, os.fork) must never write into the protocol stream.
     os.register_at_fork(after_in_child=writer.close)
