@@ -397,6 +397,9 @@ func runScenarios(ctx context.Context, env *Env, o Options, seed int64, logf fun
 		if o.Verbose {
 			logf("ran %d scenario(s) in %s", len(scenarios), time.Since(started).Round(time.Millisecond))
 		}
+		if w := stoppedByHang(hists); w != "" {
+			logf("warning: %s", w)
+		}
 	}
 	rep := Decide(env.Evidence(hists), t, seed, o)
 	rep.Tool = report.Tool{Name: "astrabox", Version: o.Version}
@@ -413,6 +416,25 @@ func runScenarios(ctx context.Context, env *Env, o Options, seed int64, logf fun
 		rep.Summarize()
 	}
 	return rep, nil
+}
+
+// stoppedByHang says, when a callback hung and so cut the other scenarios short, which one hung and how many
+// scenarios stopped early; "" otherwise.
+func stoppedByHang(hists []*simulate.History) string {
+	var first string
+	cut := 0
+	for _, h := range hists {
+		if h != nil && strings.HasPrefix(h.Aborted, simulate.StoppedByHang) {
+			cut++
+			if first == "" {
+				first = h.Aborted
+			}
+		}
+	}
+	if cut == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the run stopped early: %d of %d scenario(s) were cut short after a callback hung, to report it without waiting out its deadline again; checks those scenarios would reach may be not exercised. First: %s", cut, len(hists), first)
 }
 
 // suite returns the scenarios to run: the given ones, else the default suite seeded with the run's seed,

@@ -97,6 +97,7 @@ func (p *platform) call(r *replica, cs callSpec) *CallRecord {
 	p.mu.Unlock()
 
 	recordResult(rec, res, callFacts{HostLoss: hostLoss, OnRequest: onRequest, ProcessFailed: res.err != nil})
+	p.noteHang(rec)
 	p.takeConns(r.name, pid, &rec.Observations)
 	if res.reply != nil && res.reply.Exit != nil {
 		p.endedHost(r, rec, res.reply.Exit)
