@@ -185,10 +185,7 @@ class LeftoverChild:
     idle: bool = False
 
     def wire(self) -> Dict[str, Any]:
-        out: Dict[str, Any] = {"pid": self.pid, "cmdline": self.cmdline}
-        if self.idle:
-            out["idle"] = True
-        return out
+        return {"pid": self.pid, "cmdline": self.cmdline, "idle": self.idle}
 
 
 @dataclass
