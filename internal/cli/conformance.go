@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -170,12 +171,48 @@ func completeCheckIDs(cmd *cobra.Command, args []string, toComplete string) ([]s
 	return out, cobra.ShellCompDirectiveNoFileComp
 }
 
-// signalContext cancels on SIGINT/SIGTERM so that replicas are closed, never left behind.
+// interruptGrace bounds how long a command interrupted by SIGINT or SIGTERM may take to stop its processes
+// and clean up before it exits anyway.
+const interruptGrace = 1500 * time.Millisecond
+
+// interruptExit ends the process when an interrupted command did not stop within interruptGrace; tests
+// replace it.
+var interruptExit = func(code int) { os.Exit(code) }
+
+// errCleanupStalled is printed when an interrupted command overran interruptGrace.
+var errCleanupStalled = errors.New("interrupted: the run did not stop within its bound of 1.5s after the signal; the kit exits without waiting (its replicas and fakes run under wardens, which end them with it)")
+
+// signalContext cancels on SIGINT/SIGTERM so that replicas are closed, never left behind. Whatever the run
+// is waiting for then (a service that never answers, a replica that ignores its shutdown), the process ends
+// within interruptGrace of the first signal, exit code 2; a second signal ends it at once (its default).
+// Every process the kit starts runs under a warden (or dies with the kit), so an exit leaves none behind.
 func signalContext(parent context.Context) (context.Context, context.CancelFunc) {
 	if parent == nil {
 		parent = context.Background()
 	}
-	return signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	var once sync.Once
+	go func() {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+		}
+		if parent.Err() != nil {
+			return
+		}
+		stop() // a second signal now has its default effect
+		t := time.NewTimer(interruptGrace)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+			fmt.Fprintln(os.Stderr, "astrabox: "+errCleanupStalled.Error())
+			interruptExit(ExitUndecided)
+		}
+	}()
+	return ctx, func() { once.Do(func() { close(done) }); stop() }
 }
 
 func runConformance(parent context.Context, f *Factory, o *RunOptions) error {

@@ -332,7 +332,7 @@ func decideGenSettles(ev *Evidence) []Finding {
 		c := cs.c
 		where := fmt.Sprintf(" (deadline %gs, scenario %s step %d)", c.DeadlineS, cs.h.Scenario, cs.e.Step)
 		if c.Outcome == simulate.OutcomeDied {
-			add(cs, string(c.Method)+"|died|"+c.ProcessKind, fmt.Sprintf("%s %s%s", c.Method, processDeath(c), where), ev.methodLocation(c.Method))
+			add(cs, string(c.Method)+"|died|"+c.ProcessKind, fmt.Sprintf("%s %s%s%s", c.Method, processDeath(c), where, waitingOn(cs)), ev.methodLocation(c.Method))
 			continue
 		}
 		if p := malformed(c); p != "" {
@@ -354,6 +354,28 @@ func decideGenSettles(ev *Evidence) []Finding {
 		}
 	}
 	return out
+}
+
+// waitingOn names the requests to a declared service that the call sent and that had no answer when its
+// process ended ("; it was waiting on service identity: POST /token, never answered"), or "". A service that
+// stalls (or answers a byte at a time) is the likeliest reason a callback blocked on a synchronous client
+// never settled.
+func waitingOn(cs callSite) string {
+	var ws []string
+	for _, r := range requestsOf(cs) {
+		if r.Service == "" || r.Status != 0 || r.Dropped || r.Held {
+			continue
+		}
+		if len(ws) == 3 {
+			ws = append(ws, "and more")
+			break
+		}
+		ws = append(ws, fmt.Sprintf("service %s: %s %s", r.Service, r.Method, r.Path))
+	}
+	if len(ws) == 0 {
+		return ""
+	}
+	return "; it was waiting on " + strings.Join(ws, ", ") + ", which had not answered when the replica was killed (the service stalled; give the client a timeout below the callback's deadline)"
 }
 
 // malformed describes the type problems of a returned value the harness reported, or "".

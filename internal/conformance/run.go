@@ -432,6 +432,12 @@ func runScenarios(ctx context.Context, env *Env, o Options, seed int64, logf fun
 		if o.Verbose {
 			logf("ran %d scenario(s) in %s", len(scenarios), time.Since(started).Round(time.Millisecond))
 		}
+		if w := stoppedByHang(hists); w != "" {
+			logf("warning: %s", w)
+		}
+		for _, w := range childWaitWarnings(hists) {
+			logf("warning: %s", w)
+		}
 	}
 	rep := Decide(env.Evidence(hists), t, seed, o)
 	rep.Tool = report.Tool{Name: "astrabox", Version: o.Version}
@@ -448,6 +454,79 @@ func runScenarios(ctx context.Context, env *Env, o Options, seed int64, logf fun
 		rep.Summarize()
 	}
 	return rep, nil
+}
+
+// stoppedByHang says, when a callback hung and so cut the other scenarios short, which one hung and how many
+// scenarios stopped early; "" otherwise.
+func stoppedByHang(hists []*simulate.History) string {
+	var first string
+	cut := 0
+	for _, h := range hists {
+		if h != nil && strings.HasPrefix(h.Aborted, simulate.StoppedByHang) {
+			cut++
+			if first == "" {
+				first = h.Aborted
+			}
+		}
+	}
+	if cut == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the run stopped early: %d of %d scenario(s) were cut short after a callback hung, to report it without waiting out its deadline again; checks those scenarios would reach may be not exercised. First: %s", cut, len(hists), first)
+}
+
+// childWaitWarnings tells, per callback, the child processes it left running that the platform had to wait
+// for after it returned (their command lines, how often, the time it cost, and whether they were idle), so
+// that a run slowed by an unwaited `sleep` is never slowed silently.
+func childWaitWarnings(hists []*simulate.History) []string {
+	type agg struct {
+		cmds  []string
+		seen  map[string]bool
+		waits int
+		total time.Duration
+		idle  bool
+	}
+	by := map[string]*agg{}
+	var order []string
+	for _, h := range hists {
+		if h == nil {
+			continue
+		}
+		for _, cw := range h.ChildWaits {
+			key := strings.Join(cw.Methods, ", ")
+			a := by[key]
+			if a == nil {
+				a = &agg{seen: map[string]bool{}, idle: true}
+				by[key] = a
+				order = append(order, key)
+			}
+			a.waits++
+			a.total += cw.Waited
+			for _, c := range cw.Children {
+				a.idle = a.idle && c.Idle
+				if !a.seen[c.Cmdline] {
+					a.seen[c.Cmdline] = true
+					a.cmds = append(a.cmds, "`"+truncateText(c.Cmdline, 120)+"`")
+				}
+			}
+		}
+	}
+	slices.Sort(order)
+	var out []string
+	for _, key := range order {
+		a := by[key]
+		cmds := a.cmds
+		if len(cmds) > 3 {
+			cmds = append(cmds[:3:3], fmt.Sprintf("and %d more", len(a.cmds)-3))
+		}
+		how := "they were still running at each settle bound"
+		if a.idle {
+			how = fmt.Sprintf("each was idle, so the kit stopped waiting for it after %s", harness.ChildIdleWindow)
+		}
+		out = append(out, fmt.Sprintf("%s left child process(es) running that it never waited for (%s), in %d settle(s); the kit waited %s in all for them to end (%s). Wait for each child (Popen.wait or communicate) or end it before the callback returns",
+			key, strings.Join(cmds, ", "), a.waits, a.total.Round(10*time.Millisecond), how))
+	}
+	return out
 }
 
 // suite returns the scenarios to run: the given ones, else the default suite seeded with the run's seed,

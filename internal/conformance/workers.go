@@ -43,6 +43,9 @@ type Workers struct {
 	// prepares a stage for its next scenario only while unstarted scenarios outnumber the stages waiting, so
 	// that the default suite forks no replica set that no scenario will take.
 	unstarted, staged int
+	// hang is the hang latch of the RunAll in progress (nil outside RunAll: exploration plays, shrinks and
+	// replays scenarios on its own terms, so a hang there never stops the others).
+	hang *simulate.HangLatch
 }
 
 // slot is one scenario at a time, with the stage its next scenario takes and its own stand-ins of the
@@ -117,6 +120,9 @@ func (w *Workers) prepare(n int) *simulate.Stage {
 func (w *Workers) options() simulate.Options {
 	o := w.env.Sim
 	o.Hosts = w.hosts
+	w.mu.Lock()
+	o.Hang = w.hang
+	w.mu.Unlock()
 	return o
 }
 
@@ -180,10 +186,14 @@ func (w *Workers) Close() {
 func (w *Workers) RunAll(ctx context.Context, scenarios []*simulate.Scenario) ([]*simulate.History, error) {
 	w.mu.Lock()
 	w.unstarted = max(w.unstarted, 0) + len(scenarios)
+	// Once a callback has hung, the other scenarios stop at their next step boundary: each would otherwise
+	// wait out a full deadline and grace again for the same finding (the run ends within about one hang).
+	w.hang = simulate.NewHangLatch()
 	w.mu.Unlock()
 	defer func() {
 		w.mu.Lock()
 		w.unstarted = -1 // later calls to Run are not counted
+		w.hang = nil
 		w.mu.Unlock()
 	}()
 	hists := make([]*simulate.History, len(scenarios))

@@ -20,6 +20,7 @@ import (
 	mrand "math/rand"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,7 +46,13 @@ type Options struct {
 	// Upstreams are the stand-ins of the provider's declared services, by service name: requests the egress
 	// proxy forwards with ServiceHeader are recorded and faulted like the double's own, and answered by them.
 	Upstreams map[string]Upstream
+	// CloseWait bounds how long Close waits for handlers once it has cancelled them. Default: CloseBound.
+	CloseWait time.Duration
 }
+
+// CloseBound is how long Close waits, by default, for the handlers still running (a stand-in answering a
+// request) after it has cancelled them. A handler still running then is reported by Close and left behind.
+const CloseBound = 2 * time.Second
 
 // Double is a running deployment double. All methods are safe for concurrent use.
 type Double struct {
@@ -63,6 +70,12 @@ type Double struct {
 	servers   map[string]*replicaServer
 	wg        sync.WaitGroup // handlers in progress and Serve loops
 	closeOnce sync.Once
+	closeErr  error
+	// stop is cancelled by Close: a stand-in still answering a request then gives up on it (its client's
+	// cancellation is not seen, see applyUpstream, but the double's end is).
+	stop       context.Context
+	cancelStop context.CancelFunc
+	closeWait  time.Duration
 
 	// recording
 	seq        int64
@@ -105,6 +118,11 @@ func Start(o Options) (*Double, error) {
 		holds:     map[*holdWait]struct{}{},
 		state:     newState(),
 		upstreams: o.Upstreams,
+	}
+	d.stop, d.cancelStop = context.WithCancel(context.Background())
+	d.closeWait = o.CloseWait
+	if d.closeWait <= 0 {
+		d.closeWait = CloseBound
 	}
 	if o.Seed != 0 {
 		d.tokenRand = mrand.New(mrand.NewSource(o.Seed))
@@ -160,8 +178,11 @@ func (d *Double) URL(replica string) (string, error) {
 	return rs.url, nil
 }
 
-// Close stops every listener, releases held requests (they answer 503 without being applied) and waits for
-// every handler to return. It is safe to call more than once; recorded state stays readable afterwards.
+// Close stops every listener, releases held requests (they answer 503 without being applied), cancels the
+// requests a declared service's stand-in is still answering, and waits for every handler to return, at most
+// the close bound (Options.CloseWait). A handler still running after that is left behind and reported in the
+// returned *StuckError, with the requests that were not done. It is safe to call more than once (every call
+// returns the first one's error); recorded state stays readable afterwards.
 func (d *Double) Close() error {
 	d.closeOnce.Do(func() {
 		d.mu.Lock()
@@ -172,12 +193,51 @@ func (d *Double) Close() error {
 			servers = append(servers, rs.srv)
 		}
 		d.mu.Unlock()
+		d.cancelStop()
 		for _, s := range servers {
 			_ = s.Close()
 		}
-		d.wg.Wait()
+		waited := make(chan struct{})
+		go func() { d.wg.Wait(); close(waited) }()
+		t := time.NewTimer(d.closeWait)
+		defer t.Stop()
+		select {
+		case <-waited:
+		case <-t.C:
+			d.closeErr = &StuckError{Bound: d.closeWait, Pending: d.pendingRequests()}
+		}
 	})
-	return nil
+	return d.closeErr
+}
+
+// StuckError is a Close that gave up waiting for some handlers: Pending are the requests not done then.
+type StuckError struct {
+	Bound   time.Duration
+	Pending []Request
+}
+
+func (e *StuckError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "deployment double: %d request(s) still not answered %s after the end of the scenario; left behind:", len(e.Pending), e.Bound)
+	for _, r := range e.Pending {
+		b.WriteString(" ")
+		b.WriteString(r.Describe())
+		b.WriteString(";")
+	}
+	return strings.TrimSuffix(b.String(), ";")
+}
+
+// pendingRequests copies the requests whose handler has not finished.
+func (d *Double) pendingRequests() []Request {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []Request
+	for _, r := range d.requests {
+		if !r.Done {
+			out = append(out, r.clone())
+		}
+	}
+	return out
 }
 
 // enter registers a handler; it reports false once the double is closed.

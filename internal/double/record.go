@@ -1,6 +1,7 @@
 package double
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -80,6 +81,23 @@ type Request struct {
 	Forbidden bool
 	// Faults lists the faults that matched the request, in the order they were added.
 	Faults []FaultID
+}
+
+// Describe names the request without its headers or body (which may hold secrets): the service it was for
+// (or the double's own endpoints), its method and path, the replica, and the callback that sent it.
+func (r *Request) Describe() string {
+	target := "the double's"
+	if r.Service != "" {
+		target = "service " + r.Service + "'s"
+	}
+	who := "background work"
+	if r.Call != nil {
+		who = r.Call.Callback
+		if r.Call.Step != "" {
+			who += " (step " + r.Call.Step + ")"
+		}
+	}
+	return fmt.Sprintf("%s %s %s, sent by replica %s during %s", target, r.Method, r.Path, r.Replica, who)
 }
 
 func (r *Request) clone() Request {

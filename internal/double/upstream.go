@@ -3,8 +3,9 @@ package double
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 )
 
@@ -78,7 +79,13 @@ func (d *Double) applyUpstream(req *Request, up *Upstream, r *http.Request, body
 	// A request that reached the double is applied even if its sender is gone meanwhile (a lost host whose
 	// held write is released later), as the double applies its own writes: the stand-in must not see the
 	// client's cancellation.
-	out := r.Clone(context.WithoutCancel(r.Context()))
+	// The double's own end (Close) does cancel it, so that a stand-in that never answers cannot hold the
+	// scenario's end; so does the answer bound.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	defer cancel()
+	stop := context.AfterFunc(d.stop, cancel)
+	defer stop()
+	out := r.Clone(ctx)
 	out.Header.Del(ServiceHeader)
 	out.Header.Del(HostHeader)
 	out.Body = http.NoBody
@@ -86,10 +93,7 @@ func (d *Double) applyUpstream(req *Request, up *Upstream, r *http.Request, body
 		out.Body = nopCloser{bytes.NewReader(body)}
 		out.ContentLength = int64(len(body))
 	}
-	rec := httptest.NewRecorder()
-	up.Handler.ServeHTTP(rec, out)
-	res := rec.Result()
-	a := serviceAnswer{status: res.StatusCode, header: res.Header, body: rec.Body.Bytes()}
+	a := serveBounded(up.Handler, out, req.Service)
 	if write && a.status >= 200 && a.status < 300 {
 		d.mu.Lock()
 		req.Applied = true
@@ -118,6 +122,75 @@ func (d *Double) finishService(req *Request, w http.ResponseWriter, a serviceAns
 	w.Header().Set("Content-Length", strconv.Itoa(len(a.body)))
 	w.WriteHeader(a.status)
 	_, _ = w.Write(a.body)
+}
+
+// MaxServiceAnswer is the largest answer body the double takes from a declared service's stand-in; a larger
+// one is cut off and answered 502 to the provider, naming the service and the bound.
+const MaxServiceAnswer = 64 << 20
+
+// serveBounded has h answer r into a buffer of at most MaxServiceAnswer bytes. A handler that gives up
+// mid-answer (a reverse proxy whose fake closed the connection, or whose request the double cancelled,
+// panics with http.ErrAbortHandler) or writes more than the bound is answered 502 with the reason.
+func serveBounded(h http.Handler, r *http.Request, service string) (a serviceAnswer) {
+	rec := &boundedRecorder{header: http.Header{}, max: MaxServiceAnswer}
+	defer func() {
+		if p := recover(); p != nil {
+			if p != http.ErrAbortHandler { //nolint:errorlint // the sentinel is panicked as is
+				panic(p)
+			}
+			a = badGateway(fmt.Sprintf("astrabox: service %s's stand-in stopped mid-answer (%s %s): %v", service, r.Method, r.URL.Path, rec.why()))
+		}
+	}()
+	h.ServeHTTP(rec, r)
+	if rec.over {
+		return badGateway(fmt.Sprintf("astrabox: service %s's answer to %s %s exceeds %d MiB; the kit cut it off", service, r.Method, r.URL.Path, MaxServiceAnswer>>20))
+	}
+	if rec.status == 0 {
+		rec.status = http.StatusOK
+	}
+	return serviceAnswer{status: rec.status, header: rec.header, body: rec.body.Bytes()}
+}
+
+func badGateway(msg string) serviceAnswer {
+	return serviceAnswer{status: http.StatusBadGateway, header: http.Header{"Content-Type": {"text/plain; charset=utf-8"}}, body: []byte(msg + "\n")}
+}
+
+// errAnswerTooLarge is what a boundedRecorder's Write returns past its bound.
+var errAnswerTooLarge = errors.New("answer larger than the bound")
+
+// boundedRecorder is a ResponseWriter that keeps at most max bytes of body and refuses the rest.
+type boundedRecorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+	max    int
+	over   bool
+}
+
+func (b *boundedRecorder) Header() http.Header { return b.header }
+
+func (b *boundedRecorder) WriteHeader(code int) {
+	if b.status == 0 {
+		b.status = code
+	}
+}
+
+func (b *boundedRecorder) Write(p []byte) (int, error) {
+	if b.status == 0 {
+		b.status = http.StatusOK
+	}
+	if b.body.Len()+len(p) > b.max {
+		b.over = true
+		return 0, errAnswerTooLarge
+	}
+	return b.body.Write(p)
+}
+
+func (b *boundedRecorder) why() string {
+	if b.over {
+		return fmt.Sprintf("its answer exceeds %d MiB", b.max>>20)
+	}
+	return "cancelled at the end of the scenario, or the service closed the connection"
 }
 
 type nopCloser struct{ *bytes.Reader }

@@ -99,6 +99,7 @@ type Proxy struct {
 	mu     sync.Mutex
 	seq    int
 	conns  sync.WaitGroup
+	live   map[net.Conn]struct{} // the connections counted in conns, closed by Close; guarded by mu
 	closed chan struct{}
 	// direct are the listeners for clients that ignore the proxy variables: one loopback port per declared
 	// host, where the harness sends connections it resolves for that host.
@@ -116,7 +117,7 @@ func Start(o Options) (*Proxy, error) {
 	if o.MaxBody <= 0 {
 		o.MaxBody = 8 << 20
 	}
-	p := &Proxy{o: o, hosts: map[string]*Service{}, closed: make(chan struct{})}
+	p := &Proxy{o: o, hosts: map[string]*Service{}, closed: make(chan struct{}), live: map[net.Conn]struct{}{}}
 	for i := range o.Services {
 		s := &o.Services[i]
 		for _, h := range s.Hosts {
@@ -173,9 +174,12 @@ func (p *Proxy) acceptDirect(ln net.Listener, s *Service, host string, plain boo
 			return
 		}
 		tc := counter.Accept(conn)
-		p.conns.Add(1)
+		if !p.track(conn) {
+			conn.Close()
+			return
+		}
 		go func() {
-			defer p.conns.Done()
+			defer p.untrack(conn)
 			defer conn.Close()
 			if plain {
 				p.servePlain(tc.Meter(conn), tc, s, host)
@@ -266,25 +270,73 @@ func (p *Proxy) Env(caBundle string) map[string]string {
 	return env
 }
 
-// Close stops the proxy and waits for the connections it tunnels.
-func (p *Proxy) Close() error {
+// track counts a connection the proxy serves outside its server (a direct or tunnelled one), so that Close
+// can close it; it reports false once the proxy is closed.
+func (p *Proxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	select {
 	case <-p.closed:
+		return false
+	default:
+	}
+	p.live[c] = struct{}{}
+	p.conns.Add(1)
+	return true
+}
+
+func (p *Proxy) untrack(c net.Conn) {
+	p.mu.Lock()
+	delete(p.live, c)
+	p.mu.Unlock()
+	p.conns.Done()
+}
+
+// CloseBound bounds how long Close waits for the proxy's connections to end after it closed them.
+const CloseBound = 2 * time.Second
+
+// Close stops the proxy: it closes every connection it serves (a TLS handshake the client stalls, a tunnel,
+// a request a service has not answered yet) and waits for them, at most CloseBound each for the server's
+// shutdown and for its own connections; an error names how many were left behind.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	select {
+	case <-p.closed:
+		p.mu.Unlock()
 		return nil
 	default:
 	}
 	close(p.closed)
+	live := make([]net.Conn, 0, len(p.live))
+	for c := range p.live {
+		live = append(live, c)
+	}
+	p.mu.Unlock()
 	for _, ln := range p.direct {
 		_ = ln.Close()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	for _, c := range live {
+		_ = c.Close()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), CloseBound)
 	defer cancel()
 	err := p.srv.Shutdown(ctx)
 	if err != nil {
 		_ = p.srv.Close()
 	}
-	p.conns.Wait()
-	return nil
+	waited := make(chan struct{})
+	go func() { p.conns.Wait(); close(waited) }()
+	t := time.NewTimer(CloseBound)
+	defer t.Stop()
+	select {
+	case <-waited:
+		return nil
+	case <-t.C:
+		p.mu.Lock()
+		n := len(p.live)
+		p.mu.Unlock()
+		return fmt.Errorf("egress proxy of replica %s: %d connection(s) still open %s after it closed them", p.o.Replica, n, CloseBound)
+	}
 }
 
 // ServeHTTP handles CONNECT tunnels and absolute-form proxy requests.
@@ -373,9 +425,12 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request, ref conntag.Ref)
 		return
 	}
 	tun := conntag.From(r.Context()).Tunnel(ref)
-	p.conns.Add(1)
+	if !p.track(conn) {
+		conn.Close()
+		return
+	}
 	go func() {
-		defer p.conns.Done()
+		defer p.untrack(conn)
 		defer conn.Close()
 		if _, err := conn.Write([]byte("HTTP/1.1 200 Connection Established\r\n\r\n")); err != nil {
 			return

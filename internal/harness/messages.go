@@ -3,6 +3,7 @@ package harness
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // ProtocolVersion is the harness protocol version this package speaks.
@@ -333,7 +334,16 @@ type LeftoverTimer struct {
 type LeftoverChild struct {
 	PID     int    `json:"pid"`
 	Cmdline string `json:"cmdline"`
+	// Idle is set in a settle's Remaining for a child the harness stopped waiting for: asleep through the
+	// whole idle window (ChildIdleWindow) with no CPU used and no child or socket of its own.
+	Idle bool `json:"idle,omitempty"`
 }
+
+// ChildIdleWindow is how long a settle watches a leftover child process that is asleep, uses no CPU and has
+// no child or socket of its own before it stops waiting for it (the harness's IDLE_WINDOW): such a process
+// (an unwaited `sleep`, a helper daemon waiting for a signal) does nothing a callback must settle, and
+// waiting out the whole settle bound for it after every call only slows the run.
+const ChildIdleWindow = 500 * time.Millisecond
 
 // LoadArgs are the arguments of the load method.
 type LoadArgs struct {

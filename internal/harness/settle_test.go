@@ -150,3 +150,40 @@ func TestMaterialContentOfTheWrongTypeIsTyped(t *testing.T) {
 		t.Errorf("type errors %+v, want %+v", res.TypeErrors, want)
 	}
 }
+
+// TestSettleStopsWaitingForAnIdleChild: a child process a call left running that sleeps with no CPU, no
+// child and no socket of its own (an unwaited `sleep`) is not waited for past the idle window, and is marked
+// idle; a child that burns CPU, or a script asleep in a child of its own, is waited for as work.
+func TestSettleStopsWaitingForAnIdleChild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python")
+	}
+	p, dir := settleProvider(t)
+	ctx := context.Background()
+	settle := func(kind string, bound time.Duration) *SettleResult {
+		t.Helper()
+		id := p.NextCallID()
+		rep, err := p.Call(ctx, "prepare_turn", attemptArgs(dir, kind), 10*time.Second)
+		if err != nil || !rep.OK || len(rep.Observations.Leftovers.Children) != 1 {
+			t.Fatalf("%s: %v %+v", kind, err, rep)
+		}
+		_, res, err := p.Settle(ctx, []int64{id}, bound)
+		if err != nil {
+			t.Fatalf("%s: settle: %v", kind, err)
+		}
+		return res
+	}
+	res := settle("idle-child", 20*time.Second)
+	if res.Settled || len(res.Remaining.Children) != 1 || !res.Remaining.Children[0].Idle ||
+		!strings.Contains(res.Remaining.Children[0].Cmdline, "sleep 30") || res.WaitedS >= 20 {
+		t.Errorf("an idle child was waited for as work (or not reported): %+v", res)
+	}
+	res = settle("busy-child", 1500*time.Millisecond)
+	if res.Settled || len(res.Remaining.Children) != 1 || res.Remaining.Children[0].Idle {
+		t.Errorf("a child burning CPU was taken for idle: %+v", res)
+	}
+	res = settle("script-child", 20*time.Second)
+	if !res.Settled {
+		t.Errorf("a script asleep in its own child was not waited for: %+v", res)
+	}
+}

@@ -151,11 +151,11 @@ func TestFakeStartsAnswersResetsAndStops(t *testing.T) {
 	if _, doc := get(t, h, "GET", "records.corp.example", "/"); doc["host"] != "records.corp.example" {
 		t.Fatalf("the fake did not see the production Host: %v", doc)
 	}
-	pid := f.cmd.Process.Pid
+	pid := f.Pid()
 	if err := si.Reset(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if f.cmd.Process.Pid != pid {
+	if f.Pid() != pid {
 		t.Fatal("a fake that implements the reset request was restarted")
 	}
 	if _, doc := get(t, h, "GET", "records.corp.example", "/"); doc["writes"] != float64(0) {
@@ -186,12 +186,12 @@ func TestFakeWithoutResetIsRestarted(t *testing.T) {
 	}
 	defer si.Close()
 	f := si.(*Fake)
-	pid, port := f.cmd.Process.Pid, f.Port()
+	pid, port := f.Pid(), f.Port()
 	if err := si.Reset(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if f.cmd.Process.Pid == pid || alive(pid) {
-		t.Fatalf("restart kept the old process (old %d, new %d, alive %v)", pid, f.cmd.Process.Pid, alive(pid))
+	if f.Pid() == pid || alive(pid) {
+		t.Fatalf("restart kept the old process (old %d, new %d, alive %v)", pid, f.Pid(), alive(pid))
 	}
 	if code, _ := get(t, si.Handler(), "GET", "records.corp.example", "/"); code != 200 {
 		t.Fatalf("restarted fake answered %d (port %d -> %d)", code, port, f.Port())
@@ -260,7 +260,7 @@ func TestFakeDeathMidRunIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := si.(*Fake)
-	_ = syscall.Kill(-f.cmd.Process.Pid, syscall.SIGKILL)
+	_ = syscall.Kill(-f.Pid(), syscall.SIGKILL)
 	<-f.done
 	if err := si.Alive(); err == nil || !strings.Contains(err.Error(), "exited during the run") || !strings.Contains(err.Error(), "fake listening") {
 		t.Fatalf("Alive = %v", err)

@@ -5,10 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"os/exec"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/astrabox-dev/astrabox/internal/stubs"
+	"github.com/astrabox-dev/astrabox/internal/warden"
 )
 
 // StandIn is what answers a service's requests during a run.
@@ -69,11 +71,11 @@ type Fake struct {
 	label string // "service NAME", with the instance number after the first
 	port  int
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	out  *tail
-	done chan struct{}
-	err  error
+	mu    sync.Mutex
+	child *warden.Child
+	out   *tail
+	done  chan struct{}
+	err   error
 }
 
 // outputTail bounds how much of a fake's output the kit keeps for messages.
@@ -89,10 +91,10 @@ func (f *Fake) Port() int { return f.port }
 func (f *Fake) Pid() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.cmd == nil || f.cmd.Process == nil {
+	if f.child == nil {
 		return 0
 	}
-	return f.cmd.Process.Pid
+	return f.child.PID
 }
 
 // Output is the end of what the fake printed.
@@ -135,21 +137,47 @@ func (f *Fake) startOnce(ctx context.Context) error {
 	}
 	f.port = port
 	line := strings.ReplaceAll(f.spec.Run, "{port}", strconv.Itoa(port))
-	cmd := exec.Command("/bin/sh", "-c", line)
-	cmd.Dir = f.spec.Dir
 	f.out = &tail{max: outputTail}
-	cmd.Stdout, cmd.Stderr = f.out, f.out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	// The fake runs under a warden (internal/warden): in a session and process group of its own, and nothing
+	// it starts can outlive it or the kit, even a kit that is killed (the warden then kills the whole tree).
+	outR, outW, err := os.Pipe()
+	if err != nil {
 		releasePort(port)
 		return fmt.Errorf("%s: start %q: %w", f.label, line, err)
 	}
+	child, err := warden.Start(warden.Spec{Path: "/bin/sh", Args: []string{"/bin/sh", "-c", line}, Dir: f.spec.Dir,
+		Env: os.Environ(), Stdout: outW, Stderr: outW})
+	outW.Close()
+	if err != nil {
+		outR.Close()
+		releasePort(port)
+		return fmt.Errorf("%s: start %q: %w", f.label, line, err)
+	}
+	copied := make(chan struct{})
+	go func() { _, _ = io.Copy(f.out, outR); outR.Close(); close(copied) }()
 	f.mu.Lock()
-	f.cmd, f.done, f.err = cmd, make(chan struct{}), nil
+	f.child, f.done, f.err = child, make(chan struct{}), nil
 	f.mu.Unlock()
 	done := f.done
 	go func() {
-		werr := cmd.Wait()
+		ex := <-child.Exit
+		var werr error
+		switch {
+		case !ex.Known:
+			werr = ex.Why
+		case ex.Status.Exited() && ex.Status.ExitStatus() == 0:
+		case ex.Status.Exited():
+			werr = fmt.Errorf("exit status %d", ex.Status.ExitStatus())
+		case ex.Status.Signaled():
+			werr = fmt.Errorf("signal: %v", ex.Status.Signal())
+		default:
+			werr = fmt.Errorf("wait status %#x", int(ex.Status))
+		}
+		// Wait (bounded) for what it printed last, so that a message quotes it.
+		select {
+		case <-copied:
+		case <-time.After(stopGrace):
+		}
 		f.mu.Lock()
 		f.err = werr
 		f.mu.Unlock()
@@ -255,17 +283,18 @@ func (f *Fake) Reset(ctx context.Context) error {
 	return f.start(ctx)
 }
 
-// Close stops the fake's whole process group: SIGTERM, then SIGKILL after a grace period.
+// Close stops the fake's whole process group: SIGTERM, then SIGKILL after a grace period; its warden then
+// kills whatever the fake started outside its group. Every wait is bounded.
 func (f *Fake) Close() error {
 	f.mu.Lock()
-	cmd, done := f.cmd, f.done
-	f.cmd = nil
+	child, done := f.child, f.done
+	f.child = nil
 	f.mu.Unlock()
-	if cmd == nil || cmd.Process == nil {
+	if child == nil {
 		return nil
 	}
 	defer releasePort(f.port)
-	pgid := cmd.Process.Pid
+	pgid := child.PID
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
 	select {
 	case <-done:
@@ -273,8 +302,9 @@ func (f *Fake) Close() error {
 	}
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	select {
-	case <-done:
+	case <-child.Gone:
 	case <-time.After(stopGrace):
+		_ = syscall.Kill(child.Warden, syscall.SIGKILL)
 		return fmt.Errorf("%s: the fake (pid %d) did not exit after SIGKILL", f.label, pgid)
 	}
 	return nil

@@ -108,6 +108,7 @@ func (p *platform) call(r *replica, cs callSpec) *CallRecord {
 
 	recordResult(rec, res, callFacts{HostLoss: hostLoss, OnRequest: onRequest, ProcessFailed: res.err != nil})
 	p.materials.internFiles(rec.Result)
+	p.noteHang(rec)
 	p.takeConns(r.name, pid, &rec.Observations)
 	if res.reply != nil && res.reply.Exit != nil {
 		p.endedHost(r, rec, res.reply.Exit)

@@ -3,6 +3,7 @@ package simulate
 import (
 	"encoding/json"
 	"net/http"
+	"time"
 
 	"github.com/astrabox-dev/astrabox/internal/harness"
 	"github.com/astrabox-dev/astrabox/internal/secrets"
@@ -44,6 +45,20 @@ type History struct {
 	// Coverage is what the provider's code ran while the platform waited for left-over work (call records
 	// carry the rest); excluded from the canonical history.
 	Coverage []ReplicaCoverage `json:"-"`
+	// ChildWaits are the settles that waited for child processes a callback left running (and nothing else),
+	// with what they cost; excluded from the canonical history (the times vary).
+	ChildWaits []ChildWait `json:"-"`
+}
+
+// ChildWait is one settle that waited only for child processes callbacks left running and did not see them
+// end: which calls left them, the children still alive (Idle: the harness stopped waiting because each was
+// idle, harness.ChildIdleWindow), and how long the platform waited.
+type ChildWait struct {
+	Replica  string
+	Calls    []string
+	Methods  []string
+	Children []harness.LeftoverChild
+	Waited   time.Duration
 }
 
 // ConsentState is a principal's consent at the identity service: at the start of a scenario (History.

@@ -65,6 +65,9 @@ type Options struct {
 	// Coverage, when set, has each replica measure which lines of the provider's own code run; each call
 	// record then carries what its reply reported (CallRecord.Coverage).
 	Coverage *harness.CoverageOptions
+	// Hang, when set, is the run's hang latch: a callback that hangs trips it, and every scenario sharing it
+	// stops at its next step boundary (History.Aborted starts with StoppedByHang).
+	Hang *HangLatch
 }
 
 // DefaultSettle is how long the platform waits, at most, for work a callback left running.

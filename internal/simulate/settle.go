@@ -3,6 +3,7 @@ package simulate
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/astrabox-dev/astrabox/internal/double"
@@ -103,11 +104,48 @@ func (p *platform) settle(r *replica, work []pendingWork, wait time.Duration) bo
 	}
 	if err != nil {
 		p.event(&Event{Kind: EventPlatform, Replica: r.name, Origin: origin, Message: "waiting for work left running failed: " + p.stableText(err.Error())})
+	} else if res != nil && !res.Settled && len(work) > 0 && onlyChildren(res.Remaining) {
+		p.noteChildWait(r, work, res)
 	} else if res != nil && !res.Settled && len(work) > 0 {
 		p.event(&Event{Kind: EventPlatform, Replica: r.name, Origin: origin,
 			Message: fmt.Sprintf("work left running by %s was still running after %s: %s", keysOf(work), wait, describeLeftovers(res.Remaining))})
 	}
 	return settled
+}
+
+// onlyChildren reports leftovers that are child processes and nothing else.
+func onlyChildren(l harness.Leftovers) bool {
+	return len(l.Children) > 0 && len(l.Threads) == 0 && len(l.Tasks) == 0 && len(l.Timers) == 0
+}
+
+// noteChildWait records a settle that waited for child processes alone (ChildWait), and tells it in the
+// timeline: which calls left them, their command lines, and whether the harness stopped waiting because
+// they were idle.
+func (p *platform) noteChildWait(r *replica, work []pendingWork, res *harness.SettleResult) {
+	cw := ChildWait{Replica: r.name, Children: res.Remaining.Children, Waited: time.Duration(res.WaitedS * float64(time.Second))}
+	seen := map[string]bool{}
+	for _, w := range work {
+		cw.Calls = append(cw.Calls, w.key)
+		if !seen[w.method] {
+			seen[w.method] = true
+			cw.Methods = append(cw.Methods, w.method)
+		}
+	}
+	p.mu.Lock()
+	p.hist.ChildWaits = append(p.hist.ChildWaits, cw)
+	p.mu.Unlock()
+	idle := true
+	cmds := make([]string, 0, len(cw.Children))
+	for _, c := range cw.Children {
+		idle = idle && c.Idle
+		cmds = append(cmds, "`"+c.Cmdline+"`")
+	}
+	how := "were still running at the settle bound"
+	if idle {
+		how = fmt.Sprintf("were idle (asleep, no CPU, no child or socket) for %s, so the platform stopped waiting for them", harness.ChildIdleWindow)
+	}
+	p.event(&Event{Kind: EventPlatform, Replica: r.name, Origin: cw.Calls[0],
+		Message: fmt.Sprintf("child process(es) left running by %s %s: %s", keysOf(work), how, strings.Join(cmds, ", "))})
 }
 
 func keysOf(work []pendingWork) string {

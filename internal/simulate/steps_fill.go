@@ -237,6 +237,11 @@ func (p *platform) playSteps() {
 			p.hist.Aborted = "interrupted: " + err.Error()
 			break
 		}
+		if p.o.Hang.Tripped() {
+			p.hist.Aborted = fmt.Sprintf("%s (%s); the scenario stopped before step %d of %d", StoppedByHang, p.o.Hang.First(), i+1, len(p.sc.Steps))
+			p.event(&Event{Kind: EventPlatform, Message: "scenario stopped: " + p.hist.Aborted})
+			break
+		}
 		if concrete, ok := p.expand(p.sc.Steps[i]); ok {
 			steps := make([]Step, 0, len(p.sc.Steps)+len(concrete))
 			steps = append(append(append(steps, p.sc.Steps[:i]...), concrete...), p.sc.Steps[i+1:]...)

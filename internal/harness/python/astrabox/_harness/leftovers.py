@@ -57,6 +57,63 @@ def child_processes() -> Dict[int, str]:
     return out
 
 
+#: How long a leftover child must stay idle before ``settle`` stops waiting for it (Go: ChildIdleWindow).
+IDLE_WINDOW = 0.5
+
+
+def child_activity(pid: int) -> Optional[Tuple[bool, int]]:
+    """``(busy, cpu_ticks)`` of a child process, or None when it is gone. It is busy when it runs (or waits on
+    a disk), has children of its own or holds a socket: then it may still do work its call must settle. An
+    idle one (asleep, no child, no socket) whose CPU time does not move does nothing that could reach a
+    service."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as fh:
+            stat = fh.read()
+        rest = stat[stat.rindex(b")") + 2 :].split()
+        state, ticks = rest[0], int(rest[11]) + int(rest[12])
+    except (OSError, ValueError, IndexError):
+        return None
+    if state not in (b"S", b"T", b"t", b"I"):
+        return True, ticks
+    try:
+        for tid in os.listdir("/proc/%d/task" % pid):
+            with open("/proc/%d/task/%s/children" % (pid, tid), "rb") as fh:
+                if fh.read().strip():
+                    return True, ticks
+        for fd in os.listdir("/proc/%d/fd" % pid):
+            if os.readlink("/proc/%d/fd/%s" % (pid, fd)).startswith("socket:"):
+                return True, ticks
+    except OSError:
+        return True, ticks  # cannot tell: treat it as work
+    return False, ticks
+
+
+class IdleWatch:
+    """Watches the leftover children of a settle: :meth:`all_idle` is true once every child still alive has
+    been idle, with unchanged CPU time, for ``IDLE_WINDOW`` seconds."""
+
+    def __init__(self) -> None:
+        self._since: Dict[int, Tuple[int, float]] = {}
+
+    def all_idle(self, children: List[LeftoverChild], now: float) -> bool:
+        idle = True
+        for c in children:
+            act = child_activity(c.pid)
+            if act is None:
+                continue  # gone meanwhile: the next look no longer lists it
+            busy, ticks = act
+            seen = self._since.get(c.pid)
+            if busy:
+                self._since.pop(c.pid, None)
+                idle = False
+            elif seen is None or seen[0] != ticks:
+                self._since[c.pid] = (ticks, now)
+                idle = False
+            elif now - seen[1] < IDLE_WINDOW:
+                idle = False
+        return idle
+
+
 class Snapshot(NamedTuple):
     """What was alive before a call started."""
 

@@ -222,9 +222,12 @@ class LeftoverChild:
 
     pid: int
     cmdline: str
+    #: Set by ``settle`` for a child it stopped waiting for: idle (asleep, no CPU used, no child or socket of
+    #: its own) through the whole idle window, so nothing the callback must settle is running in it.
+    idle: bool = False
 
     def wire(self) -> Dict[str, Any]:
-        return {"pid": self.pid, "cmdline": self.cmdline}
+        return {"pid": self.pid, "cmdline": self.cmdline, "idle": self.idle}
 
 
 @dataclass

@@ -19,6 +19,7 @@ from astrabox._harness import egress, wire
 from astrabox._harness.contexts import ArgumentError, SandboxBridge, callback_kwargs
 from astrabox._harness.coverage import Coverage
 from astrabox._harness.host import apply_limits, become_host, dump_profile, start_profile
+from astrabox._harness.leftovers import IdleWatch
 from astrabox._harness.loader import METHODS, Loaded, load
 from astrabox._harness.observe import CURRENT_CALL, Observer, Snapshot
 from astrabox._harness.records import Leftovers, LeftoverThread, Observations
@@ -474,6 +475,7 @@ class Runner:
         end = loop.time() + timeout
         waited = 0.0
         start = loop.time()
+        idle = IdleWatch()
         while True:
             try:
                 left = self.observer.work_of(loop, calls)
@@ -481,6 +483,12 @@ class Runner:
                 left = Leftovers(threads=[LeftoverThread("?", False, "inspecting work raised %s" % type_name(type(exc)), None, None)])
                 break
             if left.empty() or loop.time() >= end:
+                break
+            # Only child processes left, each idle for the whole window (an unwaited `sleep`, a helper that
+            # waits for a signal): nothing the calls must settle runs there; stop waiting and say so.
+            if not (left.threads or left.tasks or left.timers) and idle.all_idle(left.children, loop.time()):
+                for c in left.children:
+                    c.idle = True
                 break
             await asyncio.sleep(min(0.01, max(0.0, end - loop.time())))
         waited = loop.time() - start

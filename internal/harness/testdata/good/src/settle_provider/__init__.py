@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -55,6 +57,12 @@ class Provider(RuntimePreparationProvider):
             asyncio.get_running_loop().call_later(0.2, print, "call-later-late")
         elif kind == "forever":
             threading.Thread(target=lambda: time.sleep(30), daemon=True).start()
+        elif kind == "idle-child":
+            subprocess.Popen(["sleep", "30"])  # a helper never waited for, asleep all along
+        elif kind == "busy-child":
+            subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 30\nwhile time.time() < end: pass"])
+        elif kind == "script-child":
+            subprocess.Popen(["sh", "-c", "sleep 0.3; echo script-late"])  # asleep, but through a child of its own
         elif kind == "exit":
             raise SystemExit(7)
         return RuntimeMaterials()
