@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/astrabox-dev/astrabox/internal/egress"
+	"github.com/astrabox-dev/astrabox/internal/seconds"
 	"github.com/astrabox-dev/astrabox/internal/services"
 	"github.com/astrabox-dev/astrabox/internal/simulate"
 )
@@ -354,6 +355,10 @@ func parseSettle(s *Settings, k string, v any, _ string, bad badFunc) {
 	f, ok := number(v)
 	if !ok || !(f > 0 && f <= maxSettleS) {
 		bad(k, "must be a number of seconds greater than 0 and at most %d", maxSettleS)
+		return
+	}
+	if err := seconds.Check(f); err != nil {
+		bad(k, "%v", err)
 		return
 	}
 	s.SettleS = f

@@ -208,6 +208,12 @@ func ParseScenario(file string, data []byte) (*Scenario, error) {
 		s.keyLines = map[string]int{}
 		for i := 0; i+1 < len(doc.Content); i += 2 {
 			s.keyLines[doc.Content[i].Value] = doc.Content[i].Line
+			if doc.Content[i].Value == "deadlines" && doc.Content[i+1].Kind == yaml.MappingNode {
+				dl := doc.Content[i+1]
+				for j := 0; j+1 < len(dl.Content); j += 2 {
+					s.keyLines["deadlines."+dl.Content[j].Value] = dl.Content[j].Line
+				}
+			}
 			if doc.Content[i].Value == "steps" && doc.Content[i+1].Kind == yaml.SequenceNode {
 				for j, n := range doc.Content[i+1].Content {
 					if j < len(s.Steps) {
