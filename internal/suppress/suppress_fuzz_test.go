@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/astrabox-dev/astrabox/internal/report"
 )
@@ -12,7 +13,8 @@ import (
 // FuzzComment reads inline suppression comments from any source text: a finding at any path and line, for
 // any check. Whatever the file holds, Apply never panics, suppresses only a finding whose line (inside the
 // project) carries an ignore comment naming its check and a reason, never one in a file outside the project
-// (where every line suppresses everything), keeps the summary true, and writes each warning on one line.
+// (where every line suppresses everything), keeps the summary true, and writes each warning on one line with no control character of the file (a
+// carriage return or a terminal escape) in it.
 func FuzzComment(f *testing.F) {
 	f.Add([]byte("x = 1  # astrabox: ignore[LEAK-LOG] a fixture token\n"), "p.py", 1, "LEAK-LOG")
 	f.Add([]byte("x = 1  # astrabox: ignore[LEAK-LOG, LEAK-ERROR]\n"), "p.py", 1, "LEAK-ERROR")
@@ -41,8 +43,8 @@ func FuzzComment(f *testing.F) {
 		}}
 		warnings := Apply(rep, func(id string) bool { return id == "LEAK-LOG" })
 		for _, w := range warnings {
-			if strings.ContainsAny(w, "\n\r") {
-				t.Fatalf("a warning of more than one line: %q", w)
+			if strings.IndexFunc(w, unicode.IsControl) >= 0 {
+				t.Fatalf("a warning with a control character (a line break or a terminal escape from the source): %q", w)
 			}
 		}
 		skipped := 0
@@ -51,6 +53,9 @@ func FuzzComment(f *testing.F) {
 				continue
 			}
 			skipped++
+			if strings.IndexFunc(res.Message, unicode.IsControl) >= 0 {
+				t.Fatalf("a suppressed result's message carries a control character of the source: %q", res.Message)
+			}
 			if !strings.HasPrefix(res.Message, "suppressed at ") {
 				t.Fatalf("suppressed with message %q", res.Message)
 			}
