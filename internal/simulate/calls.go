@@ -153,6 +153,7 @@ func recordResult(rec *CallRecord, res callResult, facts callFacts) {
 	var pe *harness.ProcessError
 	if res.err != nil && rec.Outcome == OutcomeDied && errors.As(res.err, &pe) {
 		rec.ProcessKind = string(pe.Kind)
+		rec.MemoryRSS, rec.MemoryLimit = pe.ResidentBytes, pe.MemoryLimitBytes
 	}
 	if res.err != nil {
 		rec.ProcessError = res.err.Error()

@@ -130,6 +130,10 @@ type CallRecord struct {
 	// ProcessError describes how the process failed, for OutcomeDied and OutcomeHostLoss.
 	ProcessError string               `json:"process_error,omitempty"`
 	ProcessKind  string               `json:"process_kind,omitempty"`
+	// MemoryRSS and MemoryLimit are, for a replica killed at its memory bound, the resident size the kit
+	// found and the bound, in bytes.
+	MemoryRSS   uint64 `json:"memory_rss,omitempty"`
+	MemoryLimit uint64 `json:"memory_limit,omitempty"`
 	Observations harness.Observations `json:"observations"`
 	Stdout       string               `json:"stdout,omitempty"`
 	Stderr       string               `json:"stderr,omitempty"`
