@@ -257,7 +257,7 @@ func parseConfig(s *Settings, k string, v any, _ string, bad badFunc) {
 	}
 	if sec, has := m["secrets"]; has {
 		if _, ok := sec.(map[string]any); !ok {
-			bad(k+".secrets", "is %s, but it must be a table of secret field names, such as { model_api_key = \"\" }: the kit plants a canary in each field, and without them no LEAK-* check has a secret to hunt", tomlKind(sec))
+			bad(k+".secrets", "is %s, but it must be a table of secret field names, such as { model_api_key = \"\" }: the kit plants a canary in each field, and without them no LEAK-* check has a secret to hunt", secretKind(sec))
 			return
 		}
 	}
@@ -447,6 +447,19 @@ func sortedAnyKeys(m map[string]any) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// secretKind names the kind of a decoded TOML value that may be a secret, without its value.
+func secretKind(v any) string {
+	switch v.(type) {
+	case string:
+		return "a text"
+	case int64, float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	}
+	return tomlKind(v) // a list, a table or another type: no value in the words
 }
 
 // tomlKind names the kind of a decoded TOML value, for messages.
