@@ -36,7 +36,10 @@ FUZZ_TARGETS ?= \
 	./internal/harness:FuzzReadFrame ./internal/harness:FuzzFrameDeep \
 	./internal/conformance:FuzzParseSettings \
 	./internal/report:FuzzMergeRender ./internal/report:FuzzReportDeep \
-	./internal/secrets:FuzzHuntAndMask
+	./internal/secrets:FuzzHuntAndMask \
+	./internal/explore:FuzzLastFailed ./internal/explore:FuzzSavedScenario \
+	./internal/suppress:FuzzComment ./internal/double:FuzzHandlers \
+	./internal/egress:FuzzProxyRequest ./internal/stubs:FuzzMapping
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

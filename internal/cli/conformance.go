@@ -238,8 +238,18 @@ func runConformance(parent context.Context, f *Factory, o *RunOptions) error {
 	if err := o.Coverage.apply(&opts); err != nil {
 		return err
 	}
+	eo := o.Explore
+	if eo.LastFailed {
+		// The failures the last exploration recorded are the run: their scenarios, judged by the checks
+		// they failed, without the default suite first.
+		done, err := lastFailedRun(f, o, &opts)
+		if done || err != nil {
+			return err
+		}
+		eo.LastFailed = false
+	}
 	var explored *explore.Result
-	hook, err := exploreHook(f, &o.Explore, true, o.Jobs, o.Checks, o.Skip, &explored)
+	hook, err := exploreHook(f, &eo, true, o.Jobs, o.Checks, o.Skip, &explored)
 	if err != nil {
 		return err
 	}
@@ -271,6 +281,41 @@ func runConformance(parent context.Context, f *Factory, o *RunOptions) error {
 		}
 	}
 	return verdictError(rep, o.Policy)
+}
+
+// lastFailedRun sets up `conformance run --last-failed`: the scenarios recorded in the failure store become
+// the run's scenarios (no default suite), judged by the checks they failed unless --check chose others. When
+// the last exploration recorded no failure it says so and the run ends (done, exit 0); a missing or
+// unreadable record is an undecided run.
+func lastFailedRun(f *Factory, o *RunOptions, opts *conformance.Options) (done bool, err error) {
+	dir := o.Explore.FailuresDir
+	if dir == "" {
+		root := projectDir(o.Project)
+		if o.Project == "" {
+			if r, err := discovery.FindProjectRoot(root); err == nil {
+				root = r
+			}
+		}
+		dir = filepath.Join(root, ".astrabox", "failures")
+	}
+	scs, checks, err := explore.LastFailed(dir)
+	if errors.Is(err, explore.ErrNothingRecorded) {
+		if !f.Quiet {
+			fmt.Fprintln(f.IO.Err, err)
+		}
+		return true, nil
+	}
+	if err != nil {
+		return true, &exitError{code: ExitUndecided, err: err}
+	}
+	opts.Scenarios = scs
+	if len(opts.Checks) == 0 {
+		opts.Checks = checks
+	}
+	if !f.Quiet {
+		fmt.Fprintf(f.IO.Err, "re-running the %d scenario(s) that failed %s in the last exploration (the default suite is not run)\n", len(scs), strings.Join(checks, ", "))
+	}
+	return false, nil
 }
 
 // undecidedRun ends a run the kit could not decide (exit 2): the JUnit outputs asked for (--junit, and

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -72,7 +73,14 @@ func exploreHook(f *Factory, eo *ExploreOptions, summary bool, jobs int, checks,
 			o.FailuresDir = env.Target.Project.Dir + "/.astrabox/failures"
 		}
 		if eo.LastFailed {
-			scs, err := explore.LastFailed(o.FailuresDir)
+			scs, _, err := explore.LastFailed(o.FailuresDir)
+			if errors.Is(err, explore.ErrNothingRecorded) {
+				if !f.Quiet {
+					fmt.Fprintln(f.IO.Err, err)
+				}
+				*res = &explore.Result{Seed: env.Seed}
+				return nil
+			}
 			if err != nil {
 				return &exitError{code: ExitUndecided, err: err}
 			}

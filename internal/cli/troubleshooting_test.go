@@ -24,6 +24,7 @@ var troubleshootingSources = []string{
 	"internal/harness", // only errors.go is read, for the ProcessError summaries
 	"internal/report",  // report merge and report rendering reach the user too
 	"internal/scaffold",
+	"internal/seconds", // the one duration rule: its messages reach the user through settings and scenarios
 	"internal/simulate",
 	"internal/wrapper",
 }

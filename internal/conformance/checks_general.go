@@ -279,9 +279,9 @@ func decideGenCancelClean(ev *Evidence) []Finding {
 	return out
 }
 
-// processFailure explains a process kind that is the provider's doing, or "".
-func processFailure(kind string) string {
-	switch harness.ErrorKind(kind) {
+// processFailure explains a process death that is the provider's doing, or "".
+func processFailure(c *simulate.CallRecord) string {
+	switch harness.ErrorKind(c.ProcessKind) {
 	case harness.KindHung:
 		return "never settled: it blocked the process (the event loop did not answer cancellation) and the replica was killed"
 	case harness.KindExited:
@@ -289,7 +289,10 @@ func processFailure(kind string) string {
 	case harness.KindSignaled:
 		return "made the process die on a signal"
 	case harness.KindMemoryLimit:
-		return "exhausted the process's memory"
+		if c.MemoryLimit > 0 {
+			return fmt.Sprintf("exceeded the memory bound: the replica's processes reached %d MiB resident, over the bound of %d MiB, and the replica was killed", c.MemoryRSS>>20, c.MemoryLimit>>20)
+		}
+		return "exceeded the memory bound, and the replica was killed"
 	}
 	return ""
 }
@@ -298,7 +301,7 @@ func processFailure(kind string) string {
 // the replica breaking the harness protocol, closing its channels or failing to start. None of them is a
 // settled callback, so none may pass.
 func processDeath(c *simulate.CallRecord) string {
-	if why := processFailure(c.ProcessKind); why != "" {
+	if why := processFailure(c); why != "" {
 		return why
 	}
 	detail := ""

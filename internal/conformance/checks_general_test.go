@@ -122,3 +122,23 @@ func TestGenSettlesMalformedValue(t *testing.T) {
 		t.Fatalf("findings = %+v", fs)
 	}
 }
+
+// TestGenSettlesNamesTheMemoryBound: a replica killed at its memory bound is reported as exceeding it, with
+// the resident size found and the bound (from the call's typed facts), never as a blocked event loop.
+func TestGenSettlesNamesTheMemoryBound(t *testing.T) {
+	b := newHist("x")
+	b.call(&simulate.CallRecord{Replica: "r1", Method: "prepare_session", Outcome: simulate.OutcomeDied, ProcessKind: string(harness.KindMemoryLimit),
+		MemoryRSS: 1100 << 20, MemoryLimit: 1 << 30})
+	b.call(&simulate.CallRecord{Replica: "r2", Method: "prepare_turn", Outcome: simulate.OutcomeDied, ProcessKind: string(harness.KindMemoryLimit),
+		MemoryRSS: 1030 << 20, MemoryLimit: 1 << 30})
+	fs := decideGenSettles(evidenceOf(b.h))
+	if len(fs) != 2 {
+		t.Fatalf("findings = %+v", fs)
+	}
+	for i, rss := range []string{"1100 MiB", "1030 MiB"} {
+		m := fs[i].Message
+		if !strings.Contains(m, "exceeded the memory bound") || !strings.Contains(m, rss) || !strings.Contains(m, "bound of 1024 MiB") || strings.Contains(m, "event loop") {
+			t.Errorf("finding %d: %q", i, m)
+		}
+	}
+}

@@ -263,11 +263,11 @@ func decideTurnFilesOnly(ev *Evidence) []Finding {
 }
 
 // turnProcessFailure explains a process death that prepare_turn caused, or "".
-func turnProcessFailure(kind string) string {
-	if harness.ErrorKind(kind) == harness.KindHung {
+func turnProcessFailure(c *simulate.CallRecord) string {
+	if harness.ErrorKind(c.ProcessKind) == harness.KindHung {
 		return "did not settle within the grace period after the platform cancelled it, and the replica was killed"
 	}
-	return processFailure(kind)
+	return processFailure(c)
 }
 
 func decideTurnWithinDeadline(ev *Evidence) []Finding {
@@ -304,7 +304,7 @@ func decideTurnWithinDeadline(ev *Evidence) []Finding {
 			}
 			msg = fmt.Sprintf("prepare_turn did not finish within its deadline with no fault injected and consent granted; the platform cancelled it and refused the write (scenario %s step %d)", cs.h.Scenario, cs.e.Step)
 		case simulate.OutcomeDied:
-			why := turnProcessFailure(c.ProcessKind)
+			why := turnProcessFailure(c)
 			if why == "" {
 				continue
 			}

@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/astrabox-dev/astrabox/internal/discovery"
 	"github.com/astrabox-dev/astrabox/internal/simulate"
 )
 
@@ -62,11 +62,12 @@ func readSettingsFile(path string) (map[string]any, error) {
 	}
 	var m map[string]any
 	if _, err := toml.Decode(string(data), &m); err != nil {
-		var pe toml.ParseError
-		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("--config %s:%d:%d: invalid TOML: %s", path, pe.Position.Line, pe.Position.Col, pe.Message)
+		// The decoder's messages quote values; discovery.TOMLError names a secret key's value never.
+		msg, line, col := discovery.TOMLError(string(data), err)
+		if line > 0 {
+			return nil, fmt.Errorf("--config %s:%d:%d: %s", path, line, col, msg)
 		}
-		return nil, fmt.Errorf("--config %s: invalid TOML: %w", path, err)
+		return nil, fmt.Errorf("--config %s: %s", path, msg)
 	}
 	if filepath.Base(path) != "pyproject.toml" {
 		return m, nil
@@ -84,6 +85,9 @@ func parseSetting(kv string) (string, any, error) {
 	k, v, ok := strings.Cut(kv, "=")
 	k = strings.TrimSpace(k)
 	if !ok || k == "" || strings.ContainsAny(k, " \t\"'[]") {
+		if ok && discovery.IsSecretKey(k) {
+			kv = k + "=(value not shown: a secret)"
+		}
 		return "", nil, fmt.Errorf("--set %q: use KEY=VALUE with a [tool.astrabox] key and a TOML value, for example --set seed=7 or --set 'deadlines={turn=5}'", kv)
 	}
 	var m map[string]any

@@ -20,6 +20,7 @@ import (
 	"github.com/astrabox-dev/astrabox/internal/egress"
 	"github.com/astrabox-dev/astrabox/internal/harness"
 	"github.com/astrabox-dev/astrabox/internal/report"
+	"github.com/astrabox-dev/astrabox/internal/seconds"
 	"github.com/astrabox-dev/astrabox/internal/secrets"
 	"github.com/astrabox-dev/astrabox/internal/simulate"
 	"github.com/astrabox-dev/astrabox/internal/wrapper"
@@ -608,7 +609,7 @@ func NewEnv(t *Target, info *harness.LoadInfo, seed int64) (*Env, error) {
 	e.Sim = simulate.Options{
 		Python: t.Python.Path, ProjectDir: t.Project.Dir, Target: t.Resolution.Chosen.Ref.Target(), Paths: t.Paths,
 		Config: cfg, Secrets: planted, Limits: t.Settings.limits(), ForceDebugLogging: t.Settings.ForceDebugLogging,
-		Hosts: t.Hosts, Settle: time.Duration(t.Settings.SettleS * float64(time.Second)),
+		Hosts: t.Hosts, Settle: seconds.Duration(t.Settings.SettleS),
 		Services: t.Services, Coverage: coverageOptions(t.Settings, Options{}, t.Python.Version),
 	}
 	return e, nil

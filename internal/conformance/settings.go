@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/astrabox-dev/astrabox/internal/egress"
+	"github.com/astrabox-dev/astrabox/internal/seconds"
 	"github.com/astrabox-dev/astrabox/internal/services"
 	"github.com/astrabox-dev/astrabox/internal/simulate"
 )
@@ -274,7 +275,7 @@ func parseConfig(s *Settings, k string, v any, _ string, bad badFunc) {
 	}
 	if sec, has := m["secrets"]; has {
 		if _, ok := sec.(map[string]any); !ok {
-			bad(k+".secrets", "is %s, but it must be a table of secret field names, such as { model_api_key = \"\" }: the kit plants a canary in each field, and without them no LEAK-* check has a secret to hunt", tomlKind(sec))
+			bad(k+".secrets", "is %s, but it must be a table of secret field names, such as { model_api_key = \"\" }: the kit plants a canary in each field, and without them no LEAK-* check has a secret to hunt", secretKind(sec))
 			return
 		}
 	}
@@ -436,6 +437,10 @@ func parseSettle(s *Settings, k string, v any, _ string, bad badFunc) {
 		bad(k, "must be a number of seconds greater than 0 and at most %d", maxSettleS)
 		return
 	}
+	if err := seconds.Check(f); err != nil {
+		bad(k, "%v", err)
+		return
+	}
 	s.SettleS = f
 }
 
@@ -536,6 +541,19 @@ func sortedAnyKeys(m map[string]any) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// secretKind names the kind of a decoded TOML value that may be a secret, without its value.
+func secretKind(v any) string {
+	switch v.(type) {
+	case string:
+		return "a text"
+	case int64, float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	}
+	return tomlKind(v) // a list, a table or another type: no value in the words
 }
 
 // tomlKind names the kind of a decoded TOML value, for messages.

@@ -259,11 +259,11 @@ func decodeTOML(path, src string) (map[string]any, error) {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
 			return nil, &Error{File: path, Line: pe.Position.Line, Column: pe.Position.Col,
-				Message: "invalid TOML: " + pe.Message, Err: err, hideCause: true,
+				Message: TOMLSyntaxMessage(src, pe), Err: err, hideCause: true,
 				Hint: "fix the syntax at that position (TOML needs quoted strings, balanced brackets and each key " +
 					"defined once)"}
 		}
-		return nil, &Error{File: path, Message: "invalid TOML", Err: err, Hint: "fix the file so it is valid TOML"}
+		return nil, &Error{File: path, Message: "invalid TOML", Err: err, hideCause: true, Hint: "fix the file so it is valid TOML"}
 	}
 	return m, nil
 }

@@ -351,6 +351,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	host := hostPort(r.URL.Host, "80")
+	if !validHost(host) {
+		http.Error(w, "astrabox egress proxy: the request names no valid destination host", http.StatusBadRequest)
+		return
+	}
 	if s := p.hosts[host]; s != nil {
 		p.serveService(w, r, s, "http", host, ref)
 		return
@@ -369,6 +373,13 @@ func hostPort(h, def string) string {
 		return h
 	}
 	return net.JoinHostPort(strings.Trim(h, "[]"), def)
+}
+
+// validHost reports whether a host:port from hostPort is one (a request line may carry "A://0]0"): a
+// record names a real destination or none.
+func validHost(hostport string) bool {
+	h, _, err := net.SplitHostPort(hostport)
+	return err == nil && h != ""
 }
 
 func (p *Proxy) passThrough(host string) bool {
@@ -410,6 +421,10 @@ func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, scheme, host stri
 // destination is refused (or tunnelled as it is, when allowed or on loopback).
 func (p *Proxy) connect(w http.ResponseWriter, r *http.Request, ref conntag.Ref) {
 	host := hostPort(r.Host, "443")
+	if !validHost(host) {
+		http.Error(w, "astrabox egress proxy: the request names no valid destination host", http.StatusBadRequest)
+		return
+	}
 	s := p.hosts[host]
 	if s == nil && !p.passThrough(host) {
 		p.refuse(w, r, "https", host, ref)

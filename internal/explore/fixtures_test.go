@@ -99,9 +99,9 @@ func TestExploreFindsOrderDependentBugs(t *testing.T) {
 			if len(ids) != 1 || ids[0] != c.check {
 				t.Fatalf("replaying %s gave %v, want %s", fl.File, ids, c.check)
 			}
-			last, err := LastFailed(dir)
-			if err != nil || len(last) != 1 {
-				t.Fatalf("last-failed: %v (%d scenarios)", err, len(last))
+			last, checks, err := LastFailed(dir)
+			if err != nil || len(last) != 1 || len(checks) != 1 || checks[0] != c.check {
+				t.Fatalf("last-failed: %v (%d scenarios, checks %v)", err, len(last), checks)
 			}
 		})
 	}

@@ -1,6 +1,8 @@
 package harness
 
 import (
+	"fmt"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -18,7 +20,13 @@ type exitFacts struct {
 	exit       exitState
 	kill       killReason
 	protoErr   error
+	memory     memoryOver
 	stderrTail string
+}
+
+// memoryOver is a resident size found over the memory limit, in bytes.
+type memoryOver struct {
+	rss, limit uint64
 }
 
 // classify decides the ProcessError of a process that is gone. A reason the kit recorded before it stopped
@@ -40,6 +48,12 @@ func classify(f exitFacts) *ProcessError {
 		}
 	}
 	switch {
+	case f.memory.rss > 0 && (f.kill.kind == "" || f.kill.kind == KindHung || f.kill.kind == KindMemoryLimit):
+		// The memory bound ended the process, even when a hang was being handled when the poller found it
+		// (a provider that allocates on the event loop also blocks it): the memory is what to report.
+		pe.Kind, pe.Stack = KindMemoryLimit, f.kill.stack
+		pe.ResidentBytes, pe.MemoryLimitBytes = f.memory.rss, f.memory.limit
+		pe.Err = fmt.Errorf("resident size %d MiB exceeded the limit of %d MiB", f.memory.rss>>20, f.memory.limit>>20)
 	case f.kill.kind != "":
 		pe.Kind, pe.Err, pe.Stack = f.kill.kind, f.kill.err, f.kill.stack
 	case f.protoErr != nil:

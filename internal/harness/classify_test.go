@@ -82,3 +82,24 @@ func (e *osError) Error() string { return "fork/exec python3: " + e.errno.Error(
 func (e *osError) Unwrap() error { return e.errno }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// TestClassifyMemoryBoundOverAHang: a provider that allocates on the event loop also blocks it, so its
+// deadline may start the hang handling (kill reason KindHung) before the memory poller finds it over the
+// bound and SIGKILLs it. The memory bound ended it: the error is KindMemoryLimit with the figures, and the
+// stack taken for the hang is kept.
+func TestClassifyMemoryBoundOverAHang(t *testing.T) {
+	over := memoryOver{rss: 1100 << 20, limit: 1 << 30}
+	for _, kill := range []killReason{{}, {kind: KindHung, err: errors.New("no reply after cancel"), stack: "Thread 0x1"}, {kind: KindMemoryLimit}} {
+		pe := classify(exitFacts{exit: signaled(syscall.SIGKILL), kill: kill, memory: over})
+		if pe.Kind != KindMemoryLimit || pe.ResidentBytes != over.rss || pe.MemoryLimitBytes != over.limit || pe.Stack != kill.stack {
+			t.Errorf("kill %q: got %q rss %d limit %d stack %q", kill.kind, pe.Kind, pe.ResidentBytes, pe.MemoryLimitBytes, pe.Stack)
+		}
+		if !strings.Contains(pe.Error(), "resident size 1100 MiB exceeded the limit of 1024 MiB") {
+			t.Errorf("kill %q: %v", kill.kind, pe)
+		}
+	}
+	// A reason that is not about the process itself (the host closed it) is kept.
+	if pe := classify(exitFacts{exit: signaled(syscall.SIGKILL), kill: killReason{kind: KindClosed}, memory: over}); pe.Kind != KindClosed {
+		t.Errorf("closed by the host: %q", pe.Kind)
+	}
+}

@@ -57,6 +57,9 @@ type ProcessError struct {
 	StderrTail string
 	// Err is the underlying cause, when there is one.
 	Err error
+	// ResidentBytes and MemoryLimitBytes are, for KindMemoryLimit, the resident size of the process tree
+	// the kit found and the limit it exceeded.
+	ResidentBytes, MemoryLimitBytes uint64
 }
 
 // Error describes the failure in one line followed by the stderr tail, if any.

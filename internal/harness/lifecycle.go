@@ -20,7 +20,10 @@ type lifecycle struct {
 	closing  bool // Close or Kill was called
 	kill     killReason
 	protoErr error // a protocol violation seen by the reader
-	exit     exitState
+	// memory is the first resident size the poller found over the limit (zero: never), recorded even when
+	// another reason to stop the process came first: the memory abort's SIGKILL is what ended it then.
+	memory memoryOver
+	exit   exitState
 	// swept: the sweep that followed the exit left nothing of the process.
 	swept bool
 	// fatal is the process's error, set when phase reaches phaseGone; reported says it was returned once.

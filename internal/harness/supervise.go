@@ -70,7 +70,7 @@ func (p *Process) waitLoop() {
 	waitAll(drainBound, p.readDone, p.errDone)
 	p.mu.Lock()
 	p.st.swept = clean
-	p.st.fatal = classify(exitFacts{replica: p.o.Replica, exit: p.st.exit, kill: p.st.kill, protoErr: p.st.protoErr,
+	p.st.fatal = classify(exitFacts{replica: p.o.Replica, exit: p.st.exit, kill: p.st.kill, protoErr: p.st.protoErr, memory: p.st.memory,
 		stderrTail: p.stderr.recentTail()})
 	p.st.advance(phaseGone)
 	p.mu.Unlock()
@@ -119,6 +119,11 @@ func (p *Process) pollMemory() {
 			rss = uint64(info.rssPages) * uint64(os.Getpagesize())
 		}
 		if p.lim.MemoryRSS > 0 && rss > p.lim.MemoryRSS {
+			p.mu.Lock()
+			if p.st.memory.rss == 0 && p.st.phase < phaseExited {
+				p.st.memory = memoryOver{rss: rss, limit: p.lim.MemoryRSS}
+			}
+			p.mu.Unlock()
 			p.abort(KindMemoryLimit, fmt.Errorf("resident size %d MiB exceeded the limit of %d MiB", rss>>20, p.lim.MemoryRSS>>20))
 			return
 		}

@@ -315,3 +315,20 @@ func TestParseServicesReportsEveryErrorWithItsLine(t *testing.T) {
 		}
 	}
 }
+
+// TestReadyTimeoutHasTheSharedFloor: a ready-timeout below a millisecond (which would round to a zero wait)
+// or nan (which passed the old range test) is refused like any other duration, naming the floor.
+func TestReadyTimeoutHasTheSharedFloor(t *testing.T) {
+	for v, want := range map[string]string{"1e-12": "below the shortest duration the kit accepts, 0.001 (1 ms)", "nan": "from 0 to 300"} {
+		raw, dir := parseTOML(t, "[tool.astrabox.services.a]\nurls = [\"https://a.example\"]\nrun = \"x {port}\"\nready-timeout = "+v+"\n")
+		_, err := Parse(raw, "pyproject.toml", dir, nil)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "ready-timeout") {
+			t.Errorf("ready-timeout = %s: err = %v, want %q", v, err, want)
+		}
+	}
+	raw, dir := parseTOML(t, "[tool.astrabox.services.a]\nurls = [\"https://a.example\"]\nrun = \"x {port}\"\nready-timeout = 0.001\n")
+	specs, err := Parse(raw, "pyproject.toml", dir, nil)
+	if err != nil || specs[0].ReadyTimeout != time.Millisecond {
+		t.Errorf("ready-timeout = 0.001: %v %v", specs, err)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/astrabox-dev/astrabox/internal/egress"
+	"github.com/astrabox-dev/astrabox/internal/seconds"
 )
 
 // ResetMode says how a fake's state is reset between scenarios.
@@ -296,11 +297,15 @@ func parseReady(s *Spec, v any, _ string, bad func(string, ...any)) {
 
 func parseReadyTimeout(s *Spec, v any, _ string, bad func(string, ...any)) {
 	secs, ok := number(v)
-	if !ok || secs <= 0 || secs > 300 {
+	if !ok || !(secs > 0 && secs <= 300) { // written so that nan is refused too
 		bad("must be a number of seconds from 0 to 300")
 		return
 	}
-	s.ReadyTimeout = time.Duration(secs * float64(time.Second))
+	if err := seconds.Check(secs); err != nil {
+		bad("%v", err)
+		return
+	}
+	s.ReadyTimeout = seconds.Duration(secs)
 }
 
 func parseReset(s *Spec, v any, _ string, bad func(string, ...any)) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/astrabox-dev/astrabox/internal/double"
 	"github.com/astrabox-dev/astrabox/internal/harness"
+	"github.com/astrabox-dev/astrabox/internal/seconds"
 )
 
 // callSpec is one callback the platform is about to make.
@@ -164,6 +165,7 @@ func recordResult(rec *CallRecord, res callResult, facts callFacts) {
 	var pe *harness.ProcessError
 	if res.err != nil && rec.Outcome == OutcomeDied && errors.As(res.err, &pe) {
 		rec.ProcessKind = string(pe.Kind)
+		rec.MemoryRSS, rec.MemoryLimit = pe.ResidentBytes, pe.MemoryLimitBytes
 	}
 	if res.err != nil {
 		rec.ProcessError = res.err.Error()
@@ -199,9 +201,9 @@ func (cs callSpec) timeout() time.Duration {
 		if after <= 0 {
 			after = 0.05
 		}
-		return time.Duration(after * float64(time.Second))
+		return seconds.Duration(after)
 	}
-	return time.Duration(cs.deadline * float64(time.Second))
+	return seconds.Duration(cs.deadline)
 }
 
 // callFacts are what the platform knows of a callback when it ends, for classifyOutcome.
@@ -361,7 +363,7 @@ func (p *platform) hostLossDuring(r *replica, cs callSpec, done chan callResult,
 	if wait <= 0 {
 		wait = 0.05
 	}
-	ctx, cancel := context.WithTimeout(p.ctx, time.Duration(cs.deadline*float64(time.Second)))
+	ctx, cancel := context.WithTimeout(p.ctx, seconds.Duration(cs.deadline))
 	defer cancel()
 	if cs.holds {
 		held := make(chan error, 1)

@@ -2,30 +2,18 @@ package simulate
 
 import (
 	"fmt"
-	"math"
+
+	"github.com/astrabox-dev/astrabox/internal/seconds"
 )
 
 // MaxSeconds is the longest duration, in seconds, that any deadline, lease, delay, fault time or clock
-// advance may be: 30 days. Longer values (1e300, say) would overflow the kit's durations and turn deadlines
-// off; docs/scenarios.md and docs/configuration.md document the bound.
-const MaxSeconds = 30 * 24 * 3600
+// advance may be: 30 days (seconds.Max). docs/scenarios.md and docs/configuration.md document the bound.
+const MaxSeconds = seconds.Max
 
-// CheckSeconds is the one validation of every duration in settings and scenarios: a finite, positive number of
-// seconds, at most MaxSeconds. The error says what is wrong with the value, for the caller to prefix with
-// where it was written.
-func CheckSeconds(v float64) error {
-	switch {
-	case math.IsNaN(v):
-		return fmt.Errorf("is nan; write a number of seconds such as 5")
-	case math.IsInf(v, 0):
-		return fmt.Errorf("is infinite; write a number of seconds, at most %d (30 days)", MaxSeconds)
-	case v <= 0:
-		return fmt.Errorf("is %g; it must be a positive number of seconds such as 5", v)
-	case v > MaxSeconds:
-		return fmt.Errorf("is %g seconds, longer than the maximum of %d (30 days)", v, MaxSeconds)
-	}
-	return nil
-}
+// CheckSeconds is the one validation of every duration in settings and scenarios (seconds.Check): a finite
+// number of seconds from 1 ms to MaxSeconds. The error says what is wrong with the value, for the caller to
+// prefix with where it was written.
+func CheckSeconds(v float64) error { return seconds.Check(v) }
 
 // checkSet checks a duration that may be absent: 0 (an omitted field) is left for the default to fill.
 func checkSet(name string, v float64) error {
@@ -39,18 +27,19 @@ func checkSet(name string, v float64) error {
 }
 
 // check validates every deadline the scenario sets, before defaults fill the rest: a negative or non-finite
-// value is an error, never silently replaced by the default.
-func (d *Deadlines) check() error {
+// value is an error, never silently replaced by the default. The key is the refused deadline's
+// ("deadlines.session"), for the line of the error.
+func (d *Deadlines) check() (string, error) {
 	for _, f := range []struct {
 		name string
 		v    float64
 	}{{"plan", d.Plan}, {"synchronize", d.Synchronize}, {"recover", d.Recover}, {"session", d.Session},
 		{"turn", d.Turn}, {"user_action", d.UserAction}, {"operation_lease", d.OperationLease}} {
 		if err := checkSet("deadlines."+f.name, f.v); err != nil {
-			return err
+			return "deadlines." + f.name, err
 		}
 	}
-	return nil
+	return "", nil
 }
 
 // checkDurations validates every duration a step sets: advance seconds, live_for, a fault's time and each

@@ -149,8 +149,12 @@ type CallRecord struct {
 	// Error is set when it raised (cancellation included).
 	Error *harness.PyError `json:"error,omitempty"`
 	// ProcessError describes how the process failed, for OutcomeDied and OutcomeHostLoss.
-	ProcessError string               `json:"process_error,omitempty"`
-	ProcessKind  string               `json:"process_kind,omitempty"`
+	ProcessError string `json:"process_error,omitempty"`
+	ProcessKind  string `json:"process_kind,omitempty"`
+	// MemoryRSS and MemoryLimit are, for a replica killed at its memory bound, the resident size the kit
+	// found and the bound, in bytes.
+	MemoryRSS    uint64               `json:"memory_rss,omitempty"`
+	MemoryLimit  uint64               `json:"memory_limit,omitempty"`
 	Observations harness.Observations `json:"observations"`
 	Stdout       string               `json:"stdout,omitempty"`
 	Stderr       string               `json:"stderr,omitempty"`

@@ -1,13 +1,13 @@
 package simulate
 
-import "time"
+import "github.com/astrabox-dev/astrabox/internal/seconds"
 
 // The host ops: the host clock, replica processes and the identity service's consent.
 func init() {
 	registerOps(
 		&opSpec{name: OpAdvance, required: []string{"seconds"},
 			doc: "Move the host clock forward.", validate: validateAdvance,
-			run:      func(p *platform, st *Step) { p.advance(time.Duration(st.Seconds * float64(time.Second))) },
+			run:      func(p *platform, st *Step) { p.advance(seconds.Duration(st.Seconds)) },
 			gen:      &Gen{Weight: 5},
 			simplify: simplifyAdvance},
 		&opSpec{name: OpHostLoss, required: []string{"replica"},

@@ -196,6 +196,9 @@ func ParseScenario(file string, data []byte) (*Scenario, error) {
 	if len(root.Content) == 0 {
 		return nil, &ScenarioError{File: file, Line: 1, Msg: "the file is empty; a scenario needs at least `name` and `steps`"}
 	}
+	if n := localTag(&root); n != nil {
+		return nil, &ScenarioError{File: file, Line: n.Line, Msg: fmt.Sprintf("YAML tag %s is not supported in a scenario; write the plain value", n.Tag)}
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	var s Scenario
@@ -209,6 +212,12 @@ func ParseScenario(file string, data []byte) (*Scenario, error) {
 		s.keyLines = map[string]int{}
 		for i := 0; i+1 < len(doc.Content); i += 2 {
 			s.keyLines[doc.Content[i].Value] = doc.Content[i].Line
+			if doc.Content[i].Value == "deadlines" && doc.Content[i+1].Kind == yaml.MappingNode {
+				dl := doc.Content[i+1]
+				for j := 0; j+1 < len(dl.Content); j += 2 {
+					s.keyLines["deadlines."+dl.Content[j].Value] = dl.Content[j].Line
+				}
+			}
 			if doc.Content[i].Value == "steps" && doc.Content[i+1].Kind == yaml.SequenceNode {
 				for j, n := range doc.Content[i+1].Content {
 					if j < len(s.Steps) {
@@ -337,6 +346,21 @@ func keyAtLine(n *yaml.Node, line int, tag, value string) string {
 	return found
 }
 
+// localTag returns the first node under n written with an application tag (`!name`, as opposed to the
+// standard `!!str` family): a scenario has no use for one, and yaml.v3 would give its value to a field as a
+// plain string that the scenario's own YAML then writes without the tag.
+func localTag(n *yaml.Node) *yaml.Node {
+	if n.Style&yaml.TaggedStyle != 0 && !strings.HasPrefix(n.Tag, "!!") {
+		return n
+	}
+	for _, c := range n.Content {
+		if t := localTag(c); t != nil {
+			return t
+		}
+	}
+	return nil
+}
+
 // presentFields records which fields of the step's YAML mapping n are given as zero values; a field given no
 // value (`agent:`) is absent, as YAML() would write it.
 func (st *Step) presentFields(n *yaml.Node) {
@@ -348,7 +372,16 @@ func (st *Step) presentFields(n *yaml.Node) {
 			continue
 		}
 		name := n.Content[i].Value
-		if f, ok := stepFieldIndex[name]; ok && isZeroField(reflect.ValueOf(st).Elem().Field(f)) {
+		f, ok := stepFieldIndex[name]
+		if !ok {
+			continue
+		}
+		// An empty string names nothing (no agent, no session): it is absent, as YAML() writes it, so a
+		// required one is reported missing instead of passing here and failing on the way back.
+		if fv := reflect.ValueOf(st).Elem().Field(f); fv.Kind() == reflect.String && fv.Len() == 0 {
+			continue
+		}
+		if isZeroField(reflect.ValueOf(st).Elem().Field(f)) {
 			if st.zeros == nil {
 				st.zeros = map[string]bool{}
 			}

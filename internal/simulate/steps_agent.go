@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/astrabox-dev/astrabox/internal/double"
+	"github.com/astrabox-dev/astrabox/internal/seconds"
 )
 
 // runStep plays one scenario step.
@@ -38,7 +39,7 @@ func toDoubleFault(df DoubleFault, replica string) double.Fault {
 	}
 	f.Kind, _ = double.ParseFaultKind(df.Kind) // validated with the scenario
 	if f.Kind == double.Delay {
-		f.Duration = time.Duration(df.Delay * float64(time.Second))
+		f.Duration = seconds.Duration(df.Delay)
 		if f.Duration <= 0 {
 			f.Duration = 100 * time.Millisecond
 		}
@@ -165,7 +166,7 @@ func (p *platform) synchronize(r *replica, st *Step, a *agentState, b *box) {
 	before := [4]any{a.version, a.refreshRev, a.prepID, a.generation}
 	op := &operation{label: fmt.Sprintf("op-%d", len(p.ops)+1), agent: a.spec.ID, box: b, state: "running", replica: r.name}
 	op.id = p.newID("op")
-	op.deadline = p.clock.Elapsed() + time.Duration(p.sc.Deadlines.OperationLease*float64(time.Second))
+	op.deadline = p.clock.Elapsed() + seconds.Duration(p.sc.Deadlines.OperationLease)
 	p.ops = append(p.ops, op)
 	var packages []any
 	for _, pk := range packagesOf(a.config) {

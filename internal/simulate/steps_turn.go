@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/astrabox-dev/astrabox/internal/seconds"
 )
 
 // MaxRefreshes bounds the validity refreshes the platform makes for one live write. A write that would need
@@ -55,7 +57,7 @@ func (p *platform) turn(st *Step) {
 	}
 	// Keep the write live for live_for host seconds, refreshing validity before it lapses.
 	p.fillLiveFor(st)
-	live := time.Duration(st.LiveFor.Seconds * float64(time.Second))
+	live := seconds.Duration(st.LiveFor.Seconds)
 	if validity <= 0 || live <= 0 {
 		p.clock.Advance(live)
 		p.event(&Event{Kind: EventPlatform, Replica: r.name, Message: "write complete; guard released"})

@@ -62,8 +62,12 @@ func (s *Scenario) Validate() error {
 	if s.Deadlines == nil {
 		s.Deadlines = &Deadlines{}
 	}
-	if err := s.Deadlines.check(); err != nil {
-		return errAt(s.lineOf("deadlines"), "%v", err)
+	if key, err := s.Deadlines.check(); err != nil {
+		line := s.lineOf("deadlines")
+		if l := s.keyLines[key]; l > 0 {
+			line = l
+		}
+		return errAt(line, "%v", err)
 	}
 	s.Deadlines.fill()
 	if len(s.Steps) == 0 {

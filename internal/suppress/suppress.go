@@ -14,7 +14,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/astrabox-dev/astrabox/internal/report"
 )
@@ -98,7 +100,7 @@ func (s *scanner) ignores(l *report.Location, check string) (string, string, boo
 		return "", "", false
 	}
 	where := fmt.Sprintf("%s:%d", filepath.ToSlash(rel), l.Line)
-	ids, reason := strings.Split(m[1], ","), strings.TrimSpace(m[2])
+	ids, reason := strings.Split(m[1], ","), printable(strings.TrimSpace(m[2]))
 	named := false
 	for _, id := range ids {
 		id = strings.TrimSpace(id)
@@ -118,10 +120,29 @@ func (s *scanner) ignores(l *report.Location, check string) (string, string, boo
 }
 
 func (s *scanner) warn(where, msg string) {
+	msg = printable(msg)
 	if key := where + msg; !s.warned[key] {
 		s.warned[key] = true
 		s.warnings = append(s.warnings, where+": "+msg)
 	}
+}
+
+// printable escapes the control characters a source line may carry (a carriage return, a terminal escape)
+// so that a warning quoting it is one line of plain text on any terminal.
+func printable(s string) string {
+	if strings.IndexFunc(s, unicode.IsControl) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // read returns a file's lines (none when it cannot be read or is too large), once per file.
