@@ -24,6 +24,8 @@ awk '
                                 printf "coverage cost, python %-7s      suite %s ms off, %s ms on: wall x%s, cpu x%s\n", v, f, n, w, c }
 /^BenchmarkEgressProxy/       { for (i=1;i<=NF;i++) { if ($i=="µs/added") added=$(i-1); if ($i=="µs/direct") d=$(i-1); if ($i=="µs/proxied") p=$(i-1) }
                                 printf "declared service through the proxy: %s µs added per request (median; %s µs proxied, %s µs direct)\n", added, p, d }
+/^BenchmarkAttributionCost/   { for (i=1;i<=NF;i++) { if ($i=="µs/added-http.client") a=$(i-1); if ($i=="µs/bare-http.client") p=$(i-1); if ($i=="µs/added-httpx-async") ah=$(i-1); if ($i=="µs/bare-httpx-async") ph=$(i-1) }
+                                printf "attribution per request:            %s µs added to http.client (%s µs bare, proxied), %s µs to httpx async (%s µs bare)\n", a, p, ah, ph }
 /^BenchmarkExploreMemory/     { split($1, a, "="); n=a[2]; sub(/-.*/, "", n); for (i=1;i<=NF;i++) { if ($i=="MiB-peak-heap") h=$(i-1); if ($i=="MiB-peak-live") l=$(i-1) }
                                 printf "memory exploring %s scenarios:     peak live heap %s MiB (heap in use %s MiB)\n", n, l, h }
 /^BenchmarkMaskHistory/       { split($1, a, "="); n=a[2]; sub(/-.*/, "", n); for (i=1;i<=NF;i++) { if ($i=="ms/masked") m=$(i-1); if ($i=="ms/floor") f=$(i-1); if ($i=="x-floor") x=$(i-1) }

@@ -2,10 +2,14 @@ package bench
 
 import (
 	"crypto/tls"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -86,4 +90,71 @@ func median(xs []float64) float64 {
 		return 0
 	}
 	return s[len(s)/2]
+}
+
+// BenchmarkAttributionCost measures what attribution adds to a provider's request (issue 26, target: at most
+// 0.5 ms): the same PUT on a kept-alive TLS connection through a replica's egress proxy, made by the same
+// Python client in two processes, one bare and one with the harness's observer installed and the requests
+// made inside a call (scripts/attribution_cost.py): http.client over a CONNECT tunnel (ssl.SSLSocket) and,
+// where /usr/bin/python3 has it, httpx's async client (TLS over memory BIOs). Reported: the best batch median
+// of each, and the difference.
+func BenchmarkAttributionCost(b *testing.B) {
+	stand := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"ok":true}`))
+	})
+	spec := services.Spec{Name: "ledger", URLs: []string{"https://ledger.corp.example"}, Hosts: []string{"ledger.corp.example:443"}}
+	dbl, err := double.Start(double.Options{Upstreams: map[string]double.Upstream{"ledger": {Handler: stand}}, MaxBody: 1 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dbl.Close()
+	base, _ := dbl.URL("r1")
+	svc, err := services.ThroughDouble(spec, base)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ca, _ := egress.NewCA()
+	px, err := egress.Start(egress.Options{Replica: "r1", Services: []egress.Service{svc}, CA: ca})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer px.Close()
+	caFile := filepath.Join(b.TempDir(), "ca.pem")
+	if err := os.WriteFile(caFile, ca.PEM(), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	python := "/usr/bin/python3"
+	if _, err := os.Stat(python); err != nil {
+		python = "python3"
+	}
+	run := func(mode string) map[string]float64 {
+		out, err := exec.Command(python, "../../scripts/attribution_cost.py", "../harness/python", px.URL(), caFile,
+			"ledger.corp.example:443", mode, "200").Output()
+		if err != nil {
+			b.Fatalf("%s: %v", mode, err)
+		}
+		got := map[string]float64{}
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			var name string
+			var v float64
+			if _, err := fmt.Sscanf(line, "%s %f", &name, &v); err == nil {
+				got[name] = v
+			}
+		}
+		return got
+	}
+	var bare, attributed map[string]float64
+	for i := 0; i < b.N; i++ {
+		bare, attributed = run("bare"), run("attributed")
+	}
+	for _, client := range []string{"http.client", "httpx-async"} {
+		if _, ok := bare[client]; !ok {
+			continue
+		}
+		b.ReportMetric(bare[client], "µs/bare-"+client)
+		b.ReportMetric(attributed[client], "µs/attributed-"+client)
+		b.ReportMetric(attributed[client]-bare[client], "µs/added-"+client)
+	}
 }
