@@ -30,7 +30,8 @@ class Ledger(BaseHTTPRequestHandler):
         return self.rfile.read(int(self.headers.get("Content-Length") or 0))
 
     def _answer(self, code, doc, extra=()):
-        body = json.dumps(doc).encode()
+        # S3 (path-style, /<bucket>/<key>) answers object writes and reads with headers only
+        body = b"" if self.path.startswith("/pooled-ledger/") else json.dumps(doc).encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -59,6 +60,10 @@ class Ledger(BaseHTTPRequestHandler):
         self._answer(200, {"path": self.path, "stored": len(body)}, [("ETag", '"d41d8cd98f00b204e9800998ecf8427e"')])
 
     do_POST = do_PUT
+
+    def do_HEAD(self):
+        self._record()
+        self._answer(200, {}, [("ETag", '"d41d8cd98f00b204e9800998ecf8427e"')])
 
 
 port = int(sys.argv[sys.argv.index("--port") + 1])
