@@ -1,12 +1,17 @@
 package services
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 )
 
 // The kit's prerequisite states, as scenarios name them (a principal's consent).
@@ -222,4 +227,72 @@ func isIdent(s string) bool {
 		}
 	}
 	return true
+}
+
+// ControlError is a control request a stand-in did not accept: the suite could not move the prerequisite,
+// so nothing it would judge about that prerequisite is known.
+type ControlError struct {
+	Service   string
+	Principal string
+	State     string
+	Request   Control
+	// Status is the stand-in's answer (0: it did not answer); Body the start of what it said.
+	Status int
+	Body   string
+}
+
+func (e *ControlError) Error() string {
+	answer := fmt.Sprintf("answered %d", e.Status)
+	if e.Status == 0 {
+		answer = "got no answer"
+	}
+	if e.Body != "" {
+		answer += ": " + e.Body
+	}
+	return fmt.Sprintf("service %s: the control request that moves consent of %s to %s (%s) %s; make the stand-in accept it, or fix consent in [tool.astrabox.services.%s] (see docs/services.md)",
+		e.Service, e.Principal, e.State, e.Request, answer, e.Service)
+}
+
+// controlTimeout bounds one control request.
+const controlTimeout = 10 * time.Second
+
+// SendControl moves principal's prerequisite to state at a service's stand-in: the control request goes
+// straight to the stand-in's handler (never through the provider, the egress proxy or the double, so it is
+// not one of the provider's requests), addressed to the service's first production host. Any answer but a
+// 2xx is a *ControlError.
+func SendControl(ctx context.Context, s Spec, si StandIn, principal, state string) error {
+	if s.Consent == nil {
+		return nil
+	}
+	c := s.Consent.Control(principal, state)
+	fail := func(status int, body string) error {
+		return &ControlError{Service: s.Name, Principal: principal, State: state, Request: c, Status: status, Body: body}
+	}
+	base, err := url.Parse(s.URLs[0])
+	if err != nil {
+		return fail(0, err.Error())
+	}
+	target := base.Scheme + "://" + base.Host + c.Path
+	ctx, cancel := context.WithTimeout(ctx, controlTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, c.Method, target, bytes.NewReader(c.Body))
+	if err != nil {
+		return fail(0, err.Error())
+	}
+	if len(c.Body) > 0 && json.Valid(c.Body) {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	rec := httptest.NewRecorder()
+	si.Handler().ServeHTTP(rec, req)
+	if rec.Code >= 200 && rec.Code < 300 {
+		return nil
+	}
+	body := strings.TrimSpace(rec.Body.String())
+	if len(body) > 300 {
+		body = body[:300] + "..."
+	}
+	if rec.Code == http.StatusBadGateway && strings.HasPrefix(body, "astrabox: the fake") {
+		return fail(0, body)
+	}
+	return fail(rec.Code, body)
 }

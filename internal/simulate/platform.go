@@ -175,6 +175,18 @@ type platform struct {
 	windows []settleWindow
 	// spare are the processes of a stage this scenario did not need; they are closed with its own.
 	spare []*replica
+	// runErr is a failure of the kit's own that stops the scenario (a declared service refused a control
+	// request, so the state the suite meant to set is unknown); Run returns it.
+	runErr error
+}
+
+// fail stops the scenario after the current step with a failure of the kit's own.
+func (p *platform) fail(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.runErr == nil {
+		p.runErr = err
+	}
 }
 
 // DefaultEpoch is the fixed start of the host clock for reproducible histories.
@@ -235,7 +247,9 @@ func Run(ctx context.Context, sc *Scenario, o Options) (*History, error) {
 		defer p.close()
 	}
 	p.hist.Principals = startingConsent(sc)
-	p.seedConsent()
+	if err := p.seedConsent(); err != nil {
+		return nil, err
+	}
 	if staged {
 		for _, r := range p.replicas {
 			p.started(r)
@@ -253,6 +267,9 @@ func Run(ctx context.Context, sc *Scenario, o Options) (*History, error) {
 	}
 	p.playSteps()
 	p.finish()
+	if p.runErr != nil {
+		return nil, p.runErr
+	}
 	return p.hist, nil
 }
 

@@ -237,6 +237,9 @@ func (p *platform) playSteps() {
 			p.hist.Aborted = "interrupted: " + err.Error()
 			break
 		}
+		if p.runErr != nil {
+			break
+		}
 		if concrete, ok := p.expand(p.sc.Steps[i]); ok {
 			steps := make([]Step, 0, len(p.sc.Steps)+len(concrete))
 			steps = append(append(append(steps, p.sc.Steps[:i]...), concrete...), p.sc.Steps[i+1:]...)
