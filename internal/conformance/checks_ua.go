@@ -46,8 +46,8 @@ func init() {
 		&Check{
 			ID: "UA-AUTHORITY", Title: "prepare_turn enforces pending prerequisites itself", Area: AreaUser, Severity: report.SeverityError,
 			Clauses: []string{"UA-AUTHORITY"},
-			Needs:   "a prepare_turn for a principal whose consent was pending", Exercise: exUAAuthority, Judges: judgesTurn,
-			Rationale: "Turns arrive through the API and from other replicas without anybody having read the Session's user-action state. prepare_turn stays the authority: while a prerequisite such as consent is pending it must refuse, whether or not read_user_actions ran before, and never cache a read state as permission.",
+			Needs:   "a prepare_turn for a principal whose consent was pending (at the identity service, or at a declared service that holds it)", Exercise: exUAAuthority, Judges: judgesTurn,
+			Rationale: "Turns arrive through the API and from other replicas without anybody having read the Session's user-action state. prepare_turn stays the authority: while a prerequisite such as consent is pending it must refuse, whether or not read_user_actions ran before, and never cache a read state as permission. When consent lives in a service of your own, declare it (consent in [tool.astrabox.services.NAME], docs/services.md): the suite then moves it there as at the identity service and judges each turn by what your service said.",
 			Hint:      "Check the prerequisite in prepare_turn on every call and raise PreparationUserActionRequired while it is pending.",
 			Wrong:     "async def prepare_turn(self, *, context):\n    if context.session_id in self._read_sessions:  # only checked after a state read\n        await self._require_consent(context.principal_id)\n    return await self._materials(context)",
 			Right:     "async def prepare_turn(self, *, context):\n    await self._require_consent(context.principal_id)  # every call\n    return await self._materials(context)",
