@@ -46,8 +46,8 @@ func init() {
 		&Check{
 			ID: "UA-AUTHORITY", Title: "prepare_turn enforces pending prerequisites itself", Area: AreaUser, Severity: report.SeverityError,
 			Clauses: []string{"UA-AUTHORITY"},
-			Needs:   "a prepare_turn for a principal whose consent was pending", Exercise: exUAAuthority, Judges: judgesTurn,
-			Rationale: "Turns arrive through the API and from other replicas without anybody having read the Session's user-action state. prepare_turn stays the authority: while a prerequisite such as consent is pending it must refuse, whether or not read_user_actions ran before, and never cache a read state as permission.",
+			Needs:   "a prepare_turn for a principal whose consent was pending (at the identity service, or at a declared service that holds it)", Exercise: exUAAuthority, Judges: judgesTurn,
+			Rationale: "Turns arrive through the API and from other replicas without anybody having read the Session's user-action state. prepare_turn stays the authority: while a prerequisite such as consent is pending it must refuse, whether or not read_user_actions ran before, and never cache a read state as permission. When consent lives in a service of your own, declare it (consent in [tool.astrabox.services.NAME], docs/services.md): the suite then moves it there as at the identity service and judges each turn by what your service said.",
 			Hint:      "Check the prerequisite in prepare_turn on every call and raise PreparationUserActionRequired while it is pending.",
 			Wrong:     "async def prepare_turn(self, *, context):\n    if context.session_id in self._read_sessions:  # only checked after a state read\n        await self._require_consent(context.principal_id)\n    return await self._materials(context)",
 			Right:     "async def prepare_turn(self, *, context):\n    await self._require_consent(context.principal_id)  # every call\n    return await self._materials(context)",
@@ -329,11 +329,20 @@ type uaBreach struct {
 }
 
 // pendingTurns walks a history and returns the prepare_turn calls for principals whose consent was pending
-// at the double, split into those that went through and those that were refused.
+// at the double or at a declared service that holds it, split into those that went through and those that
+// were refused.
 func pendingTurns(h *simulate.History) (through []uaBreach, refused []callSite) {
 	consent, onCheck, known := initialConsent(h)
 	if !known {
 		consent, onCheck = map[string]string{}, map[string]string{}
+	}
+	// held: principal -> the services that hold its consent, and the state the suite last set there (a
+	// consent check at the double does not move it).
+	held, heldState := map[string][]string{}, map[string]string{}
+	for _, p := range h.Principals {
+		if len(p.Services) > 0 {
+			held[p.Principal], heldState[p.Principal] = p.Services, p.Consent
+		}
 	}
 	// readPending: session -> the last state read said a prerequisite is pending (fallback when the
 	// principal's consent is not known from the scenario).
@@ -344,6 +353,9 @@ func pendingTurns(h *simulate.History) (through []uaBreach, refused []callSite) 
 		if e.Consent != nil {
 			p := e.Consent.Principal
 			consent[p] = e.Consent.Consent
+			if len(e.Consent.Services) > 0 {
+				held[p], heldState[p] = e.Consent.Services, e.Consent.Consent
+			}
 			for sess, owner := range sessionOwner {
 				if owner == p {
 					delete(readPending, sess)
@@ -391,9 +403,14 @@ func pendingTurns(h *simulate.History) (through []uaBreach, refused []callSite) 
 			basis := ""
 			switch {
 			case !aware[p]:
-				// The provider never consulted this principal's consent nor reported a user action for them:
-				// it has no such prerequisite, and the double's answer does not concern it.
-			case consent[p] == "pending":
+				// The provider never consulted this principal's consent nor reported a user action for them,
+				// and no service of its own holds consent: it has no such prerequisite, and the double's
+				// answer does not concern it.
+			case heldState[p] == simulate.ConsentPending:
+				// The author declared that this service holds the prerequisite: its pending state binds
+				// prepare_turn whether or not the provider asked the double.
+				basis = heldBy(held[p]) + " held consent pending for principal " + p
+			case consent[p] == simulate.ConsentPending:
 				basis = "the identity service answered pending for principal " + p
 			case consent[p] == "" && readPending[c.Ctx.Session]:
 				basis = "the last user-action state read for session " + c.Ctx.Session + " said a prerequisite is pending"
@@ -411,10 +428,24 @@ func pendingTurns(h *simulate.History) (through []uaBreach, refused []callSite) 
 	return through, refused
 }
 
+// heldBy names the services that held a prerequisite: "service a", "services a and b".
+func heldBy(names []string) string {
+	if len(names) == 1 {
+		return "service " + names[0]
+	}
+	return "services " + strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
 // prerequisitePrincipals are the principals for whom the provider shows it has a prerequisite: it asked the
-// consent service about them, or raised or returned a user action for one of their Sessions.
+// consent service about them, raised or returned a user action for one of their Sessions, or a service of
+// its own holds their consent (the author declared it: every principal the suite moved there).
 func prerequisitePrincipals(h *simulate.History) map[string]bool {
 	out := map[string]bool{}
+	for _, p := range h.Principals {
+		if len(p.Services) > 0 {
+			out[p.Principal] = true
+		}
+	}
 	for _, r := range h.Requests {
 		if rest, ok := strings.CutPrefix(r.Path, "/v1/consents/"); ok {
 			p, _, _ := strings.Cut(rest, "/")
@@ -424,6 +455,9 @@ func prerequisitePrincipals(h *simulate.History) map[string]bool {
 		}
 	}
 	for _, e := range h.Events {
+		if e.Consent != nil && len(e.Consent.Services) > 0 {
+			out[e.Consent.Principal] = true
+		}
 		if e.Call == nil || e.Call.Ctx.Principal == "" {
 			continue
 		}

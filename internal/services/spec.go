@@ -75,6 +75,9 @@ type Spec struct {
 	Conditions      []Field
 	// Resource are the places a write names the resource it acts on, tried first (see Class.Resource).
 	Resource []Field
+	// Consent, when set, is how the suite moves a principal's consent at this service (the service holds a
+	// prerequisite the provider must enforce: UA-AUTHORITY).
+	Consent *Prerequisite
 }
 
 // Error is a problem in a service declaration: which service, which key, on which line, what to do.
@@ -202,6 +205,7 @@ var serviceKeys = map[string]keyParser{
 	"idempotency-key":  parseFields(func(s *Spec) *[]Field { return &s.IdempotencyKeys }),
 	"conditional":      parseFields(func(s *Spec) *[]Field { return &s.Conditions }),
 	"resource":         parseFields(func(s *Spec) *[]Field { return &s.Resource }),
+	"consent":          parseConsent,
 }
 
 // parseOne reads one service; ok is false when it had a problem (already recorded).
@@ -220,7 +224,7 @@ func (p *parser) parseOne(name string, raw any) (Spec, bool) {
 	for _, k := range slices.Sorted(maps.Keys(t)) {
 		parse, known := serviceKeys[k]
 		if !known {
-			p.add(name, k, "unknown key; the keys are urls, run, stubs, ready, ready-timeout, reset, reads, operation-header, secret-fields, operation, read-operations, write-operations, idempotency-key, conditional, resource")
+			p.add(name, k, "unknown key; the keys are urls, run, stubs, ready, ready-timeout, reset, reads, operation-header, secret-fields, operation, read-operations, write-operations, idempotency-key, conditional, resource, consent")
 			continue
 		}
 		parse(&s, t[k], p.dir, func(format string, args ...any) { p.add(name, k, fmt.Sprintf(format, args...)) })

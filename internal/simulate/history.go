@@ -36,6 +36,10 @@ type History struct {
 	// Principals are the scenario's principals with the consent state each starts with, sorted by name
 	// (typed facts for UA-AUTHORITY; later changes are Event.Consent).
 	Principals []ConsentState `json:"principals,omitempty"`
+	// Prerequisites are the declared services that hold a prerequisite the suite moves with the identity
+	// service's (a principal's consent), by service name: the suite set every principal's starting state and
+	// every set_consent there too.
+	Prerequisites []ServicePrerequisite `json:"prerequisites,omitempty"`
 	// Egress are the connections replicas made to destinations that are not declared services.
 	Egress []EgressAttempt `json:"egress,omitempty"`
 	// Files are the files replica processes wrote during the run (their host directories and the project
@@ -69,7 +73,20 @@ type ConsentState struct {
 	Consent string `json:"consent"`
 	// OnCheck, when set, is the state a consent check moves the principal to.
 	OnCheck string `json:"on_check,omitempty"`
+	// Services are the declared services the state was also set at (see History.Prerequisites).
+	Services []string `json:"services,omitempty"`
 }
+
+// ServicePrerequisite is a declared service that holds a prerequisite of the provider's, which the suite
+// moves by a control request to its stand-in.
+type ServicePrerequisite struct {
+	Service string `json:"service"`
+	// Prerequisite is what the service holds (PrerequisiteConsent).
+	Prerequisite string `json:"prerequisite"`
+}
+
+// PrerequisiteConsent is a principal's consent, the one prerequisite the suite moves.
+const PrerequisiteConsent = "consent"
 
 // Consent states.
 const (

@@ -1,6 +1,9 @@
 package simulate
 
-import "github.com/astrabox-dev/astrabox/internal/seconds"
+import (
+	"github.com/astrabox-dev/astrabox/internal/seconds"
+	"github.com/astrabox-dev/astrabox/internal/services"
+)
 
 // The host ops: the host clock, replica processes and the identity service's consent.
 func init() {
@@ -48,20 +51,41 @@ func (p *platform) hostLoss(st *Step) {
 	p.event(&Event{Kind: EventPlatform, Replica: r.name, Message: "host loss: replica " + r.name + " killed; it restarts on its next callback"})
 }
 
-// setConsent plays set_consent at the identity service.
+// setConsent plays set_consent at the identity service and at every declared service that holds consent.
 func (p *platform) setConsent(st *Step) {
 	url := ""
 	if st.Consent == "pending" {
 		url = "https://identity.example/consent/" + st.Principal
 	}
 	p.dbl.SetConsent(st.Principal, st.Consent, url)
-	p.event(&Event{Kind: EventPlatform, Message: "consent of " + st.Principal + " is now " + st.Consent + " at the identity service",
-		Consent: &ConsentState{Principal: st.Principal, Consent: st.Consent}})
+	moved, err := p.moveServiceConsent(st.Principal, st.Consent)
+	if err != nil {
+		p.fail(err)
+		return
+	}
+	p.event(&Event{Kind: EventPlatform, Message: "consent of " + st.Principal + " is now " + st.Consent + " at the identity service" + atServices(moved),
+		Consent: &ConsentState{Principal: st.Principal, Consent: st.Consent, Services: moved}})
+}
+
+// atServices names the services a consent change was also sent to, for an event's message.
+func atServices(names []string) string {
+	out := ""
+	for i, n := range names {
+		switch {
+		case i == 0:
+			out += " and at service " + n
+		case i == len(names)-1:
+			out += " and " + n
+		default:
+			out += ", " + n
+		}
+	}
+	return out
 }
 
 // seedConsent sets each principal's starting consent (and the state a consent check moves it to) at the
-// identity service.
-func (p *platform) seedConsent() {
+// identity service, and its starting consent at every declared service that holds consent.
+func (p *platform) seedConsent() error {
 	for name, pr := range p.sc.Principals {
 		url := ""
 		if pr.Consent == "pending" {
@@ -72,4 +96,30 @@ func (p *platform) seedConsent() {
 			p.dbl.SetConsentOnCheck(name, pr.ConsentOnCheck)
 		}
 	}
+	p.hist.Prerequisites = p.o.Services.prerequisites()
+	for i, pr := range p.hist.Principals { // sorted: the same control requests in the same order every run
+		moved, err := p.moveServiceConsent(pr.Principal, pr.Consent)
+		if err != nil {
+			return err
+		}
+		p.hist.Principals[i].Services = moved
+		for _, svc := range moved {
+			p.event(&Event{Kind: EventPlatform, Message: "consent of " + pr.Principal + " is " + pr.Consent + " at service " + svc})
+		}
+	}
+	return nil
+}
+
+// moveServiceConsent sends the control request that moves principal's consent to state to every declared
+// service that holds consent, straight to this scenario's stand-ins, and returns their names.
+func (p *platform) moveServiceConsent(principal, state string) ([]string, error) {
+	var moved []string
+	for _, sp := range p.hist.Prerequisites {
+		spec, _ := p.o.Services.spec(sp.Service)
+		if err := services.SendControl(p.ctx, spec, p.o.Services.standIns[sp.Service], principal, state); err != nil {
+			return moved, err
+		}
+		moved = append(moved, sp.Service)
+	}
+	return moved, nil
 }

@@ -182,6 +182,18 @@ type platform struct {
 	begun time.Time
 	// materials holds each distinct material file content of the scenario once.
 	materials materials
+	// runErr is a failure of the kit's own that stops the scenario (a declared service refused a control
+	// request, so the state the suite meant to set is unknown); Run returns it.
+	runErr error
+}
+
+// fail stops the scenario after the current step with a failure of the kit's own.
+func (p *platform) fail(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.runErr == nil {
+		p.runErr = err
+	}
 }
 
 // DefaultEpoch is the fixed start of the host clock for reproducible histories.
@@ -243,7 +255,9 @@ func Run(ctx context.Context, sc *Scenario, o Options) (*History, error) {
 		defer p.close()
 	}
 	p.hist.Principals = startingConsent(sc)
-	p.seedConsent()
+	if err := p.seedConsent(); err != nil {
+		return nil, err
+	}
 	if staged {
 		for _, r := range p.replicas {
 			p.started(r)
@@ -261,6 +275,9 @@ func Run(ctx context.Context, sc *Scenario, o Options) (*History, error) {
 	}
 	p.playSteps()
 	p.finish()
+	if p.runErr != nil {
+		return nil, p.runErr
+	}
 	return p.hist, nil
 }
 

@@ -198,6 +198,21 @@ func (s *Services) upstreams() map[string]double.Upstream {
 	return out
 }
 
+// prerequisites are the declared services that hold consent, by name.
+func (s *Services) prerequisites() []ServicePrerequisite {
+	if s == nil {
+		return nil
+	}
+	var out []ServicePrerequisite
+	for _, spec := range s.Specs {
+		if spec.Consent != nil {
+			out = append(out, ServicePrerequisite{Service: spec.Name, Prerequisite: PrerequisiteConsent})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Service < out[j].Service })
+	return out
+}
+
 // spec returns a declared service by name.
 func (s *Services) spec(name string) (services.Spec, bool) {
 	if s != nil {

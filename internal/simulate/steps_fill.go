@@ -237,6 +237,9 @@ func (p *platform) playSteps() {
 			p.hist.Aborted = "interrupted: " + err.Error()
 			break
 		}
+		if p.runErr != nil {
+			break
+		}
 		if p.o.Hang.Tripped() {
 			p.hist.Aborted = fmt.Sprintf("%s (%s); the scenario stopped before step %d of %d", StoppedByHang, p.o.Hang.First(), i+1, len(p.sc.Steps))
 			p.event(&Event{Kind: EventPlatform, Message: "scenario stopped: " + p.hist.Aborted})

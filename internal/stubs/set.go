@@ -270,6 +270,10 @@ func (s *Set) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 		http.Error(w, "stubs: could not read the request body: "+err.Error(), http.StatusRequestEntityTooLarge)
 		return
 	}
+	if strings.HasPrefix(hr.URL.Path, AdminPrefix) {
+		s.serveAdmin(w, hr, body)
+		return
+	}
 	req := &Request{Method: hr.Method, URL: hr.URL, Header: hr.Header, Body: body}
 	m := s.Match(req)
 	if m == nil {
