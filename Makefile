@@ -39,7 +39,10 @@ FUZZ_TARGETS ?= \
 	./internal/secrets:FuzzHuntAndMask \
 	./internal/explore:FuzzLastFailed ./internal/explore:FuzzSavedScenario \
 	./internal/suppress:FuzzComment ./internal/double:FuzzHandlers \
-	./internal/egress:FuzzProxyRequest ./internal/stubs:FuzzMapping
+	./internal/egress:FuzzProxyRequest ./internal/stubs:FuzzMapping ./internal/stubs:FuzzJSONPath \
+	./internal/services:FuzzClassify ./internal/services:FuzzParseConsent \
+	./internal/discovery:FuzzPyproject ./internal/discovery:FuzzSetupCfg ./internal/discovery:FuzzObjectRef \
+	./internal/discovery:FuzzINI ./internal/discovery:FuzzTOMLDeep
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
