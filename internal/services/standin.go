@@ -139,7 +139,7 @@ func (f *Fake) startOnce(ctx context.Context) error {
 	cmd.Dir = f.spec.Dir
 	f.out = &tail{max: outputTail}
 	cmd.Stdout, cmd.Stderr = f.out, f.out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = fakeAttr()
 	if err := cmd.Start(); err != nil {
 		releasePort(port)
 		return fmt.Errorf("%s: start %q: %w", f.label, line, err)
