@@ -125,6 +125,10 @@ func testGitLab(t *testing.T, bin, project string, wantCode int) {
 		}
 	}
 	vars["ASTRABOX_PROJECT"] = project // as a project would set it for a provider in a subdirectory
+	// The job installs the project with pip. These machines have no package index: pip builds it with the
+	// interpreter's own setuptools (no build isolation) into a scratch user site, never the machine's.
+	vars["PIP_NO_INDEX"], vars["PIP_NO_BUILD_ISOLATION"], vars["PIP_USER"] = "1", "0", "1"
+	vars["PYTHONUSERBASE"], vars["PIP_DISABLE_PIP_VERSION_CHECK"] = t.TempDir(), "1"
 	env := baseEnv()
 	for k, v := range vars {
 		env = append(env, k+"="+v)
@@ -136,6 +140,9 @@ func testGitLab(t *testing.T, bin, project string, wantCode int) {
 	}
 	res := run(t, ws, env, "bash", "--noprofile", "--norc", scriptPath)
 	defer dump(t, "GitLab job", res)
+	if wantCode != 2 && !strings.Contains(res.output, "Successfully installed") {
+		t.Errorf("the job did not install the project before the suite")
+	}
 	if res.code != wantCode {
 		t.Fatalf("GitLab job exit status %d, want %d", res.code, wantCode)
 	}
