@@ -129,7 +129,17 @@ func testGitLab(t *testing.T, bin, project string, wantCode int) {
 	// interpreter's own setuptools (no build isolation) into a scratch user site, never the machine's.
 	vars["PIP_NO_INDEX"], vars["PIP_NO_BUILD_ISOLATION"], vars["PIP_USER"] = "1", "0", "1"
 	vars["PYTHONUSERBASE"], vars["PIP_DISABLE_PIP_VERSION_CHECK"] = t.TempDir(), "1"
-	env := baseEnv()
+	// Without an index, an editable build needs setuptools and wheel in the job's python; Debian's python3 has
+	// both (python3-setuptools, python3-wheel), so the job's `python` is that one when it is there.
+	var pyFirst []string
+	if _, err := os.Stat("/usr/bin/python3"); err == nil {
+		shim := t.TempDir()
+		if err := os.Symlink("/usr/bin/python3", filepath.Join(shim, "python")); err != nil {
+			t.Fatal(err)
+		}
+		pyFirst = append(pyFirst, shim)
+	}
+	env := baseEnv(pyFirst...)
 	for k, v := range vars {
 		env = append(env, k+"="+v)
 	}

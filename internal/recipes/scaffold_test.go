@@ -145,7 +145,7 @@ func TestPreCommitHookRunsUnderPreCommit(t *testing.T) {
 				t.Fatalf("%v: %s", argv, res.output)
 			}
 		}
-		if p := lookPathIn("astrabox", env); p != "" {
+		if p := lookPathIn("astrabox", env); p != "astrabox" {
 			t.Fatalf("astrabox is on the hook's PATH (%s): the test would not show that pre-commit builds it", p)
 		}
 		res := run(t, repo, env, preCommit, "try-repo", clone, "astrabox-conformance", "--all-files", "--verbose")
