@@ -129,6 +129,9 @@ func testGitLab(t *testing.T, bin, project string, wantCode int) {
 	// interpreter's own setuptools (no build isolation) into a scratch user site, never the machine's.
 	vars["PIP_NO_INDEX"], vars["PIP_NO_BUILD_ISOLATION"], vars["PIP_USER"] = "1", "0", "1"
 	vars["PYTHONUSERBASE"], vars["PIP_DISABLE_PIP_VERSION_CHECK"] = t.TempDir(), "1"
+	// Debian marks its python3 externally managed (PEP 668), which refuses even a user install; this one goes
+	// into the scratch PYTHONUSERBASE above, never the system's site-packages.
+	vars["PIP_BREAK_SYSTEM_PACKAGES"] = "1"
 	// Without an index, an editable build needs setuptools and wheel in the job's python; Debian's python3 has
 	// both (python3-setuptools, python3-wheel), so the job's `python` is that one when it is there.
 	var pyFirst []string
