@@ -5,7 +5,7 @@ BIN     ?= bin/astrabox
 PKGS    := ./...
 EXAMPLE := examples/providers/reference
 
-.PHONY: build test lint demo completions docs bench explore repro clean
+.PHONY: build test lint demo completions docs bench explore repro clean dist
 
 build:
 	$(GO) build -o $(BIN) ./cmd/astrabox
@@ -60,5 +60,11 @@ explore:
 repro:
 	ASTRABOX_REPRO=all $(GO) test -count=1 -timeout 90m -run TestVerdictsRepeat -v ./internal/conformance
 
+# Release files in dist/: archives for linux and darwin × amd64 and arm64, astrabox-kit wheels for the same
+# platforms, and checksums.txt (SHA-256). VERSION is the release version without a leading v (PEP 440 subset).
+VERSION ?= 0.0.0.dev0
+dist:
+	$(GO) run ./internal/tools/dist -version $(VERSION) -out dist
+
 clean:
-	rm -rf bin
+	rm -rf bin dist

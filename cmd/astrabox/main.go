@@ -1,3 +1,5 @@
+//go:build !windows
+
 // Command astrabox is the conformance kit and simulator for astrabox runtime preparation providers.
 package main
 

@@ -66,10 +66,13 @@ func StartZygote(ctx context.Context, python, dir string, env ...string) (*Zygot
 	if err != nil {
 		return nil, fmt.Errorf("start the fork server: %w", err)
 	}
+	if err := forkServerSupported(); err != nil {
+		return nil, fmt.Errorf("start the fork server: %w", err)
+	}
 	if err := ensureRoom("the fork server"); err != nil {
 		return nil, err
 	}
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
+	fds, err := zygoteSocketpair()
 	if err != nil {
 		return nil, fmt.Errorf("start the fork server: socketpair: %w", err)
 	}
@@ -87,7 +90,7 @@ func StartZygote(ctx context.Context, python, dir string, env ...string) (*Zygot
 	cmd.ExtraFiles = []*os.File{theirs}
 	cmd.Stderr = &lockedWriter{mu: &z.mu, w: &z.stderr, limit: 16 << 10}
 	// Its own session (no terminal); it dies with the kit, and its children (the supervisors) with it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = zygoteAttr()
 	// The token placeholder has the length of a real token: each forked child writes its own token over it in
 	// its copy of this environment block, so that /proc/<pid>/environ of the child and of everything it forks
 	// carries the token the sweep looks for (see stamp_token in zygote.py).

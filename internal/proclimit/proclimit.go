@@ -6,7 +6,10 @@
 // Go runtime aborts the whole program when it cannot create a thread (`pthread_create failed`), which no code
 // can catch; so the room the kit needs is checked before each start, not discovered by a crash. The kernel
 // exempts the root user and processes holding CAP_SYS_RESOURCE or CAP_SYS_ADMIN: for them the limit is
-// unbounded. Linux only; elsewhere every limit reads as unbounded.
+// unbounded.
+//
+// On macOS the limit (kern.maxprocperuid, `ulimit -u`) counts processes, not threads, and is measured with
+// one sysctl listing of the user's processes; only root is exempt there.
 package proclimit
 
 import (
@@ -14,7 +17,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -99,57 +101,6 @@ func Ensure(what string, need uint64) error {
 		return &Error{What: what, Room: r, Need: need}
 	}
 	return nil
-}
-
-// exempt reports whether the kernel skips the limit for this process: real user root, or CAP_SYS_RESOURCE (24)
-// or CAP_SYS_ADMIN (21) in the effective set.
-func exempt() bool {
-	if os.Getuid() == 0 {
-		return true
-	}
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return false
-	}
-	caps, ok := field(b, "CapEff:")
-	if !ok {
-		return false
-	}
-	v, err := strconv.ParseUint(caps, 16, 64)
-	return err == nil && v&(1<<24|1<<21) != 0
-}
-
-// tasksOf counts the tasks (threads) of every process whose real user is uid.
-func tasksOf(uid int) uint64 {
-	d, err := os.Open("/proc")
-	if err != nil {
-		return 0
-	}
-	names, _ := d.Readdirnames(-1)
-	d.Close()
-	want := strconv.Itoa(uid)
-	var n uint64
-	for _, name := range names {
-		if name == "" || name[0] < '0' || name[0] > '9' {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + name + "/status")
-		if err != nil {
-			continue // gone meanwhile
-		}
-		uids, ok := field(b, "Uid:")
-		if !ok || firstWord(uids) != want {
-			continue
-		}
-		if t, ok := field(b, "Threads:"); ok {
-			if v, err := strconv.ParseUint(t, 10, 64); err == nil {
-				n += v
-				continue
-			}
-		}
-		n++
-	}
-	return n
 }
 
 // field returns the value of the status line starting with key, trimmed.

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -404,6 +405,7 @@ func startAction(t *testing.T, inputs map[string]string) (*actionRun, string) {
 		outputs: map[string]map[string]string{}, outcome: map[string]string{}, uses: map[string]map[string]string{},
 		env: []string{
 			"CI=true", "GITHUB_ACTIONS=true", "GITHUB_WORKSPACE=" + ws, "RUNNER_TEMP=" + temp, "RUNNER_OS=Linux",
+			"RUNNER_ARCH=" + map[string]string{"amd64": "X64", "arm64": "ARM64"}[runtime.GOARCH],
 			"GITHUB_STEP_SUMMARY=" + summary, "GITHUB_ACTION_PATH=" + repoRoot(t),
 		},
 	}

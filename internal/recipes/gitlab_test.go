@@ -125,7 +125,24 @@ func testGitLab(t *testing.T, bin, project string, wantCode int) {
 		}
 	}
 	vars["ASTRABOX_PROJECT"] = project // as a project would set it for a provider in a subdirectory
-	env := baseEnv()
+	// The job installs the project with pip. These machines have no package index: pip builds it with the
+	// interpreter's own setuptools (no build isolation) into a scratch user site, never the machine's.
+	vars["PIP_NO_INDEX"], vars["PIP_NO_BUILD_ISOLATION"], vars["PIP_USER"] = "1", "0", "1"
+	vars["PYTHONUSERBASE"], vars["PIP_DISABLE_PIP_VERSION_CHECK"] = t.TempDir(), "1"
+	// Debian marks its python3 externally managed (PEP 668), which refuses even a user install; this one goes
+	// into the scratch PYTHONUSERBASE above, never the system's site-packages.
+	vars["PIP_BREAK_SYSTEM_PACKAGES"] = "1"
+	// Without an index, an editable build needs setuptools and wheel in the job's python; Debian's python3 has
+	// both (python3-setuptools, python3-wheel), so the job's `python` is that one when it is there.
+	var pyFirst []string
+	if _, err := os.Stat("/usr/bin/python3"); err == nil {
+		shim := t.TempDir()
+		if err := os.Symlink("/usr/bin/python3", filepath.Join(shim, "python")); err != nil {
+			t.Fatal(err)
+		}
+		pyFirst = append(pyFirst, shim)
+	}
+	env := baseEnv(pyFirst...)
 	for k, v := range vars {
 		env = append(env, k+"="+v)
 	}
@@ -136,6 +153,9 @@ func testGitLab(t *testing.T, bin, project string, wantCode int) {
 	}
 	res := run(t, ws, env, "bash", "--noprofile", "--norc", scriptPath)
 	defer dump(t, "GitLab job", res)
+	if wantCode != 2 && !strings.Contains(res.output, "Successfully installed") {
+		t.Errorf("the job did not install the project before the suite")
+	}
 	if res.code != wantCode {
 		t.Fatalf("GitLab job exit status %d, want %d", res.code, wantCode)
 	}

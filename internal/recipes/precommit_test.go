@@ -52,8 +52,9 @@ func readHook(t testing.TB) preCommitHook {
 
 func TestPreCommitHookDefinition(t *testing.T) {
 	h := readHook(t)
-	if h.Name == "" || h.Language != "system" || h.PassFilenames == nil || *h.PassFilenames {
-		t.Errorf("hook: name %q, language %q, pass_filenames %v; want a name, system and false", h.Name, h.Language, h.PassFilenames)
+	// golang: pre-commit builds the kit from the hook repository, so a clean machine needs nothing installed.
+	if h.Name == "" || h.Language != "golang" || h.PassFilenames == nil || *h.PassFilenames {
+		t.Errorf("hook: name %q, language %q, pass_filenames %v; want a name, golang and false", h.Name, h.Language, h.PassFilenames)
 	}
 	if !strings.HasPrefix(h.Entry, "astrabox conformance run") {
 		t.Errorf("entry %q does not run the conformance suite", h.Entry)
@@ -75,7 +76,8 @@ func TestPreCommitHookDefinition(t *testing.T) {
 	}
 }
 
-// testPreCommit runs the hook's entry the way pre-commit does for a language: system hook with
+// testPreCommit runs the hook's entry the way pre-commit runs it once the kit is built (the golang hook puts
+// the binary on PATH), with
 // pass_filenames: false (the entry split like a shell would, then args), at the root of the provider's
 // repository.
 func testPreCommit(t *testing.T, bin, project string, wantCode int) {

@@ -91,8 +91,11 @@ func TestPreCommitFilesPatternCoversTheProject(t *testing.T) {
 }
 
 // TestPreCommitHookRunsUnderPreCommit runs the hook with the machine's pre-commit (Debian's package under
-// CI), through `pre-commit try-repo` against this repository, in a git repository holding a copy of the
-// reference provider (the hook must pass) and of the leak-log provider (it must fail and name LEAK-LOG).
+// CI), through `pre-commit try-repo` against a clean clone of this repository's HEAD (only what is
+// committed), with no astrabox on PATH: pre-commit must build the kit from the hook repository alone
+// (language: golang). It runs in a git repository holding a copy of the reference provider (the hook must
+// pass) and of the leak-log provider (it must fail and name LEAK-LOG); both share one pre-commit home, so
+// the kit is built once.
 func TestPreCommitHookRunsUnderPreCommit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Python (skipped under -short)")
@@ -105,7 +108,15 @@ func TestPreCommitHookRunsUnderPreCommit(t *testing.T) {
 		}
 		t.Skip("pre-commit is not installed; apt-get install pre-commit to run the hook for real")
 	}
-	bin := buildAstrabox(t)
+	clone := filepath.Join(t.TempDir(), "astrabox")
+	head := strings.TrimSpace(run(t, repoRoot(t), baseEnv(), "git", "rev-parse", "HEAD").output)
+	for _, argv := range [][]string{{"git", "clone", "-q", "--no-checkout", repoRoot(t), clone}, {"git", "-C", clone, "checkout", "-q", head}} {
+		if res := run(t, repoRoot(t), baseEnv(), argv...); res.code != 0 {
+			t.Fatalf("%v: %s", argv, res.output)
+		}
+	}
+	gomodcache := strings.TrimSpace(run(t, repoRoot(t), baseEnv(), "go", "env", "GOMODCACHE").output)
+	home := t.TempDir()
 	for _, c := range []struct {
 		project string
 		code    int
@@ -125,14 +136,19 @@ func TestPreCommitHookRunsUnderPreCommit(t *testing.T) {
 		if err := os.WriteFile(manifest, []byte(abs), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		env := append(baseEnv(bin), "PRE_COMMIT_HOME="+t.TempDir(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.invalid",
+		// No astrabox on PATH (baseEnv drops any directory holding one); the module cache is shared so that the
+		// build needs no download.
+		env := append(baseEnv(), "PRE_COMMIT_HOME="+home, "GOMODCACHE="+gomodcache, "GOFLAGS=-modcacherw", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.invalid",
 			"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.invalid", "GIT_CONFIG_GLOBAL=/dev/null")
 		for _, argv := range [][]string{{"git", "init", "-q"}, {"git", "add", "-A"}} {
 			if res := run(t, repo, env, argv...); res.code != 0 {
 				t.Fatalf("%v: %s", argv, res.output)
 			}
 		}
-		res := run(t, repo, env, preCommit, "try-repo", repoRoot(t), "astrabox-conformance", "--all-files", "--verbose")
+		if p := lookPathIn("astrabox", env); p != "astrabox" {
+			t.Fatalf("astrabox is on the hook's PATH (%s): the test would not show that pre-commit builds it", p)
+		}
+		res := run(t, repo, env, preCommit, "try-repo", clone, "astrabox-conformance", "--all-files", "--verbose")
 		if res.code != c.code || !strings.Contains(res.output, c.want) {
 			t.Errorf("%s: pre-commit exit %d (want %d), output lacks %q:\n%s", c.project, res.code, c.code, c.want, res.output)
 		}

@@ -198,6 +198,9 @@ type data struct {
 	Name, Package, Class, EntryKey, KitRef string
 	// FloatingPin: KitRef is a branch, not a release or a commit (see Result.FloatingPin).
 	FloatingPin bool
+	// Release: KitRef is a version (v...), given to the action as its version so that it downloads that
+	// release rather than building the kit.
+	Release bool
 	// ProjectRel is the project directory relative to the repository root ("." when it is the root);
 	// WorkflowPath is where the workflow goes, relative to the project directory.
 	ProjectRel, WorkflowPath string
@@ -234,6 +237,7 @@ func Resolve(o Options) (Options, error) {
 func Render(o Options) ([]string, map[string][]byte, error) {
 	d := data{Name: o.Name, Package: o.Package, Class: ClassFor(o.Name), EntryKey: o.Name, KitRef: kitRef(o.KitVersion, o.KitCommit)}
 	d.FloatingPin = d.KitRef == floatingRef
+	d.Release = strings.HasPrefix(d.KitRef, "v")
 	d.ProjectRel, d.WorkflowPath = workflowPlace(o.Dir, o.Name)
 	if !bareKeyRE.MatchString(d.EntryKey) {
 		d.EntryKey = `"` + d.EntryKey + `"`

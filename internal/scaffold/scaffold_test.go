@@ -293,6 +293,14 @@ func TestWorkflowPinsTheActionAndGuardsForks(t *testing.T) {
 		if floating := c.want == "@main"; floating != strings.Contains(text, "replace @main with a release tag or a commit") {
 			t.Errorf("version %q commit %q: the workflow's note on a moving pin is wrong:\n%s", c.version, c.commit, text)
 		}
+		if wantVersion := strings.TrimPrefix(c.want, "@"); strings.HasPrefix(wantVersion, "v") != (action["version"] == wantVersion) {
+			t.Errorf("version %q commit %q: the action's version input is %q; a release pin must download that release", c.version, c.commit, action["version"])
+		}
+		install := strings.Index(text, "python -m pip install -e .")
+		if install < 0 || install > strings.Index(text, "uses: astrabox-dev/astrabox@") ||
+			!strings.Contains(text, "python -m pip install -r requirements.txt") {
+			t.Errorf("the workflow does not install the project and its requirements before the suite:\n%s", text)
+		}
 		if all := strings.Join(runs, "\n"); !strings.Contains(all, `sdk path)" python3 -m unittest`) {
 			t.Errorf("workflow does not run the unit tests with python3:\n%s", all)
 		}

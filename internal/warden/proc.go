@@ -1,54 +1,15 @@
 package warden
 
-import (
-	"bytes"
-	"os"
-	"strconv"
-)
-
-// stat is what /proc/<pid>/stat tells about one process.
-type stat struct {
-	ppid  int
-	start uint64 // clock ticks after boot
-	state byte
+// entry is one live process of a listing: its pid and its parent's.
+type entry struct {
+	pid, ppid int
 }
 
-func readStat(pid int) (stat, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return stat{}, false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return stat{}, false
-	}
-	f := bytes.Fields(b[i+2:]) // f[0] is field 3 (state); field n is f[n-3]
-	if len(f) < 20 {
-		return stat{}, false
-	}
-	s := stat{state: f[0][0]}
-	s.ppid, _ = strconv.Atoi(string(f[1]))
-	s.start, _ = strconv.ParseUint(string(f[19]), 10, 64)
-	return s, true
-}
-
-// Below returns the live (non-zombie) descendants of root, from one pass over the parent links in /proc.
-func Below(root int) []int {
-	d, err := os.Open("/proc")
-	if err != nil {
-		return nil
-	}
-	names, _ := d.Readdirnames(-1)
-	d.Close()
+// descendants returns the descendants of root in a listing (not root itself), each once, by parent links.
+func descendants(root int, list []entry) []int {
 	children := map[int][]int{}
-	for _, n := range names {
-		pid, err := strconv.Atoi(n)
-		if err != nil {
-			continue
-		}
-		if s, ok := readStat(pid); ok && s.state != 'Z' {
-			children[s.ppid] = append(children[s.ppid], pid)
-		}
+	for _, e := range list {
+		children[e.ppid] = append(children[e.ppid], e.pid)
 	}
 	var out []int
 	seen := map[int]bool{root: true}
@@ -61,6 +22,21 @@ func Below(root int) []int {
 				seen[c] = true
 				out = append(out, c)
 				stack = append(stack, c)
+			}
+		}
+	}
+	return out
+}
+
+// union returns the pids of a and b, each once, in the order first seen.
+func union(a, b []int) []int {
+	seen := map[int]bool{}
+	var out []int
+	for _, l := range [][]int{a, b} {
+		for _, p := range l {
+			if !seen[p] {
+				seen[p] = true
+				out = append(out, p)
 			}
 		}
 	}

@@ -20,6 +20,9 @@ func init() {
 	}
 }
 
+// commandPID is the command's pid once started (its session), for the stragglers of a caller that ended.
+var commandPID int
+
 // run is the warden's main. v is "1:<status fd>:<max procs>"; args are the command's path, then its argv.
 func run(v string, args []string) int {
 	// The command's parent-death signal follows the thread that forked it. The Go runtime retires a thread
@@ -44,13 +47,10 @@ func run(v string, args []string) int {
 			files = append(files, os.NewFile(uintptr(fd), "extra"))
 		}
 	}
-	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	beforeStart(maxProcs)
 	proc, err := startCommand(args[0], args[1:], files)
 	if err == nil && maxProcs > 0 {
-		// Set at once after the start (Go cannot set a limit between fork and exec); an interpreter takes
-		// milliseconds before it runs any code that could fork.
-		lim := unix.Rlimit{Cur: maxProcs, Max: maxProcs}
-		_ = unix.Prlimit(proc, unix.RLIMIT_NPROC, &lim, nil)
+		afterStart(proc, maxProcs)
 	}
 	if err != nil {
 		m := msg{Kind: kindError, Message: err.Error()}
@@ -71,6 +71,7 @@ func run(v string, args []string) int {
 	for _, f := range files[3:] {
 		f.Close()
 	}
+	commandPID = proc
 	report(msg{Kind: kindStarted, PID: proc})
 	go watchCaller(statusFD, os.Getppid(), func() { report(msg{Kind: kindStopped}) })
 	for {
@@ -84,22 +85,30 @@ func run(v string, args []string) int {
 		}
 		if pid == proc {
 			report(msg{Kind: kindExit, PID: proc, Status: int(ws)})
-			report(msg{Kind: kindDone, Left: drainBelow()})
+			report(msg{Kind: kindDone, Left: drainBelow(proc)})
 			return 0
 		}
 	}
 }
 
 // watchCaller watches, ten times a second, the caller (the warden's parent). When the caller is gone (the
-// status pipe has no reader, which poll reports on the write end, however the caller ended) it kills
-// everything below; the main loop then reaps and ends. When the caller is stopped by a signal other than its
+// status pipe has no reader, which poll reports on the write end, however the caller ended; the warden's
+// parent is no longer the caller; or the platform's own exit notice, see exitNotice) it kills everything
+// below; the main loop then reaps and ends. When the caller is stopped by a signal other than its
 // own job-control stop (see StopName), it continues it and calls stopped: a process of the command stopped it.
 func watchCaller(statusFD, caller int, stopped func()) {
 	fds := []unix.PollFd{{Fd: int32(statusFD)}}
+	exited := exitNotice(caller)
 	for {
 		n, err := unix.Poll(fds, 100)
-		if err == nil && n > 0 && fds[0].Revents&(unix.POLLERR|unix.POLLHUP) != 0 {
-			killBelow(os.Getpid())
+		hup := err == nil && n > 0 && fds[0].Revents&(unix.POLLERR|unix.POLLHUP) != 0
+		select {
+		case <-exited:
+			hup = true
+		default:
+		}
+		if hup || os.Getppid() != caller {
+			killStragglers()
 			return
 		}
 		if StoppedBySomeoneElse(caller) {
@@ -109,7 +118,8 @@ func watchCaller(statusFD, caller int, stopped func()) {
 	}
 }
 
-// startCommand starts the command in its own session, dying with the warden.
+// startCommand starts the command in its own session (dying with the warden where the platform can: see
+// commandAttr).
 func startCommand(path string, argv []string, files []*os.File) (int, error) {
 	name := path
 	if !strings.Contains(path, "/") {
@@ -126,7 +136,7 @@ func startCommand(path string, argv []string, files []*os.File) (int, error) {
 	dir, _ := os.Getwd()
 	proc, err := os.StartProcess(path, argv, &os.ProcAttr{
 		Dir: dir, Env: env, Files: files,
-		Sys: &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL},
+		Sys: commandAttr(),
 	})
 	if err != nil {
 		return 0, fmt.Errorf("run %s: %w", name, err)
@@ -134,15 +144,21 @@ func startCommand(path string, argv []string, files []*os.File) (int, error) {
 	return proc.Pid, nil
 }
 
-// drainBelow kills every descendant of this process and reaps its children until none is left, and returns
-// how many processes it killed. An orphan whose parent is killed becomes this process's child (it is a
-// subreaper), so the loop ends with nothing left.
-func drainBelow() int {
+// drainBelow kills every process left of the command (see stragglers) and reaps this process's children
+// until it has none and no straggler is left, and returns how many processes it killed. On Linux an orphan
+// whose parent is killed becomes this process's child (it is a subreaper), so the loop ends with nothing
+// left; on macOS killed orphans belong to launchd, and the loop waits until the listing no longer shows them,
+// at most drainBound.
+func drainBelow(cmd int) int {
 	self, killed := os.Getpid(), map[int]bool{}
+	end := time.Now().Add(drainBound)
 	for {
-		for _, pid := range killBelow(self) {
+		pids := stragglers(self, cmd)
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
 			killed[pid] = true
 		}
+		noChild := false
 		for {
 			var ws syscall.WaitStatus
 			pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
@@ -150,21 +166,26 @@ func drainBelow() int {
 				continue
 			}
 			if err != nil {
-				return len(killed) // ECHILD: no child left
+				noChild = true // ECHILD: no child left
+				break
 			}
 			if pid == 0 {
 				break
 			}
 		}
+		if noChild && (len(pids) == 0 || time.Now().After(end)) {
+			return len(killed)
+		}
 		time.Sleep(2 * time.Millisecond)
 	}
 }
 
-// killBelow sends SIGKILL to every live descendant of root and returns them.
-func killBelow(root int) []int {
-	pids := Below(root)
-	for _, pid := range pids {
+// drainBound bounds the wait for killed processes that are not the warden's children to be gone.
+const drainBound = 10 * time.Second
+
+// killStragglers sends SIGKILL to every process left of the command (see stragglers), once.
+func killStragglers() {
+	for _, pid := range stragglers(os.Getpid(), commandPID) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	return pids
 }

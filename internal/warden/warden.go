@@ -15,7 +15,17 @@
 //     could clean up, and handling signals in Go costs four threads where this costs one: every thread counts
 //     against the user's process limit, ulimit -u.)
 //
-// The command's parent is the warden, never the caller. Linux only; elsewhere Start fails.
+// The command's parent is the warden, never the caller.
+//
+// On macOS (darwin) there is no subreaper, no parent-death signal, no /proc and no prlimit, and the warden
+// keeps what it can with the platform's own means: the command leads its own session, and after it exits the
+// warden kills every descendant it can still see by parent links (one sysctl listing) and every process left
+// in the command's session (kern.proc.session), until none is left; it learns of the caller's end through
+// kqueue (EVFILT_PROC, NOTE_EXIT) as well as the status pipe; the process limit is set on the warden itself
+// (setrlimit) before the command starts, which inherits it. What is weaker: a descendant that both leaves
+// the session (setsid) and loses its parent is out of the warden's sight (the harness's sweep still finds it
+// by its replica token), the command does not die with a warden killed by SIGKILL, and a SIGSTOP sent to
+// the kit is not undone (docs/platforms.md).
 package warden
 
 import (
@@ -28,7 +38,7 @@ import (
 	"time"
 )
 
-// Var, set to "1" in the environment of /proc/self/exe, makes the binary a warden (see init).
+// Var, set to "1" in the environment of the warden (the running binary again), makes the binary a warden (see init).
 const Var = "ASTRABOX_WARDEN"
 
 // The warden's descriptors: 0-2 and 3.. as the command gets them, then the status pipe to the caller.
@@ -116,7 +126,7 @@ func Start(s Spec) (*Child, error) {
 	if len(s.Args) == 0 {
 		s.Args = []string{s.Path}
 	}
-	cmd := exec.Command("/proc/self/exe", append([]string{s.Path}, s.Args...)...)
+	cmd := exec.Command(selfExe(), append([]string{s.Path}, s.Args...)...)
 	cmd.Args[0] = "astrabox-warden"
 	cmd.Dir = s.Dir
 	if s.Stdin != nil {

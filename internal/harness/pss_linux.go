@@ -38,3 +38,13 @@ func readPss(pid int) (uint64, bool) {
 	}
 	return kb << 10, true
 }
+
+// residentTotal adds up what each process counts against the memory limit (see residentBytes); pages holds
+// each process's resident pages from stat.
+func residentTotal(pages map[int]int64) uint64 {
+	var total uint64
+	for pid, n := range pages {
+		total += residentBytes(pid, n)
+	}
+	return total
+}
