@@ -1,8 +1,7 @@
-"""Brightwave, but writes are plain awaits (no shield, no drain): a cancellation while the attempt's credential
-POST is in flight unwinds the turn and httpx's request is abandoned mid-flight; the fake may still apply it."""
-from typing import Any
-
-import httpx
+"""Brightwave, with a first write per turn (PUT .../attempts/<aid>/started, the same body every call) made
+with a plain await: a cancellation while it is in flight abandons httpx's request, which still reaches the
+API after the turn unwound."""
+from astrabox.seams import RuntimeMaterials, TurnPreparationContext
 
 from brightwave.provider import BrightwaveProvider
 
@@ -10,5 +9,7 @@ from brightwave.provider import BrightwaveProvider
 class Provider(BrightwaveProvider):
     name = "broken-gen-cancel-clean-httpx"
 
-    async def _write(self, method: str, url: str, *, key: str, json_body: Any) -> httpx.Response:
-        return await self._send(method, url, json=json_body, headers={"Idempotency-Key": key})
+    async def prepare_turn(self, *, context: TurnPreparationContext) -> RuntimeMaterials:
+        await self.client.put(f"/v1/sessions/{context.session_id}/attempts/{context.dispatch_attempt_id}/started",
+                              json={"principal": context.principal_id})
+        return await super().prepare_turn(context=context)

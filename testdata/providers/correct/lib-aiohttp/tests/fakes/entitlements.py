@@ -7,6 +7,7 @@
   PUT  /v2/attempts/{session}/{attempt}      store it; If-None-Match: * = create only (412 when present);
                                              If-Match: <etag> = replace that version only (412 otherwise)
   POST /v2/events                            an audit event
+  PUT  /v2/markers/{name...}                 store a marker document (idempotent: the same body twice is one)
 Principals given with --pending are pending (also after a reset). Every request is recorded:
 GET /__fake/requests, and $FAKE_RECORD_DIR/entitlements-<pid>.jsonl when set.
 """
@@ -73,6 +74,10 @@ class H(BaseHTTPRequestHandler):
             with mu:
                 events.append(body)
             return self.send(202, {"ok": True})
+        if p[:2] == ["v2", "markers"] and len(p) > 2 and self.command == "PUT":
+            with mu:
+                events.append({"marker": path, "body": body})
+            return self.send(200, {"stored": True})
         if p[:2] == ["v2", "attempts"] and len(p) == 4:
             key = (p[2], p[3])
             with mu:

@@ -6,6 +6,7 @@ Routes (JSON):
   GET  /v1/sessions/{sid}/attempts/{aid}/credential   the attempt's current credential, 200 / 404
   POST /v1/sessions/{sid}/attempts/{aid}/credential   issue (or rotate) it; needs Idempotency-Key: a key seen
                                                   before replays the first answer and issues nothing
+  PUT  /v1/sessions/{sid}/attempts/{aid}/started  mark the attempt started (the same body twice is one)
   POST /v1/session-credentials                    a Session credential (Idempotency-Key honoured too)
   POST /v1/audit-events                           an audit event (Idempotency-Key honoured)
   GET  /healthz
@@ -100,6 +101,10 @@ class Api(BaseHTTPRequestHandler):
                 state["current"][attempt] = cred
                 state["replies"][(path, key)] = (201, cred)
             return self.reply(201, cred)
+        if parts[:2] == ["v1", "sessions"] and len(parts) == 6 and parts[5] == "started" and method == "PUT":
+            with lock:
+                state["audit"].append({"started": path})
+            return self.reply(200, {"started": True})
         if path == "/v1/session-credentials" and method == "POST":
             cred = credential(900)
             with lock:
