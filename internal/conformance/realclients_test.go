@@ -349,8 +349,8 @@ func grantedWhilePending(principal, method, part string) func([]fakeRecord) erro
 				pending = false
 				continue
 			}
-			if r.Principal == principal && r.Consent == "pending" || strings.Contains(r.Path, "/entitlements/"+principal) && r.Status == 200 {
-				pending = true
+			if r.Principal == principal && r.Consent != "" {
+				pending = r.Consent == "pending"
 			}
 			if pending && r.Method == method && strings.Contains(r.Path, part) && ok2xx(r) {
 				return nil

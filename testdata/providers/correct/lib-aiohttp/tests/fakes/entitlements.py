@@ -8,13 +8,16 @@
                                              If-Match: <etag> = replace that version only (412 otherwise)
   POST /v2/events                            an audit event
   PUT  /v2/markers/{name...}                 store a marker document (idempotent: the same body twice is one)
-Principals given with --pending are pending (also after a reset). Every request is recorded:
+Principals given with --pending are pending after every reset; POST /__fake/entitlements/{principal} with
+{"state": "active"|"pending"} changes one (a control request for a suite that drives the service's
+prerequisites, issue 26 item 6). Every request is recorded:
 GET /__fake/requests, and $FAKE_RECORD_DIR/entitlements-<pid>.jsonl when set.
 """
 import json, os, secrets, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-PENDING = {sys.argv[i + 1] for i, a in enumerate(sys.argv[:-1]) if a == "--pending"}
+SEEDED = {sys.argv[i + 1] for i, a in enumerate(sys.argv[:-1]) if a == "--pending"}
+PENDING = set(SEEDED)
 mu = threading.Lock()
 attempts, events, log = {}, [], []
 sink = os.path.join(os.environ["FAKE_RECORD_DIR"], "entitlements-%d.jsonl" % os.getpid()) if os.environ.get("FAKE_RECORD_DIR") else None
@@ -55,18 +58,31 @@ class H(BaseHTTPRequestHandler):
             with mu:
                 attempts.clear()
                 events.clear()
+                PENDING.clear()
+                PENDING.update(SEEDED)
             remember({"event": "reset", "t": time.time()})
             return self.send(204)
         if path == "/healthz":
             return self.send(200, {"ok": True})
+        if path.startswith("/__fake/entitlements/") and self.command == "POST":
+            who = path.rsplit("/", 1)[-1]
+            with mu:
+                (PENDING.add if body.get("state") == "pending" else PENDING.discard)(who)
+            remember({"t": time.time(), "control": True, "principal": who, "consent": body.get("state")})
+            return self.send(200, {"principal": who, "state": body.get("state")})
         code = self.route(path, body)
-        remember({"t": time.time(), "method": self.command, "path": path, "status": code, "body": body})
+        entry = {"t": time.time(), "method": self.command, "path": path, "status": code, "body": body}
+        if path.startswith("/v2/entitlements/"):
+            who = path.split("/")[3].split(":")[0]
+            entry.update(principal=who, consent="pending" if who in PENDING else "active")
+        remember(entry)
 
     def route(self, path, body):
         p = path.strip("/").split("/")
         if p[:2] == ["v2", "entitlements"] and len(p) == 3:
             who = p[2].split(":")[0]
-            state = "pending" if who in PENDING else "active"
+            with mu:
+                state = "pending" if who in PENDING else "active"
             return self.send(200, {"principal": who, "state": state, "enroll_url": "https://ridgeline.example/enroll/" + who})
         if path == "/v2/tokens" and self.command == "POST":
             return self.send(201, {"token": "rdg_" + secrets.token_urlsafe(20), "ttl": 600})
