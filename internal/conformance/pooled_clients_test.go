@@ -122,7 +122,8 @@ func TestPooledClientsAttributeEachRequest(t *testing.T) {
 	}
 }
 
-// pooledIssuedBy reports whether rq (a probe request under prefix: sessions/<id> or turns/<id>/<attempt>...)
+// pooledIssuedBy reports whether rq (a probe request under prefix: agents/<id>, sessions/<id> or
+// turns/<id>/<attempt>...)
 // is the work of call c.
 func pooledIssuedBy(prefix string, rq simulate.Request, c *simulate.CallRecord) bool {
 	if c.Replica != rq.Replica {
@@ -131,6 +132,8 @@ func pooledIssuedBy(prefix string, rq simulate.Request, c *simulate.CallRecord) 
 	rest := strings.TrimPrefix(rq.Path, prefix)
 	parts := strings.Split(rest, "/")
 	switch {
+	case len(parts) >= 2 && parts[0] == "agents":
+		return c.Is(simulate.CallSynchronize) && c.Ctx.Agent == parts[1]
 	case len(parts) >= 2 && parts[0] == "sessions":
 		return c.Is(simulate.CallPrepareSession) && c.Ctx.Session == parts[1]
 	case len(parts) >= 3 && parts[0] == "turns":

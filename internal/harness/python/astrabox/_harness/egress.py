@@ -80,8 +80,20 @@ class Router:
         self.proxy = proxy
         self.refuse = refuse
         self.declared_names = {host for host, _ in self.routes}
+        # Each route's own loopback alias (127.77.x.y), the address a lookup of its host answers: a client
+        # that keeps only the address of a lookup and connects to the port it meant (anyio, so httpx's async
+        # client with a transport of its own) still reaches the route's listener, since a connect to an alias
+        # goes to its route whatever the port.
+        self.alias_of: Dict[Tuple[str, int], str] = {}
+        self.aliases: Dict[str, Tuple[str, int]] = {}
+        for i, key in enumerate(sorted(self.routes), start=1):
+            alias = "127.77.%d.%d" % (i // 250, i % 250 + 1)
+            self.alias_of[key] = alias
+            self.aliases[alias] = self.routes[key]
 
     def route(self, host: str, port: Optional[int]) -> Optional[Tuple[str, int]]:
+        if isinstance(host, str) and host in self.aliases:
+            return self.aliases[host]
         if port is None:
             return None
         return self.routes.get((host.lower(), port))
@@ -121,7 +133,13 @@ def _getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
     number = _port(port)
     target = router.route(name, number)
     if target is not None:
-        return _original_getaddrinfo(target[0], target[1], *args, **kwargs)
+        infos = _original_getaddrinfo(target[0], target[1], *args, **kwargs)
+        alias = router.alias_of.get((name.lower(), number)) if number is not None else None
+        if alias is None:
+            return infos
+        # The route's alias in place of the listener's address: a connect to it is routed (see Router).
+        return [(fam, typ, proto, canon, (alias, target[1]) + tuple(sa[2:]) if fam == socket.AF_INET else sa)
+                for fam, typ, proto, canon, sa in infos]
     if router.refused(name, number):
         router.report(name, number)
         raise socket.gaierror(socket.EAI_NONAME, "astrabox: %s is not a declared service (egress refused)" % name)
