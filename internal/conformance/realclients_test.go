@@ -59,11 +59,11 @@ var realClientFixtures = []realClientFixture{
 	{dir: "broken/leak-log-httpx", module: "httpx", prove: applied("POST", "/credential")},
 	{dir: "broken/leak-log-authlib", module: "authlib", prove: applied("POST", "/oauth2/token")},
 	{dir: "broken/kit-egress-undeclared-authlib", module: "authlib", prove: neverReached("metrics.quillfeather.example")},
-	{dir: "broken/ua-authority-authlib", module: "authlib", prove: grantedWhilePending("bob", "PUT", "/v1/grants/s-bob/")},
+	{dir: "broken/ua-authority-authlib", module: "authlib", prove: grantedWhilePending("PUT", "/v1/grants/")},
 	{dir: "broken/sync-identity-boto3", module: "boto3", prove: twoKeysForOneAgent("agent#agent-1")},
 	{dir: "broken/kit-egress-undeclared-boto3", module: "boto3", prove: neverReached("monitoring.")},
 	{dir: "broken/leak-log-boto3", module: "boto3", prove: applied("secretsmanager.GetSecretValue", "")},
-	{dir: "broken/ua-authority-aiohttp", module: "aiohttp", prove: grantedWhilePending("bob", "PUT", "/v2/attempts/s-bob/")},
+	{dir: "broken/ua-authority-aiohttp", module: "aiohttp", prove: grantedWhilePending("PUT", "/v2/attempts/")},
 	{dir: "broken/gen-no-dispatch-aiohttp", module: "aiohttp", timing: true, prove: lateAfter("POST", "/v2/events", "/v2/attempts/")},
 	{dir: "broken/gen-cancel-clean-aiohttp", module: "aiohttp", timing: true, prove: applied("PUT", "/v2/markers/turn-started/s1/c1")},
 }
@@ -336,23 +336,28 @@ func neverReached(host string) func([]fakeRecord) error {
 	}
 }
 
-// grantedWhilePending proves that the fake said principal's consent was pending and still applied a write
-// of that principal's Session (path holding part).
-func grantedWhilePending(principal, method, part string) func([]fakeRecord) error {
+// grantedWhilePending proves that the fake said (or was told) a principal's consent was pending and still
+// applied a write (method, path under prefix) of that principal's Session.
+func grantedWhilePending(method, prefix string) func([]fakeRecord) error {
 	return func(recs []fakeRecord) error {
-		pending := false
+		pending := map[string]bool{} // principal -> the fake last said (or was told) pending
 		for _, r := range recs {
 			if r.Event == "reset" {
-				pending = false
+				pending = map[string]bool{}
 				continue
 			}
-			if r.Principal == principal && r.Consent != "" {
-				pending = r.Consent == "pending"
+			if r.Principal != "" && r.Consent != "" {
+				pending[r.Principal] = r.Consent == "pending"
 			}
-			if pending && r.Method == method && strings.Contains(r.Path, part) && ok2xx(r) {
+			if r.Method != method || !strings.HasPrefix(r.Path, prefix) || !ok2xx(r) {
+				continue
+			}
+			// The Session's ID names its principal (s-<principal>) in the suite's scenarios.
+			session, _, _ := strings.Cut(strings.TrimPrefix(r.Path, prefix), "/")
+			if p := strings.TrimPrefix(session, "s-"); p != session && pending[p] {
 				return nil
 			}
 		}
-		return fmt.Errorf("no %s %s applied after the fake said %s's consent was pending", method, part, principal)
+		return fmt.Errorf("no %s %s... for a principal's Session applied while the fake said that principal's consent was pending", method, prefix)
 	}
 }

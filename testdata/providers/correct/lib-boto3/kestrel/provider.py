@@ -175,7 +175,7 @@ class KestrelProvider(RuntimePreparationProvider):
             ok = await (off_loop(self._put_new, pk, fresh) if version is None else off_loop(self._replace, pk, fresh, version))
             current = fresh if ok else (await off_loop(self._get_versioned, pk))[0]
         logger.info("turn %s/%s ready", context.session_id, context.dispatch_attempt_id)
-        return RuntimeMaterials(files=(RuntimeFile(name=FILE, content=json.dumps(current).encode()),),
+        return RuntimeMaterials(files=(RuntimeFile(name=FILE, content=json.dumps(current, sort_keys=True).encode()),),
                                 turn_validity_seconds=240.0)
 
     async def read_user_actions(self, *, context):

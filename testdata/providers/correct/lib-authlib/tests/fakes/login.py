@@ -78,7 +78,8 @@ class Login(BaseHTTPRequestHandler):
         if path.startswith("/__fake/consent/") and m == "POST":
             with LOCK:
                 DB["consent"][parts[-1]] = json.loads(raw)["status"]
-            return self.out(200, {"status": DB["consent"][parts[-1]]}), {"control": True}
+            return self.out(200, {"status": DB["consent"][parts[-1]]}), {"control": True, "principal": parts[-1],
+                                                                        "consent": DB["consent"][parts[-1]]}
         if path == "/oauth2/token" and m == "POST":
             form = {k: v[0] for k, v in parse_qs(raw.decode()).items()}
             grant = form.get("grant_type")
