@@ -72,8 +72,8 @@ func TestGettingStartedIsTrue(t *testing.T) {
 	}
 	broken := strings.Replace(string(src), "from typing import Any, Mapping\n", "import logging\nfrom typing import Any, Mapping\n\nlog = logging.getLogger(__name__)\n", 1)
 	body := regexp.MustCompile(`(async def prepare_session\(self, \*, context: SessionPreparationContext\) -> RuntimeMaterials:\n(?:        #.*\n)*)        return RuntimeMaterials\(\)`)
-	broken = body.ReplaceAllString(broken, "${1}        log.debug(\"preparing session with %s\", context.config)\n        return RuntimeMaterials()")
-	if broken == string(src) || !strings.Contains(broken, "log.debug(") {
+	broken = body.ReplaceAllString(broken, "${1}        log.info(\"preparing session with %s\", context.config)\n        return RuntimeMaterials()")
+	if broken == string(src) || !strings.Contains(broken, "log.info(") {
 		t.Fatal("could not apply the page's change to the scaffold")
 	}
 	if err := os.WriteFile(provider, []byte(broken), 0o644); err != nil {
@@ -101,7 +101,7 @@ func TestGettingStartedIsTrue(t *testing.T) {
 		}
 	}
 	// 6. Fix and re-run.
-	fixed := strings.Replace(broken, `log.debug("preparing session with %s", context.config)`, `log.debug("preparing session %s", context.session_id)`, 1)
+	fixed := strings.Replace(broken, `log.info("preparing session with %s", context.config)`, `log.info("preparing session %s", context.session_id)`, 1)
 	if err := os.WriteFile(provider, []byte(fixed), 0o644); err != nil {
 		t.Fatal(err)
 	}
