@@ -206,6 +206,9 @@ func ParseScenario(file string, data []byte) (*Scenario, error) {
 		return nil, yamlError(file, err, &root)
 	}
 	s.File = file
+	// A description is prose: leading blank lines (a folded scalar that starts with one) carry nothing, and
+	// YAML cannot write a string that starts with a line break back as it read it (FuzzParseScenario).
+	s.Description = strings.TrimLeft(s.Description, "\n")
 	// Attach line numbers to steps.
 	doc := root.Content[0]
 	if doc.Kind == yaml.MappingNode {
