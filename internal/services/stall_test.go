@@ -113,7 +113,7 @@ func TestServiceThatMisbehavesIsAnsweredByTheKit(t *testing.T) {
 	base, _ := d.URL("r1")
 	for path, want := range map[string]string{
 		"/close":        "the fake for service records did not answer",
-		"/flood?mb=200": "service records's answer to GET /flood exceeds 64 MiB",
+		"/flood?mb=200": "exceeds 64 MiB",
 	} {
 		status, body := serviceGet(base + path)
 		if status != http.StatusBadGateway || !strings.Contains(body, want) {
