@@ -64,14 +64,16 @@ func TestWheelInstallsAndRuns(t *testing.T) {
 	}
 	// As an activated venv: its bin first on PATH, VIRTUAL_ENV set.
 	active := append(env, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "VIRTUAL_ENV="+venv)
-	if v := runIn(t, out, active, "astrabox", "--version"); !strings.Contains(v, "astrabox") {
+	// Through a shell, so that the command is found on the venv's PATH (exec.Command would look it up on the
+	// test's own PATH).
+	if v := runIn(t, out, active, "/bin/sh", "-c", "command -v astrabox && astrabox --version"); !strings.Contains(v, bin) || !strings.Contains(v, "astrabox") {
 		t.Fatalf("astrabox --version: %q", v)
 	}
 	if p := runIn(t, out, active, filepath.Join(bin, "python"), "-c", "import astrabox_kit; print(astrabox_kit.find_astrabox_bin())"); strings.TrimSpace(p) != kit {
 		t.Errorf("find_astrabox_bin: %q, want %s", p, kit)
 	}
 	project := filepath.Join(root, "examples", "providers", "reference")
-	report := runIn(t, out, active, "astrabox", "conformance", "run", "--project", project, "--color", "never")
+	report := runIn(t, out, active, kit, "conformance", "run", "--project", project, "--color", "never")
 	if !strings.Contains(report, "passed") {
 		t.Errorf("the reference provider's run did not say passed:\n%s", report)
 	}
