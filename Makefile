@@ -15,7 +15,7 @@ lint:
 	$(GO) vet $(PKGS)
 
 test: lint
-	$(GO) test -count=1 -timeout 45m $(PKGS)
+	$(GO) test -count=1 -timeout 80m $(PKGS)
 
 demo: build
 	$(BIN) conformance run --project $(EXAMPLE)
