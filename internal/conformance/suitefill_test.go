@@ -59,13 +59,22 @@ func stepOf(h *simulate.History, c *simulate.CallRecord) *simulate.Step {
 	return &h.Played.Steps[e.Step-1]
 }
 
-func isWriteMethod(m string) bool { return m == "PUT" || m == "POST" || m == "DELETE" }
+// isWrite tells whether a recorded request writes, as the double judged it when it applied the scenario's
+// write faults: a declared service's request by its classification (an AWS GetSecretValue is a POST that
+// reads), the double's own by its method.
+func isWrite(rq simulate.Request) bool {
+	if rq.Service != "" {
+		return rq.Class.Write
+	}
+	m := strings.ToUpper(rq.Method)
+	return m == "PUT" || m == "POST" || m == "DELETE"
+}
 
 // writesIn counts the write requests a call made.
 func writesIn(h *simulate.History, c *simulate.CallRecord) int {
 	n := 0
 	for _, rq := range h.RequestsOf(c.Key) {
-		if isWriteMethod(strings.ToUpper(rq.Method)) {
+		if isWrite(rq) {
 			n++
 		}
 	}
@@ -272,7 +281,7 @@ func (r reach) assertWriteFaults(t *testing.T, method string) {
 	unavailable, dropped := false, false
 	for _, h := range r.hists {
 		for _, rq := range h.Requests {
-			if rq.Callback != method || !isWriteMethod(strings.ToUpper(rq.Method)) {
+			if rq.Callback != method || !isWrite(rq) {
 				continue
 			}
 			unavailable = unavailable || rq.Status == 503
