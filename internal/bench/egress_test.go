@@ -26,30 +26,9 @@ import (
 // both on kept-alive connections. Reported: medians of each and of the difference (target: at most 0.5 ms
 // added, docs/performance.md).
 func BenchmarkEgressProxy(b *testing.B) {
-	stand := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"ok":true}`))
-	})
-	direct := httptest.NewServer(stand)
+	direct := httptest.NewServer(okStand)
 	defer direct.Close()
-	spec := services.Spec{Name: "vault", URLs: []string{"https://vault.corp.example:8200"}, Hosts: []string{"vault.corp.example:8200"}}
-	dbl, err := double.Start(double.Options{Upstreams: map[string]double.Upstream{"vault": {Handler: stand}}, MaxBody: 1 << 20})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer dbl.Close()
-	base, _ := dbl.URL("r1")
-	svc, err := services.ThroughDouble(spec, base)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ca, _ := egress.NewCA()
-	px, err := egress.Start(egress.Options{Replica: "r1", Services: []egress.Service{svc}, CA: ca})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer px.Close()
+	px, ca := proxiedService(b, "vault", "vault.corp.example:8200")
 	pu, _ := url.Parse(px.URL())
 	viaProxy := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(pu), TLSClientConfig: &tls.Config{RootCAs: ca.Pool()}}}
 	plain := &http.Client{Transport: &http.Transport{}}
@@ -99,28 +78,7 @@ func median(xs []float64) float64 {
 // where /usr/bin/python3 has it, httpx's async client (TLS over memory BIOs). Reported: the best batch median
 // of each, and the difference.
 func BenchmarkAttributionCost(b *testing.B) {
-	stand := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"ok":true}`))
-	})
-	spec := services.Spec{Name: "ledger", URLs: []string{"https://ledger.corp.example"}, Hosts: []string{"ledger.corp.example:443"}}
-	dbl, err := double.Start(double.Options{Upstreams: map[string]double.Upstream{"ledger": {Handler: stand}}, MaxBody: 1 << 20})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer dbl.Close()
-	base, _ := dbl.URL("r1")
-	svc, err := services.ThroughDouble(spec, base)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ca, _ := egress.NewCA()
-	px, err := egress.Start(egress.Options{Replica: "r1", Services: []egress.Service{svc}, CA: ca})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer px.Close()
+	px, ca := proxiedService(b, "ledger", "ledger.corp.example:443")
 	caFile := filepath.Join(b.TempDir(), "ca.pem")
 	if err := os.WriteFile(caFile, ca.PEM(), 0o600); err != nil {
 		b.Fatal(err)
@@ -157,4 +115,35 @@ func BenchmarkAttributionCost(b *testing.B) {
 		b.ReportMetric(attributed[client], "µs/attributed-"+client)
 		b.ReportMetric(attributed[client]-bare[client], "µs/added-"+client)
 	}
+}
+
+// okStand is the stand-in of the proxy benchmarks: it reads the request and answers a small JSON document.
+var okStand = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(`{"ok":true}`))
+})
+
+// proxiedService starts a double whose declared service name (at host, "name:port") is served by okStand,
+// and replica r1's egress proxy for it, both closed when the benchmark ends.
+func proxiedService(b *testing.B, name, host string) (*egress.Proxy, *egress.CA) {
+	b.Helper()
+	spec := services.Spec{Name: name, URLs: []string{"https://" + host}, Hosts: []string{host}}
+	dbl, err := double.Start(double.Options{Upstreams: map[string]double.Upstream{name: {Handler: okStand}}, MaxBody: 1 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = dbl.Close() })
+	base, _ := dbl.URL("r1")
+	svc, err := services.ThroughDouble(spec, base)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ca, _ := egress.NewCA()
+	px, err := egress.Start(egress.Options{Replica: "r1", Services: []egress.Service{svc}, CA: ca})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { px.Close() })
+	return px, ca
 }
