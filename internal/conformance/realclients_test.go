@@ -38,7 +38,7 @@ type realClientFixture struct {
 	dir    string
 	module string
 	// timing marks verdicts that depend on when a request lands (cancellation, late writes): run ten times
-	// with ASTRABOX_REALCLIENTS_REPEAT=10 (or ASTRABOX_REPRO=all).
+	// with ASTRABOX_REPRO=all. ASTRABOX_REALCLIENTS_REPEAT=10 runs every fixture ten times.
 	timing bool
 	prove  func(recs []fakeRecord) error
 }
@@ -69,18 +69,18 @@ var realClientFixtures = []realClientFixture{
 }
 
 // TestRealClientFixtures runs each real-client fixture, holds its verdict to expect.json and finds the
-// breach of each twin in its own fake's record of requests, not in the kit's verdict. Timing-sensitive
-// fixtures run ten times with ASTRABOX_REALCLIENTS_REPEAT=10 (or ASTRABOX_REPRO=all) and must give the same
-// verdict every time.
+// breach of each twin in its own fake's record of requests, not in the kit's verdict. With
+// ASTRABOX_REALCLIENTS_REPEAT=N every fixture runs N times, and with ASTRABOX_REPRO=all the timing-sensitive
+// ones run ten times; each must give the same verdict every time.
 func TestRealClientFixtures(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Python and the fixtures' fakes")
 	}
-	repeat := 1
+	every, timing := 1, 1
 	if n, err := strconv.Atoi(os.Getenv("ASTRABOX_REALCLIENTS_REPEAT")); err == nil && n > 0 {
-		repeat = n
+		every, timing = n, n
 	} else if os.Getenv("ASTRABOX_REPRO") == "all" {
-		repeat = reproRuns
+		timing = reproRuns
 	}
 	// Kestrel (boto3) takes its credentials from the default chain, as on an instance without a role file.
 	t.Setenv("AWS_ACCESS_KEY_ID", "AKIAKESTRELFIXTURE00")
@@ -104,9 +104,9 @@ func TestRealClientFixtures(t *testing.T) {
 				FailEvidence map[string]string `json:"fail_evidence"`
 			}
 			_ = json.Unmarshal(data, &extra)
-			runs := 1
+			runs := every
 			if fx.timing {
-				runs = repeat
+				runs = timing
 			}
 			var first string
 			for i := 0; i < runs; i++ {
