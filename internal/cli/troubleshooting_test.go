@@ -24,16 +24,18 @@ var troubleshootingSources = []string{
 	"internal/harness", // only errors.go is read, for the ProcessError summaries
 	"internal/report",  // report merge and report rendering reach the user too
 	"internal/scaffold",
-	"internal/seconds", // the one duration rule: its messages reach the user through settings and scenarios
+	"internal/seconds",  // the one duration rule: its messages reach the user through settings and scenarios
+	"internal/services", // [tool.astrabox.services] declarations: their messages reach the user as settings errors
 	"internal/simulate",
 	"internal/wrapper",
 }
 
 // tsErrorHelpers are the functions whose format argument becomes an error message, with the index of that
-// argument. fmt.Errorf and errors.New are handled by name and package.
+// argument when their declaration does not tell (see tsFormatIndex). fmt.Errorf and errors.New are handled
+// by name and package.
 var tsErrorHelpers = map[string]int{
 	"usagef": 0, // internal/cli: a usage error, exit 2
-	"bad":    1, // internal/conformance/settings.go: a SettingsError for a [tool.astrabox] key
+	"bad":    1, // a settings or services error for one key: bad(key, format, ...) or bad(format, ...)
 	"errAt":  1, // internal/simulate/scenario.go: a ScenarioError at a line
 }
 
@@ -58,6 +60,7 @@ var troubleshootingExclusions = map[string]string{
 	"render github: no report":  "renderers are only called with the report the command just built or read",
 	"render gitlab: no report":  "renderers are only called with the report the command just built or read",
 	"render concise: no report": "renderers are only called with the report the command just built or read",
+	": the double's address":    "the kit passes its own double's URL; a malformed one is a bug in the kit",
 }
 
 // tsMinFragment is the shortest fragment checked: shorter ones ("read %s: %w" -> "read") say nothing on their own.
@@ -235,6 +238,15 @@ func f() error {
 	_ = Event{Message: "a timeline event, not an error"}
 	return errAt(3, "step " + name + " is concatenated with a name")
 }
+
+func parseKey(v any, bad func(string, ...any)) {
+	bad("a key parser's message, format first: %v", v)
+}
+
+func settings() {
+	bad := func(key, format string, args ...any) {}
+	bad("some-key", "a settings message after its key")
+}
 `
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, "x.go", src, 0)
@@ -259,6 +271,8 @@ func f() error {
 		"a message built in a variable",
 		"a message inside a closure",
 		"is concatenated with a name",
+		"a key parser's message, format first:",
+		"a settings message after its key",
 	}
 	for _, w := range want {
 		if !got[strings.TrimSpace(w)] {
@@ -305,7 +319,7 @@ func tsInspectNode(node ast.Node, errorMethod, summary, inErrorFunc bool, add fu
 			case pkg == "fmt" && name == "Errorf", pkg == "errors" && name == "New":
 				add(tsArg(n, 0), n.Pos())
 			case pkg == "" && tsHasHelper(name):
-				add(tsArg(n, tsErrorHelpers[name]), n.Pos())
+				add(tsArg(n, tsFormatIndex(n, tsErrorHelpers[name])), n.Pos())
 			case errorMethod && (name == "Sprintf" || name == "Fprintf" || name == "WriteString"):
 				idx := 0
 				if name == "Fprintf" {
@@ -347,6 +361,44 @@ func tsInspectNode(node ast.Node, errorMethod, summary, inErrorFunc bool, add fu
 }
 
 func tsHasHelper(name string) bool { _, ok := tsErrorHelpers[name]; return ok }
+
+// tsFormatIndex returns the index of a helper call's format argument from the helper's own declaration when
+// the parser resolved it (a parameter such as `bad func(string, ...any)` or a closure such as
+// `bad := func(key, format string, args ...any)`): the last parameter before the variadic one. Otherwise it
+// returns def.
+func tsFormatIndex(c *ast.CallExpr, def int) int {
+	id, ok := c.Fun.(*ast.Ident)
+	if !ok || id.Obj == nil { //nolint:staticcheck // the parser's object resolution is all a parse-only test has
+		return def
+	}
+	var ft *ast.FuncType
+	switch d := id.Obj.Decl.(type) { //nolint:staticcheck // as above
+	case *ast.Field:
+		ft, _ = d.Type.(*ast.FuncType)
+	case *ast.AssignStmt:
+		for i, lhs := range d.Lhs {
+			if l, ok := lhs.(*ast.Ident); ok && l.Name == id.Name && i < len(d.Rhs) {
+				if fl, ok := d.Rhs[i].(*ast.FuncLit); ok {
+					ft = fl.Type
+				}
+			}
+		}
+	}
+	if ft == nil || ft.Params == nil {
+		return def
+	}
+	fixed := 0
+	for _, f := range ft.Params.List {
+		if _, variadic := f.Type.(*ast.Ellipsis); variadic {
+			break
+		}
+		fixed += max(1, len(f.Names))
+	}
+	if fixed == 0 {
+		return def
+	}
+	return fixed - 1
+}
 
 // tsIsMsgTarget reports whether an assignment target is a message variable or field (msg, x.Msg, x.Message).
 func tsIsMsgTarget(e ast.Expr) bool {
