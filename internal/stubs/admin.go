@@ -85,11 +85,15 @@ func (s *Set) serveAdmin(w http.ResponseWriter, hr *http.Request, body []byte) {
 		return
 	}
 	if err := s.SetState(name, state); err != nil {
-		adminError(w, http.StatusBadRequest, err.Error())
+		// The scenario exists, so the state is not one of its own: WireMock 3 answers 422.
+		adminError(w, http.StatusUnprocessableEntity, err.Error())
 		return
 	}
-	w.Header().Set("Content-Length", "0")
+	// WireMock 3 answers a moved (or reset) scenario with an empty JSON object.
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", "2")
 	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write([]byte("{}"))
 }
 
 func unescape(s string) (string, bool) {

@@ -14,7 +14,7 @@ func TestAdminSetsScenarioState(t *testing.T) {
 		t.Fatalf("starting list = %s", body)
 	}
 	status, body, _ := do(t, srv, "PUT", "/__admin/scenarios/To%20do%20list/state", `{"state": "Cancel newspaper item added"}`, nil)
-	if status != 200 || body != "" {
+	if status != 200 || body != "{}" {
 		t.Fatalf("set state: %d %s", status, body)
 	}
 	if got := set.State("To do list"); got != "Cancel newspaper item added" {
@@ -41,5 +41,24 @@ func TestAdminSetsScenarioState(t *testing.T) {
 	}
 	if got := set.State("To do list"); got != StartedState {
 		t.Errorf("a refused request moved the state to %q", got)
+	}
+}
+
+// TestAdminAnswersAsWireMock3: the kit answers the scenario-state request with WireMock 3.13's statuses and
+// shapes (as TestScenarioParityWithWireMock sees them): 200 with the JSON body {} when the state moved (or
+// was reset), 422 for a state the scenario does not have, 404 for a scenario no mapping names.
+func TestAdminAnswersAsWireMock3(t *testing.T) {
+	_, srv := serve(t)
+	for _, body := range []string{`{"state": "Cancel newspaper item added"}`, ""} {
+		status, got, h := do(t, srv, "PUT", "/__admin/scenarios/To%20do%20list/state", body, nil)
+		if status != 200 || got != "{}" || h.Get("Content-Type") != "application/json" {
+			t.Errorf("PUT state %q: %d %q Content-Type=%q, want 200 {} application/json", body, status, got, h.Get("Content-Type"))
+		}
+	}
+	if status, got, _ := do(t, srv, "PUT", "/__admin/scenarios/To%20do%20list/state", `{"state": "Eaten"}`, nil); status != 422 {
+		t.Errorf("unknown state: %d %s, want 422", status, got)
+	}
+	if status, got, _ := do(t, srv, "PUT", "/__admin/scenarios/Nope/state", `{"state": "Started"}`, nil); status != 404 {
+		t.Errorf("unknown scenario: %d %s, want 404", status, got)
 	}
 }
