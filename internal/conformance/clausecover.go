@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 
@@ -58,42 +57,4 @@ func clauseCoverages(spec []clauses.Clause, checks []*Check, unchecked map[strin
 		out = append(out, cov)
 	}
 	return out
-}
-
-// clauseGaps says, one message per problem, what the check table and uncheckedClauses lack or hold in excess
-// against a spec: a provider clause with neither a check nor a recorded reason, and an entry of unchecked
-// that is stale (no such clause, a platform clause, a clause a check names, or no reason given).
-func clauseGaps(spec []clauses.Clause, checks []*Check, unchecked map[string]string) []string {
-	var gaps []string
-	byID := map[string]ClauseCoverage{}
-	for _, cov := range clauseCoverages(spec, checks, unchecked) {
-		byID[cov.Clause.ID] = cov
-		if len(cov.Checks) == 0 && cov.Reason == "" {
-			cl := cov.Clause
-			gaps = append(gaps, fmt.Sprintf("%s clause %s (%s line %d, section %q: %q) has no check: add a *Check "+
-				"whose Clauses names %s to the checks_<area>.go file of internal/conformance, with a broken fixture "+
-				"under testdata/providers/broken/<check-id>/; or, if the kit cannot judge it from outside, record why "+
-				"in uncheckedClauses (internal/conformance/clausecover.go)",
-				cl.Owner, cl.ID, clauses.SourceName, cl.Line, cl.Section, cl.Text, cl.ID))
-		}
-	}
-	ids := make([]string, 0, len(unchecked))
-	for id := range unchecked {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		cov, ok := byID[id]
-		switch {
-		case !ok:
-			gaps = append(gaps, fmt.Sprintf("uncheckedClauses names %s, which spec/clauses.md does not have; drop the entry", id))
-		case unchecked[id] == "":
-			gaps = append(gaps, fmt.Sprintf("uncheckedClauses[%s] records no reason; say why no check judges it", id))
-		case cov.Clause.Owner == clauses.OwnerPlatform:
-			gaps = append(gaps, fmt.Sprintf("uncheckedClauses names %s, a platform clause, which needs no entry (the kit plays it); drop the entry", id))
-		case len(cov.Checks) > 0:
-			gaps = append(gaps, fmt.Sprintf("uncheckedClauses names %s, which checks %v judge; drop the entry", id, cov.Checks))
-		}
-	}
-	return gaps
 }

@@ -2,6 +2,8 @@ package conformance
 
 import (
 	"bytes"
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -52,11 +54,26 @@ func withClause(t *testing.T, after, row string) []clauses.Clause {
 	return spec
 }
 
+// gapsAbout keeps the gaps that name one of ids, so that a test of an added clause says nothing about a gap
+// the real spec may have (TestEveryClauseHasACheckOrAReason reports those).
+func gapsAbout(gaps []string, ids ...string) []string {
+	var out []string
+	for _, g := range gaps {
+		for _, id := range ids {
+			if strings.Contains(g, " "+id+" ") || strings.Contains(g, " "+id+",") || strings.Contains(g, "["+id+"]") {
+				out = append(out, g)
+				break
+			}
+		}
+	}
+	return out
+}
+
 // TestANewProviderClauseWithoutACheckFails: a provider clause added to the spec text, with no check naming
 // it, fails the coverage with one message that names the clause, its line and section, and says what to add.
 func TestANewProviderClauseWithoutACheckFails(t *testing.T) {
 	spec := withClause(t, "SESSION-CLI-PROBE", "| SESSION-NEW-RULE | provider | Returned files are never empty. |")
-	gaps := clauseGaps(spec, Checks(), uncheckedClauses)
+	gaps := gapsAbout(clauseGaps(spec, Checks(), uncheckedClauses), "SESSION-NEW-RULE")
 	if len(gaps) != 1 {
 		t.Fatalf("gaps %q, want exactly the new clause's", gaps)
 	}
@@ -73,11 +90,15 @@ func TestANewProviderClauseWithoutACheckFails(t *testing.T) {
 		}
 	}
 	// A recorded reason, or a check naming the clause, closes the gap.
-	if gaps := clauseGaps(spec, Checks(), map[string]string{"SESSION-NEW-RULE": "cannot be seen from outside"}); len(gaps) != 0 {
+	reasons := map[string]string{"SESSION-NEW-RULE": "cannot be seen from outside"}
+	for id, why := range uncheckedClauses {
+		reasons[id] = why
+	}
+	if gaps := gapsAbout(clauseGaps(spec, Checks(), reasons), "SESSION-NEW-RULE"); len(gaps) != 0 {
 		t.Errorf("with a reason: %q", gaps)
 	}
 	withCheck := append(Checks(), &Check{ID: "SESSION-NEW-RULE", Clauses: []string{"SESSION-NEW-RULE"}})
-	if gaps := clauseGaps(spec, withCheck, uncheckedClauses); len(gaps) != 0 {
+	if gaps := gapsAbout(clauseGaps(spec, withCheck, uncheckedClauses), "SESSION-NEW-RULE"); len(gaps) != 0 {
 		t.Errorf("with a check: %q", gaps)
 	}
 }
@@ -86,7 +107,7 @@ func TestANewProviderClauseWithoutACheckFails(t *testing.T) {
 // simulator test is internal/simulate's business), and docs name the test that proves it.
 func TestANewPlatformClauseNeedsNoCheck(t *testing.T) {
 	spec := withClause(t, "TURN-BACKEND", "| TURN-NEW-RULE | platform | The host retries a refused write once. |")
-	if gaps := clauseGaps(spec, Checks(), uncheckedClauses); len(gaps) != 0 {
+	if gaps := gapsAbout(clauseGaps(spec, Checks(), uncheckedClauses), "TURN-NEW-RULE"); len(gaps) != 0 {
 		t.Fatalf("gaps %q", gaps)
 	}
 	for _, cov := range clauseCoverages(spec, Checks(), uncheckedClauses) {
@@ -100,12 +121,12 @@ func TestANewPlatformClauseNeedsNoCheck(t *testing.T) {
 // names, that is a platform clause, or that gives no reason is reported.
 func TestStaleUncheckedEntriesFail(t *testing.T) {
 	spec := withClause(t, "SESSION-CLI-PROBE", "| SESSION-NEW-RULE | provider | Returned files are never empty. |")
-	gaps := clauseGaps(spec, Checks(), map[string]string{
+	gaps := gapsAbout(clauseGaps(spec, Checks(), map[string]string{
 		"NOPE-CLAUSE":      "gone",
 		"PLAN-SYNC":        "judged after all",
 		"SYNC-CAS":         "the platform's",
 		"SESSION-NEW-RULE": "",
-	})
+	}), "NOPE-CLAUSE", "PLAN-SYNC", "SYNC-CAS", "SESSION-NEW-RULE")
 	want := []string{
 		"uncheckedClauses names NOPE-CLAUSE, which spec/clauses.md does not have",
 		"uncheckedClauses names PLAN-SYNC, which checks [PLAN-SYNC] judge",
@@ -148,4 +169,42 @@ func TestExplainShowsEveryClauseText(t *testing.T) {
 			t.Errorf("docs/checks.md does not list %s among the clauses no check judges", cov.Clause.ID)
 		}
 	}
+}
+
+// clauseGaps says, one message per problem, what the check table and uncheckedClauses lack or hold in excess
+// against a spec: a provider clause with neither a check nor a recorded reason, and an entry of unchecked
+// that is stale (no such clause, a platform clause, a clause a check names, or no reason given).
+func clauseGaps(spec []clauses.Clause, checks []*Check, unchecked map[string]string) []string {
+	var gaps []string
+	byID := map[string]ClauseCoverage{}
+	for _, cov := range clauseCoverages(spec, checks, unchecked) {
+		byID[cov.Clause.ID] = cov
+		if len(cov.Checks) == 0 && cov.Reason == "" {
+			cl := cov.Clause
+			gaps = append(gaps, fmt.Sprintf("%s clause %s (%s line %d, section %q: %q) has no check: add a *Check "+
+				"whose Clauses names %s to the checks_<area>.go file of internal/conformance, with a broken fixture "+
+				"under testdata/providers/broken/<check-id>/; or, if the kit cannot judge it from outside, record why "+
+				"in uncheckedClauses (internal/conformance/clausecover.go)",
+				cl.Owner, cl.ID, clauses.SourceName, cl.Line, cl.Section, cl.Text, cl.ID))
+		}
+	}
+	ids := make([]string, 0, len(unchecked))
+	for id := range unchecked {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		cov, ok := byID[id]
+		switch {
+		case !ok:
+			gaps = append(gaps, fmt.Sprintf("uncheckedClauses names %s, which spec/clauses.md does not have; drop the entry", id))
+		case unchecked[id] == "":
+			gaps = append(gaps, fmt.Sprintf("uncheckedClauses[%s] records no reason; say why no check judges it", id))
+		case cov.Clause.Owner == clauses.OwnerPlatform:
+			gaps = append(gaps, fmt.Sprintf("uncheckedClauses names %s, a platform clause, which needs no entry (the kit plays it); drop the entry", id))
+		case len(cov.Checks) > 0:
+			gaps = append(gaps, fmt.Sprintf("uncheckedClauses names %s, which checks %v judge; drop the entry", id, cov.Checks))
+		}
+	}
+	return gaps
 }
