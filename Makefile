@@ -34,7 +34,7 @@ FUZZTIME ?= 10s
 FUZZ_TARGETS ?= \
 	./internal/simulate:FuzzParseScenario ./internal/simulate:FuzzScenarioDeep \
 	./internal/harness:FuzzReadFrame ./internal/harness:FuzzFrameDeep \
-	./internal/conformance:FuzzParseSettings \
+	./internal/conformance:FuzzParseSettings ./internal/clauses:FuzzParse \
 	./internal/report:FuzzMergeRender ./internal/report:FuzzReportDeep \
 	./internal/secrets:FuzzHuntAndMask \
 	./internal/explore:FuzzLastFailed ./internal/explore:FuzzSavedScenario \

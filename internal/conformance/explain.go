@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/astrabox-dev/astrabox/internal/clauses"
 	"github.com/astrabox-dev/astrabox/internal/term"
 )
 
-// Explain renders a check for `astrabox conformance explain`: its clauses, why it matters, and a wrong and
-// a right snippet, prose wrapped to 96 columns.
+// Explain renders a check for `astrabox conformance explain`: its clauses (the text of spec/clauses.md, from
+// the embedded copy in internal/clauses), why it matters, and a wrong and a right snippet, prose wrapped to
+// 96 columns.
 func Explain(c *Check, s term.Styles) string { return ExplainWidth(c, s, 96) }
 
 // ExplainWidth is Explain with prose (clause texts, rationale, notes, fix) wrapped to width columns; code
@@ -19,8 +21,10 @@ func ExplainWidth(c *Check, s term.Styles, width int) string {
 	fmt.Fprintf(&b, "%s  %s\n", s.ID.Render(c.ID), s.Heading.Render(c.Title))
 	fmt.Fprintf(&b, "area: %s   severity: %s   clauses: %s\n\n", c.Area, c.Severity, strings.Join(c.ClauseLabels(), ", "))
 	for _, id := range c.Clauses {
-		if text, ok := ClauseText(id); ok {
-			fmt.Fprintf(&b, "%s: %s\n", s.ID.Render(id), wrapText(text, width-2, "  "))
+		if cl, ok := clauses.Lookup(id); ok {
+			// The ID starts the first line, so it is wrapped with the text; it is styled afterwards.
+			wrapped := wrapText(id+": "+cl.Plain(), width-2, "  ")
+			fmt.Fprintf(&b, "%s%s\n", s.ID.Render(id), wrapped[len(id):])
 		}
 	}
 	fmt.Fprintf(&b, "\nWhy it matters\n  %s\n", wrapText(c.Rationale, width-2, "  "))
@@ -84,7 +88,16 @@ func ChecksMarkdown() string {
 		if c.Kind == KindKitRule {
 			covers = KitRuleLabel
 		}
-		fmt.Fprintf(&b, "\n## %s\n\n**%s** (%s, %s; %s)\n\n%s\n", c.ID, c.Title, c.Area, c.Severity, covers, c.Rationale)
+		fmt.Fprintf(&b, "\n## %s\n\n**%s** (%s, %s; %s)\n\n", c.ID, c.Title, c.Area, c.Severity, covers)
+		for _, id := range c.Clauses {
+			if cl, ok := clauses.Lookup(id); ok {
+				fmt.Fprintf(&b, "- `%s` (%s): %s\n", cl.ID, cl.Owner, cl.Text)
+			}
+		}
+		if len(c.Clauses) > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "%s\n", c.Rationale)
 		if e := exercisedText(c); e != "" {
 			fmt.Fprintf(&b, "\nDecided over: %s\n", e)
 		}
@@ -101,7 +114,30 @@ func ChecksMarkdown() string {
 			fmt.Fprintf(&b, "\nRight:\n\n```python\n%s\n```\n", strings.TrimRight(c.Right, "\n"))
 		}
 	}
+	writeUncheckedClauses(&b)
 	return b.String()
+}
+
+// writeUncheckedClauses ends docs/checks.md with the clauses of spec/clauses.md that no check judges, each
+// with the reason recorded for it.
+func writeUncheckedClauses(b *strings.Builder) {
+	b.WriteString("\n## Clauses no check judges\n\n")
+	b.WriteString("Every clause of `spec/clauses.md` is either named by a check above or listed here with the reason\n")
+	b.WriteString("none judges it. A `platform` clause is the platform's to keep: the kit plays it in the simulator\n")
+	b.WriteString("rather than judging the provider on it, and the test of `internal/simulate` named after the clause\n")
+	b.WriteString("proves the simulator keeps it.\n\n")
+	b.WriteString("| clause | owner | text | why no check |\n| --- | --- | --- | --- |\n")
+	for _, cov := range ClauseCoverages() {
+		if len(cov.Checks) > 0 {
+			continue
+		}
+		why := cov.Reason
+		if cov.Clause.Owner == clauses.OwnerPlatform {
+			why = "played by the simulator; `" + PlatformTest(cov.Clause.ID) + "`"
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", cov.Clause.ID, cov.Clause.Owner,
+			strings.ReplaceAll(cov.Clause.Text, "|", `\|`), strings.ReplaceAll(why, "|", `\|`))
+	}
 }
 
 // exercisedText says what a check must have seen to pass, and when it is not applicable.

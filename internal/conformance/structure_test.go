@@ -1,38 +1,22 @@
 package conformance
 
 import (
-	"bufio"
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/astrabox-dev/astrabox/internal/clauses"
 )
 
-// clauseRow is one row of a clause table in spec/clauses.md: | ID | owner | clause |.
-var clauseRow = regexp.MustCompile(`^\| ([A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+) \| (platform|provider) \|`)
-
-// specClauses reads the clause IDs and their owners from the repository's copy of spec/clauses.md
-// (testdata/spec/clauses.md; refresh it with `cp /work/shared/spec/clauses.md testdata/spec/` when the
-// contract changes).
-func specClauses(t *testing.T) map[string]string {
+// specClauses maps the clause IDs of spec/clauses.md (the copy embedded in internal/clauses) to their owners.
+func specClauses(t *testing.T) map[string]clauses.Owner {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "..", "testdata", "spec", "clauses.md"))
-	if err != nil {
-		t.Fatalf("the clause list: %v", err)
-	}
-	defer f.Close()
-	owners := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if m := clauseRow.FindStringSubmatch(sc.Text()); m != nil {
-			owners[m[1]] = m[2]
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
+	owners := map[string]clauses.Owner{}
+	for _, c := range clauses.All() {
+		owners[c.ID] = c.Owner
 	}
 	if len(owners) < 50 {
 		t.Fatalf("read only %d clause IDs from clauses.md; the table format changed?", len(owners))

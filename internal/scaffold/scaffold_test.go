@@ -12,6 +12,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"gopkg.in/yaml.v3"
 
+	"github.com/astrabox-dev/astrabox/internal/clauses"
 	"github.com/astrabox-dev/astrabox/internal/conformance"
 	"github.com/astrabox-dev/astrabox/internal/discovery"
 )
@@ -390,7 +391,7 @@ func TestProviderStubsNameTheirClauses(t *testing.T) {
 	}
 	src := string(files["src/tools_provider/provider.py"])
 	known := map[string]bool{}
-	for _, c := range conformance.Clauses {
+	for _, c := range clauses.All() {
 		known[c.ID] = true
 	}
 	for _, cb := range []string{"plan", "synchronize", "recover", "prepare_session", "prepare_turn", "read_user_actions", "perform_user_action"} {

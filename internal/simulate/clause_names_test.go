@@ -1,41 +1,31 @@
 package simulate
 
 import (
-	"bufio"
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/astrabox-dev/astrabox/internal/clauses"
 )
 
-// platformClauseRow is one row of a clause table in spec/clauses.md owned by the platform.
-var platformClauseRow = regexp.MustCompile(`^\| ([A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+) \| platform \|`)
-
-// TestEveryPlatformClauseHasATest fails on a `platform` clause of spec/clauses.md (the repository's copy,
-// testdata/spec/clauses.md) that no test of this package is named after: TestBOUND_CLAIM for BOUND-CLAIM,
+// TestEveryPlatformClauseHasATest fails on a `platform` clause of spec/clauses.md (the copy embedded in
+// internal/clauses) that no test of this package is named after: TestBOUND_CLAIM for BOUND-CLAIM,
 // TestSYNC_CAS_EveryField also counting for SYNC-CAS.
 func TestEveryPlatformClauseHasATest(t *testing.T) {
-	f, err := os.Open(filepath.Join("..", "..", "testdata", "spec", "clauses.md"))
-	if err != nil {
-		t.Fatalf("the clause list: %v", err)
-	}
-	defer f.Close()
-	var clauses []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if m := platformClauseRow.FindStringSubmatch(sc.Text()); m != nil {
-			clauses = append(clauses, m[1])
+	var ids []string
+	for _, c := range clauses.All() {
+		if c.Owner == clauses.OwnerPlatform {
+			ids = append(ids, c.ID)
 		}
 	}
-	if len(clauses) < 10 {
-		t.Fatalf("read only %d platform clauses from clauses.md; the table format changed?", len(clauses))
+	if len(ids) < 10 {
+		t.Fatalf("read only %d platform clauses from clauses.md; the table format changed?", len(ids))
 	}
 	tests := testNames(t)
-	for _, id := range clauses {
+	for _, id := range ids {
 		want := "Test" + strings.ReplaceAll(id, "-", "_")
 		found := false
 		for _, name := range tests {
