@@ -96,15 +96,6 @@ func relPath(root, p string) (string, bool) {
 	return p, true
 }
 
-// manifest is the project file a result without a usable location points at: the provider's declaration file
-// when the report names one (pyproject.toml or setup.cfg), else pyproject.toml.
-func manifest(p Provider) string {
-	if base := filepath.Base(filepath.ToSlash(p.Source)); base == "setup.cfg" || base == "setup.py" {
-		return base
-	}
-	return "pyproject.toml"
-}
-
 // sanitize makes provider-supplied text safe to print: control characters other than newline become visible
 // escapes (so an escape sequence in a log line cannot colour or move the terminal), tabs become spaces and
 // carriage returns are dropped.
