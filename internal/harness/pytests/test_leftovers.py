@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 
 from astrabox._harness import leftovers  # noqa: E402
 from astrabox._harness.leftovers import IdleWatch, Work  # noqa: E402
-from astrabox._harness.records import LeftoverChild  # noqa: E402
+from astrabox._harness.records import LIST_LIMIT, LeftoverChild  # noqa: E402
 from astrabox._harness.routing import CURRENT_CALL, Router  # noqa: E402
 
 WAIT = 10.0  # seconds: a bound on waiting for an event or a state, never a pause
@@ -167,7 +167,7 @@ class Leftovers(WithWork):
 
     def test_bounds_cut_and_count(self):
         before = self.work.snapshot(self.loop)
-        handles = [self.loop.call_later(60, print) for _ in range(leftovers.Leftovers().trim.__defaults__[0] + 7)]
+        handles = [self.loop.call_later(60, print) for _ in range(LIST_LIMIT + 7)]
         out, cut = self.work.leftovers(self.loop, before, 1, set())
         self.assertEqual(cut, 7)
         self.assertEqual(len(out.timers), len(handles) - 7)
