@@ -50,7 +50,12 @@ class Listener:
             self.got.set()
 
     def close(self) -> None:
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)  # wakes the accept (Linux), so the thread ends
+        except OSError:
+            pass
         self.sock.close()
+        self.thread.join(WAIT)
 
 
 class RouterTable(unittest.TestCase):
