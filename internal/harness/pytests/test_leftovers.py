@@ -249,8 +249,8 @@ class Children(WithWork):
         return proc
 
     def test_a_child_left_running_and_the_call_it_belongs_to(self):
+        self.work.spawned = True  # as after the provider's first spawn: the snapshot lists the children alive
         before = self.work.snapshot(self.loop)
-        self.work.spawned = True
         proc = self.spawn("sleep", "30")
         out, _ = self.work.leftovers(self.loop, before, 5, set())
         self.assertEqual(out.children, [LeftoverChild(proc.pid, "sleep 30")])
