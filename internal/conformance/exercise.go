@@ -57,9 +57,6 @@ func (t *tally) mark(labels ...string) {
 	}
 }
 
-// count is how many times a label was marked.
-func (t *tally) count(label string) int { return t.counts[label] }
-
 // String is the decided-over sentence: "N <noun> in M scenarios: a x, b y".
 func (t *tally) String() string {
 	s := fmt.Sprintf("%d %s in %d scenario%s", t.calls, t.noun, len(t.scenarios), plural(len(t.scenarios)))

@@ -8,13 +8,10 @@ import (
 	"github.com/astrabox-dev/astrabox/internal/term"
 )
 
-// Explain renders a check for `astrabox conformance explain`: its clauses (the text of spec/clauses.md, from
-// the embedded copy in internal/clauses), why it matters, and a wrong and a right snippet, prose wrapped to
-// 96 columns.
-func Explain(c *Check, s term.Styles) string { return ExplainWidth(c, s, 96) }
-
-// ExplainWidth is Explain with prose (clause texts, rationale, notes, fix) wrapped to width columns; code
-// snippets keep their lines.
+// ExplainWidth renders a check for `astrabox conformance explain`: its clauses (the text of
+// internal/clauses' embedded spec), why it matters, and a wrong
+// and a right snippet, prose (clause texts, rationale, notes, fix) wrapped to width columns; code snippets
+// keep their lines.
 func ExplainWidth(c *Check, s term.Styles, width int) string {
 	width = max(width, 40)
 	var b strings.Builder

@@ -128,18 +128,6 @@ func applyFindings(res *report.Result, c *Check, findings []Finding, project str
 	}
 }
 
-// Undecided lists the checks of a report that were implemented but not reached (not_exercised): with any,
-// the kit could not decide the run.
-func Undecided(rep *report.Report) []string {
-	var out []string
-	for _, r := range rep.Results {
-		if r.Status == report.StatusNotExercised {
-			out = append(out, r.Check)
-		}
-	}
-	return out
-}
-
 // notExercised is the message of a not_exercised result: what the check needs, what was seen instead and what
 // would reach it.
 func notExercised(c *Check, ex Exercise) string {

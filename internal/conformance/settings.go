@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/astrabox-dev/astrabox/internal/discovery"
 	"github.com/astrabox-dev/astrabox/internal/egress"
 	"github.com/astrabox-dev/astrabox/internal/seconds"
 	"github.com/astrabox-dev/astrabox/internal/services"
@@ -147,7 +148,7 @@ func ParseSettings(raw map[string]any, file, projectDir string) (*Settings, erro
 		if key == "" || strings.HasSuffix(key, ".") {
 			key += `""` // an empty TOML key, written "" = ...
 		}
-		errs = append(errs, &SettingsError{File: file, Line: settingsLine(file, key), Key: key, Msg: fmt.Sprintf(format, args...)})
+		errs = append(errs, &SettingsError{File: file, Line: discovery.SettingsLine(file, key), Key: key, Msg: fmt.Sprintf(format, args...)})
 	}
 	for _, k := range sortedAnyKeys(raw) {
 		if k == "services" {
@@ -232,7 +233,7 @@ func quoteAll(list []string) []string {
 // parseServices reads the services table and turns each service declaration problem into a settings error
 // at its line.
 func parseServices(s *Settings, v any, file, dir string) []*SettingsError {
-	specs, err := services.Parse(v, file, dir, func(key string) int { return settingsLine(file, key) })
+	specs, err := services.Parse(v, file, dir, func(key string) int { return discovery.SettingsLine(file, key) })
 	if err == nil {
 		s.Services = specs
 		return nil
@@ -376,7 +377,7 @@ func parsePython(s *Settings, k string, v any, dir string, bad badFunc) {
 	}
 	s.Python = p
 	if s.File != "" {
-		s.PythonLine = settingsLine(s.File, k)
+		s.PythonLine = discovery.SettingsLine(s.File, k)
 	}
 }
 

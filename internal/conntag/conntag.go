@@ -77,9 +77,8 @@ func Parse(s string) (Ref, bool) {
 
 // Counter numbers the connections one listener accepts, per peer port. The zero value is ready to use.
 type Counter struct {
-	mu    sync.Mutex
-	seen  map[int]int
-	local int
+	mu   sync.Mutex
+	seen map[int]int
 }
 
 // Accept counts a newly accepted connection and returns its [Conn].

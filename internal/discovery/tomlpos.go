@@ -1,9 +1,50 @@
 package discovery
 
 import (
+	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
+
+// maxSettingsScan bounds how much of a settings file SettingsLine reads.
+const maxSettingsScan = 4 << 20
+
+// SettingsLine returns the line of file on which a settings key ("deadlines.turn") is written: under
+// [tool.astrabox] in pyproject.toml or at the top of astrabox.toml, the line of the key itself, else of its
+// innermost enclosing table or key that is written (a table header, a dotted key, an inline table). 0 when
+// the file cannot be read or no part of the key is found. The TOML decoder has already accepted the file.
+func SettingsLine(file, key string) int {
+	if file == "" || key == "" {
+		return 0
+	}
+	st, err := os.Stat(file)
+	if err != nil || !st.Mode().IsRegular() {
+		return 0
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	src, err := io.ReadAll(io.LimitReader(f, maxSettingsScan))
+	if err != nil {
+		return 0
+	}
+	path := []string{"tool", "astrabox"}
+	if filepath.Base(file) == "astrabox.toml" {
+		path = nil
+	}
+	lines := keyLines(string(src))
+	want := strings.Split(key, ".")
+	for d := len(want); d >= 1; d-- {
+		if line, ok := lines[pathKey(append(path[:len(path):len(path)], want[:d]...)...)]; ok {
+			return line
+		}
+	}
+	return 0
+}
 
 // keyLines maps every key path defined in a TOML document (tables, dotted keys, keys inside inline tables)
 // to the 1-based line where it is first written. BurntSushi/toml validates the document and gives the

@@ -36,18 +36,6 @@ func newModel(replicas int, principals map[string]simulate.Principal) *model {
 	return m
 }
 
-// clone copies the model (the generator tries steps on a copy).
-func (m *model) clone() *model {
-	c := *m
-	c.owner, c.consent = maps.Clone(m.owner), maps.Clone(m.consent)
-	c.pending, c.recovered = maps.Clone(m.pending), maps.Clone(m.recovered)
-	c.mem = map[string]*replicaMemory{}
-	for r, rm := range m.mem {
-		c.mem[r] = &replicaMemory{principals: slices.Clone(rm.principals), sessions: maps.Clone(rm.sessions), ops: maps.Clone(rm.ops), read: maps.Clone(rm.read)}
-	}
-	return &c
-}
-
 // replica is the replica a step runs on, as the platform picks it.
 func (m *model) replica(st simulate.Step) string {
 	if i, ok := simulate.ParseReplica(st.Replica); ok && i <= m.replicas {

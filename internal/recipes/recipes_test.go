@@ -407,9 +407,6 @@ func TestRecipesRun(t *testing.T) {
 	}
 }
 
-// sh quotes s for a POSIX shell.
-func sh(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
-
 func dump(t testing.TB, what string, res runResult) {
 	t.Helper()
 	if t.Failed() {

@@ -212,24 +212,8 @@ func junitDetails(root, project string, res *Result) string {
 	for i := range res.Evidence {
 		e := &res.Evidence[i]
 		b.WriteString("evidence: " + e.Text + "\n")
-		var ctx []string
-		if e.Location != nil && e.Location.Path != "" {
-			ctx = append(ctx, "at "+rel(e.Location))
-		}
-		if e.Replica != "" {
-			ctx = append(ctx, "replica "+e.Replica)
-		}
-		if e.Callback != "" {
-			ctx = append(ctx, "callback "+e.Callback)
-		}
-		if e.CallID != "" {
-			ctx = append(ctx, "call "+e.CallID)
-		}
-		if e.Scenario != "" {
-			ctx = append(ctx, "scenario "+e.Scenario)
-		}
-		if len(ctx) > 0 {
-			b.WriteString("  " + strings.Join(ctx, ", ") + "\n")
+		if c := evidenceContext(e, rel); c != "" {
+			b.WriteString("  " + c + "\n")
 		}
 		for j, st := range e.Steps {
 			fmt.Fprintf(&b, "    %d. %s\n", j+1, st)

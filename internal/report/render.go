@@ -96,15 +96,6 @@ func relPath(root, p string) (string, bool) {
 	return p, true
 }
 
-// manifest is the project file a result without a usable location points at: the provider's declaration file
-// when the report names one (pyproject.toml or setup.cfg), else pyproject.toml.
-func manifest(p Provider) string {
-	if base := filepath.Base(filepath.ToSlash(p.Source)); base == "setup.cfg" || base == "setup.py" {
-		return base
-	}
-	return "pyproject.toml"
-}
-
 // sanitize makes provider-supplied text safe to print: control characters other than newline become visible
 // escapes (so an escape sequence in a log line cannot colour or move the terminal), tabs become spaces and
 // carriage returns are dropped.
@@ -140,11 +131,12 @@ func locationString(l *Location) string {
 	return l.Path
 }
 
-// evidenceContext is the one-line context of a piece of evidence: location, replica and callback.
-func evidenceContext(e *Evidence) string {
+// evidenceContext is the one-line context of a piece of evidence: location (written by where), replica,
+// callback, call and scenario.
+func evidenceContext(e *Evidence, where func(*Location) string) string {
 	var parts []string
 	if e.Location != nil && e.Location.Path != "" {
-		parts = append(parts, "at "+locationString(e.Location))
+		parts = append(parts, "at "+where(e.Location))
 	}
 	if e.Replica != "" {
 		parts = append(parts, "replica "+e.Replica)
@@ -155,39 +147,10 @@ func evidenceContext(e *Evidence) string {
 	if e.CallID != "" {
 		parts = append(parts, "call "+e.CallID)
 	}
+	if e.Scenario != "" {
+		parts = append(parts, "scenario "+e.Scenario)
+	}
 	return strings.Join(parts, ", ")
-}
-
-// plainDetails is the text body of a result for formats without layout (JUnit): message, clauses, evidence,
-// hint, one fact per line.
-func plainDetails(res *Result) string {
-	var b strings.Builder
-	if res.Message != "" {
-		b.WriteString(res.Message + "\n")
-	}
-	if len(res.Clauses) > 0 {
-		b.WriteString("clauses: " + strings.Join(res.Clauses, ", ") + "\n")
-	}
-	if l := primaryLocation(res); l != nil {
-		b.WriteString("location: " + locationString(l) + "\n")
-	}
-	for i := range res.Evidence {
-		e := &res.Evidence[i]
-		b.WriteString("evidence: " + e.Text + "\n")
-		if c := evidenceContext(e); c != "" {
-			b.WriteString("  " + c + "\n")
-		}
-		if e.Scenario != "" {
-			b.WriteString("  scenario " + e.Scenario + "\n")
-		}
-		for j, st := range e.Steps {
-			fmt.Fprintf(&b, "    %d. %s\n", j+1, st)
-		}
-	}
-	if res.Hint != "" {
-		b.WriteString("hint: " + res.Hint + "\n")
-	}
-	return b.String()
 }
 
 // summaryOf counts r's results afresh, so renderers never print a stale summary.

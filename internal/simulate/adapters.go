@@ -58,12 +58,3 @@ func IsPlatformOwnedEnv(name string) bool {
 	}
 	return false
 }
-
-// PlatformOwnedEnv returns the documented list of platform-owned names and prefixes (prefixes end in "*").
-func PlatformOwnedEnv() []string {
-	out := append([]string{}, platformOwnedEnv...)
-	for _, p := range platformOwnedPrefixes {
-		out = append(out, p+"*")
-	}
-	return out
-}

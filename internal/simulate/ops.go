@@ -120,21 +120,3 @@ func Ops() []string {
 	sort.Strings(out)
 	return out
 }
-
-// OpDoc is the documentation of one op, for docs/scenarios.md.
-type OpDoc struct {
-	Name     string
-	Required []string
-	Allowed  []string
-	Doc      string
-}
-
-// OpDocs returns the documentation of every op, sorted by name.
-func OpDocs() []OpDoc {
-	var out []OpDoc
-	for _, name := range Ops() {
-		s := opRegistry[name]
-		out = append(out, OpDoc{Name: s.name, Required: s.required, Allowed: s.allowed, Doc: s.doc})
-	}
-	return out
-}

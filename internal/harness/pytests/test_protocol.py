@@ -492,7 +492,13 @@ class CallTest(unittest.TestCase):
         try:
             self.assertEqual(len(children), 1, children)
             self.assertEqual(children[0]["cmdline"], "sleep 60")
-            fds = set(os.listdir("/proc/%d/fd" % children[0]["pid"]))
+            # sleep opens and closes locale files (/etc/locale.alias ...) as it starts, on whatever descriptor
+            # is free: a leaked protocol descriptor is one that stays open, so wait (bounded) for 3 and 4 to close.
+            pid, deadline = children[0]["pid"], time.monotonic() + WAIT
+            fds = set(os.listdir("/proc/%d/fd" % pid))
+            while fds & {"3", "4"} and time.monotonic() < deadline:
+                time.sleep(0.01)
+                fds = set(os.listdir("/proc/%d/fd" % pid))
             self.assertFalse(fds & {"3", "4"}, "protocol descriptors leaked into a child: %s" % sorted(fds))
             popen = [a for a in reply["observations"]["audit"] if a["event"] == "subprocess.Popen"]
             self.assertEqual(popen[0]["summary"], "sleep 60")

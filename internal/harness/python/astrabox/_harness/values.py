@@ -248,7 +248,10 @@ def _materials(value: seams.RuntimeMaterials, problems: List[str], typed: List[D
         env_out = None
     tvs = getattr(value, "turn_validity_seconds", None)
     if tvs is None or (isinstance(tvs, (int, float)) and not isinstance(tvs, bool)):
-        tvs_out = None if tvs is None else float_value(float(tvs))
+        try:
+            tvs_out = None if tvs is None else float_value(float(tvs))
+        except OverflowError:  # an int beyond any float: as good as infinite, which the Go side judges
+            tvs_out = "inf" if tvs > 0 else "-inf"
     else:
         problems.append("turn_validity_seconds is a %s, not a number" % type_name(type(tvs)))
         tvs_out = None
