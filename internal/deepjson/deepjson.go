@@ -65,9 +65,22 @@ func (c *Codec) Interface(v any) {
 	c.named[t.String()] = t
 }
 
-// Customize replaces the generic form of the type of v (a value, not a pointer).
-func (c *Codec) Customize(v any, cu Custom) {
-	c.custom[reflect.TypeOf(v)] = cu
+// Customize replaces the generic form of type t.
+func (c *Codec) Customize(t reflect.Type, cu Custom) {
+	c.custom[t] = cu
+}
+
+// Field is the field of struct v (addressable) with the name given, unexported or not, open for reading
+// and writing; an error when the struct has no such field (a Custom written for an older shape of it).
+func Field(v reflect.Value, name string) (reflect.Value, error) {
+	if v.Kind() != reflect.Struct || !v.CanAddr() {
+		return reflect.Value{}, fmt.Errorf("deepjson: %s is not an addressable struct", v.Type())
+	}
+	f := v.FieldByName(name)
+	if !f.IsValid() {
+		return reflect.Value{}, fmt.Errorf("deepjson: %s has no field %s", v.Type(), name)
+	}
+	return open(f), nil
 }
 
 // Marshal writes the graph reached from v.

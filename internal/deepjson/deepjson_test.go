@@ -123,7 +123,7 @@ func TestCustomAndRewrite(t *testing.T) {
 		Cache cache
 	}
 	c := New()
-	c.Customize(cache{}, Custom{})
+	c.Customize(reflect.TypeFor[cache](), Custom{})
 	c.Rewrite = func(s string) string { return strings.ReplaceAll(s, "/home/me/repo", "/repo") }
 	data, err := c.Marshal(holder{Path: "/home/me/repo/x", Raw: []byte("at /home/me/repo/y"), Cache: cache{m: map[string]string{"a": "b"}}})
 	if err != nil {
