@@ -164,6 +164,11 @@ func DecodeRecording(data []byte) (*Recording, error) {
 	if len(raw) > maxRecording {
 		return nil, errors.New("read the recording: larger than 256 MiB uncompressed")
 	}
+	return decodeRecordingJSON(raw)
+}
+
+// decodeRecordingJSON reads a recording's uncompressed JSON.
+func decodeRecordingJSON(raw []byte) (*Recording, error) {
 	r := &Recording{}
 	if err := recordingCodec(nil).Unmarshal(raw, r); err != nil {
 		return nil, fmt.Errorf("read the recording: %w", err)

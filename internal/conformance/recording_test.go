@@ -251,6 +251,21 @@ func TestRecordingReplaysTheLiveReport(t *testing.T) {
 					t.Errorf("%s: replayed %s %q, live %s %q", r.Check, r.Status, r.Message, live[r.Check].Status, live[r.Check].Message)
 				}
 			}
+			bodies := 0
+			for i, h := range rec.Evidence.Histories {
+				for j := range h.Requests {
+					want, got := h.Requests[j].RawBody(), back.Evidence.Histories[i].Requests[j].RawBody()
+					if string(want) != string(got) {
+						t.Errorf("history %d request %d: raw body %q read back as %q", i, j, want, got)
+					}
+					if len(want) > 0 {
+						bodies++
+					}
+				}
+			}
+			if bodies == 0 {
+				t.Errorf("the run recorded no raw request body, so this test proves nothing of them")
+			}
 			again, err := EncodeRecording(back, nil)
 			if err != nil {
 				t.Fatal(err)

@@ -694,14 +694,19 @@ func (d *decoder) mapv(tree any, v reflect.Value, path string) error {
 
 // quotedOrder is the keys of obj in the order the encoder wrote them (by their JSON form).
 func quotedOrder(obj map[string]any) []string {
-	keys := make([]string, 0, len(obj))
-	for k := range obj {
-		keys = append(keys, k)
+	type kq struct {
+		k string
+		q []byte
 	}
-	slices.SortFunc(keys, func(a, b string) int {
-		qa, _ := json.Marshal(a)
-		qb, _ := json.Marshal(b)
-		return bytes.Compare(qa, qb)
-	})
-	return keys
+	keys := make([]kq, 0, len(obj))
+	for k := range obj {
+		q, _ := json.Marshal(k)
+		keys = append(keys, kq{k, q})
+	}
+	slices.SortFunc(keys, func(a, b kq) int { return bytes.Compare(a.q, b.q) })
+	out := make([]string, len(keys))
+	for i, x := range keys {
+		out[i] = x.k
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package checktest
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -24,23 +25,41 @@ var noKeptRecording = map[string]string{}
 // noFailingRecording lists the checks that no recording shows failing, each with why.
 var noFailingRecording = map[string]string{}
 
-// replayed is every recording's replay, by fixture, made once for the tests of this package.
-var replayed = sync.OnceValues(func() (map[string][]report.Result, error) {
+// replay is one fixture's recording and its replayed verdict, or why it could not be read.
+type replay struct {
+	rec     *conformance.Recording
+	results []report.Result
+	err     error
+}
+
+// replayed is every recorded fixture's replay, by fixture, made once (in parallel, one worker per CPU) for
+// the tests of this package.
+var replayed = sync.OnceValues(func() (map[string]*replay, error) {
 	fixtures, err := Fixtures(root)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string][]report.Result{}
+	out := map[string]*replay{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	for _, fx := range fixtures {
 		if _, ok := unrecorded[fx.Name]; ok {
 			continue
 		}
-		rec, err := Load(fx.Recording)
-		if err != nil {
-			continue // TestReplayedVerdicts says which
-		}
-		out[fx.Name] = rec.Replay()
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			r := &replay{}
+			if r.rec, r.err = Load(fx.Recording); r.err == nil {
+				r.results = r.rec.Replay()
+			}
+			mu.Lock()
+			out[fx.Name] = r
+			mu.Unlock()
+		})
 	}
+	wg.Wait()
 	return out, nil
 })
 
@@ -55,9 +74,12 @@ func TestReplayedVerdicts(t *testing.T) {
 	if len(fixtures) == 0 {
 		t.Fatal("no fixture found under testdata/providers")
 	}
+	all, err := replayed()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, fx := range fixtures {
 		t.Run(fx.Name, func(t *testing.T) {
-			t.Parallel()
 			exp, err := ReadExpectation(fx.Dir)
 			if err != nil {
 				t.Fatal(err)
@@ -68,14 +90,14 @@ func TestReplayedVerdicts(t *testing.T) {
 				}
 				t.Skipf("not recorded: %s", why)
 			}
-			rec, err := Load(fx.Recording)
-			if err != nil {
-				t.Fatalf("%s: %v", fx.Name, err)
+			r := all[fx.Name]
+			if r.err != nil {
+				t.Fatalf("%s: %v", fx.Name, r.err)
 			}
+			rec, results := r.rec, r.results
 			if rec.Fixture != fx.Name {
 				t.Fatalf("%s holds the evidence of %s", fx.Recording, rec.Fixture)
 			}
-			results := rec.Replay()
 			for _, d := range Faithful(rec, results) {
 				t.Errorf("replay differs from the recorded run: %s", d)
 			}
@@ -133,8 +155,8 @@ func TestEveryCheckIsProvenByRecordings(t *testing.T) {
 		t.Fatal(err)
 	}
 	failing, kept := map[string][]string{}, map[string][]string{}
-	for name, results := range all {
-		for _, r := range results {
+	for name, rp := range all {
+		for _, r := range rp.results {
 			switch r.Status {
 			case report.StatusFailed:
 				failing[r.Check] = append(failing[r.Check], name)
