@@ -276,3 +276,22 @@ func TestRecordingReplaysTheLiveReport(t *testing.T) {
 		})
 	}
 }
+
+// TestVerdictDiffNamesEveryChangedCheck: the stale test's comparison names a check whose status changed, a
+// check judged now but not recorded, and one recorded but no longer judged; equal verdicts give nothing.
+func TestVerdictDiffNamesEveryChangedCheck(t *testing.T) {
+	recorded := []RecordedResult{{Check: "A", Status: report.StatusPassed}, {Check: "B", Status: report.StatusFailed}, {Check: "C", Status: report.StatusPassed}}
+	if d := verdictDiff(recorded, recorded); d != "" {
+		t.Errorf("equal verdicts differ: %s", d)
+	}
+	live := []RecordedResult{{Check: "A", Status: report.StatusPassed, Message: "another message"}, {Check: "B", Status: report.StatusPassed}, {Check: "D", Status: report.StatusPassed}}
+	d := verdictDiff(recorded, live)
+	for _, want := range []string{"B: recorded failed, live passed", "D: not recorded, live passed", "C: recorded passed, no longer judged"} {
+		if !strings.Contains(d, want) {
+			t.Errorf("%q lacks %q", d, want)
+		}
+	}
+	if strings.Contains(d, "A:") {
+		t.Errorf("a message change alone was called stale: %s", d)
+	}
+}
