@@ -46,10 +46,20 @@ func fixtureDirs(t *testing.T) []string {
 
 func runProject(t *testing.T, dir string) (*report.Report, error) {
 	t.Helper()
+	return runProjectWith(t, dir, nil)
+}
+
+// runProjectWith runs a fixture as runProject does, with the options changed by edit first (nil: none).
+func runProjectWith(t *testing.T, dir string, edit func(*Options)) (*report.Report, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	abs, _ := filepath.Abs(dir)
-	return Run(ctx, Options{Project: abs, Python: "python3", Jobs: 2, Getenv: pathOnly})
+	o := Options{Project: abs, Python: "python3", Jobs: 2, Getenv: pathOnly}
+	if edit != nil {
+		edit(&o)
+	}
+	return Run(ctx, o)
 }
 
 // collected is what collectSuite learnt: the resolved target, the options it ran with, what the harness

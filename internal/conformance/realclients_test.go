@@ -82,9 +82,7 @@ func TestRealClientFixtures(t *testing.T) {
 	} else if os.Getenv("ASTRABOX_REPRO") == "all" {
 		timing = reproRuns
 	}
-	// Kestrel (boto3) takes its credentials from the default chain, as on an instance without a role file.
-	t.Setenv("AWS_ACCESS_KEY_ID", "AKIAKESTRELFIXTURE00")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "kestrel-fixture-secret-access-key")
+	setRealClientEnv(t)
 	for _, fx := range realClientFixtures {
 		fx := fx
 		t.Run(fx.dir, func(t *testing.T) {
@@ -360,4 +358,11 @@ func grantedWhilePending(method, prefix string) func([]fakeRecord) error {
 		}
 		return fmt.Errorf("no %s %s... for a principal's Session applied while the fake said that principal's consent was pending", method, prefix)
 	}
+}
+
+// setRealClientEnv sets the environment the real-client fixtures run in: Kestrel (boto3) takes its
+// credentials from the default chain, as on an instance without a role file.
+func setRealClientEnv(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIAKESTRELFIXTURE00")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "kestrel-fixture-secret-access-key")
 }

@@ -110,6 +110,10 @@ type Options struct {
 	// Progress, when set, receives a one-line display of the default suite's progress, rewritten in place
 	// ("\r\x1b[K"): for a terminal only.
 	Progress io.Writer
+
+	// recordEvidence, when set (the recorded-evidence tests), receives the evidence Decide judges, with its
+	// target (nil for a project that declared no provider in the group).
+	recordEvidence func(ev *Evidence, t *Target)
 }
 
 // Target is a resolved provider project: everything needed to load and simulate the provider.

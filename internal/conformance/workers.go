@@ -328,18 +328,31 @@ func nearMissReport(e *NearMissError, o Options) *report.Report {
 			ev.Skipped[c.ID] = nothing // nothing was loaded
 		}
 	}
-	for _, res := range (Verdicts{Checks: o.Checks, Skip: o.Skip}).Judge(ev) {
-		if res.Check == "EP-GROUP" && res.Status == report.StatusFailed {
-			res.Message += "; the platform would start without this provider"
-		}
-		rep.Results = append(rep.Results, res)
+	if o.recordEvidence != nil {
+		o.recordEvidence(ev, nil)
 	}
+	rep.Results = nearMissResults(ev, o)
 	rep.Summarize()
 	return rep
 }
 
+// nearMissResults judges the evidence of a project that declared no provider in the group.
+func nearMissResults(ev *Evidence, o Options) []report.Result {
+	var out []report.Result
+	for _, res := range (Verdicts{Checks: o.Checks, Skip: o.Skip}).Judge(ev) {
+		if res.Check == "EP-GROUP" && res.Status == report.StatusFailed {
+			res.Message += "; the platform would start without this provider"
+		}
+		out = append(out, res)
+	}
+	return out
+}
+
 // Decide runs the selected checks over the evidence and builds the report, masking every secret.
 func Decide(ev *Evidence, t *Target, seed int64, o Options) *report.Report {
+	if o.recordEvidence != nil {
+		o.recordEvidence(ev, t)
+	}
 	rep := &report.Report{Schema: report.Schema, Seed: seed}
 	rep.Provider = report.Provider{
 		EntryPoint: t.Resolution.Chosen.Name + " = " + t.Resolution.Chosen.Value, Target: t.Resolution.Chosen.Value, Source: t.Resolution.Chosen.Where(),

@@ -1,0 +1,305 @@
+package conformance
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/astrabox-dev/astrabox/internal/report"
+)
+
+var updateEvidence = flag.Bool("update", false, "TestRecordEvidence: record every fixture's evidence again into testdata/evidence")
+
+// EvidenceDir holds the recordings, one per fixture, beside testdata/providers where the fixtures live, so
+// that internal/conformance/checktest (and any other package) reaches them from the repository's root.
+const evidenceDir = "../../testdata/evidence"
+
+// recordCommand is the command that records the evidence again, for the messages that ask for it.
+const recordCommand = "ASTRABOX_UPDATE_EVIDENCE=1 go test ./internal/conformance -run 'TestRecordEvidence' -timeout 60m (or -run 'TestRecordEvidence/broken/ID' for one fixture)"
+
+// recordingFile is the file of a fixture's recording ("broken/leak-log" → broken-leak-log.json.gz).
+func recordingFile(fixture string) string {
+	return filepath.Join(evidenceDir, strings.ReplaceAll(fixture, "/", "-")+".json.gz")
+}
+
+// repoRoot is the repository's root, absolute.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// recordFixture runs a fixture as TestFixtures does and returns the evidence its judge was handed with the
+// run's verdicts.
+func recordFixture(t *testing.T, dir, fixture string) (*Recording, *report.Report) {
+	t.Helper()
+	var rec *Recording
+	rep, err := runProjectWith(t, dir, func(o *Options) {
+		o.recordEvidence = func(ev *Evidence, tg *Target) {
+			rec = &Recording{Fixture: fixture, Evidence: ev, NearMiss: tg == nil}
+			if tg != nil && tg.Settings != nil {
+				rec.Skipped = tg.Settings.Skip
+				if tg.Settings.File != "" {
+					rec.SkipFile = filepath.Base(tg.Settings.File)
+				}
+			}
+		}
+	})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if rec == nil {
+		t.Fatal("the run judged no evidence")
+	}
+	rec.Results = RecordedResults(rep.Results)
+	return rec, rep
+}
+
+// developerValues are the values of the environment the tests started in (at least 8 bytes long), by
+// variable, which no recording may hold. System paths (/etc/..., /usr/...) are left out: they name the
+// distribution's files, the same on every machine of it (the CA bundle the kit's trust check names is
+// also what CA-bundle variables point at), not the recorder's.
+func developerValues() map[string]string {
+	out := map[string]string{}
+	for _, kv := range os.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(v, "/etc/") || strings.HasPrefix(v, "/usr/") {
+			continue
+		}
+		if len(v) >= 8 {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+var startEnv = developerValues()
+
+// holdsDeveloperValue names the first variable of the tests' starting environment whose value the data
+// holds ("" when none), and says whether the home directory appears as a path.
+func holdsDeveloperValue(data string, root string) string {
+	for k, v := range startEnv {
+		if strings.Contains(data, v) && !strings.HasPrefix(root, v) {
+			return k
+		}
+	}
+	if home := os.Getenv("HOME"); home != "" && home != "/" && strings.Contains(data, home+"/") {
+		return "HOME"
+	}
+	return ""
+}
+
+// auditedRewrite is RootRewrite that also fails the test when a string or byte string it writes holds a
+// value of the environment the tests started in (naming the variable, never the value).
+func auditedRewrite(t *testing.T, root string) func(string) string {
+	rewrite := RootRewrite(root, os.Getenv("HOME"))
+	reported := false
+	return func(s string) string {
+		s = rewrite(s)
+		if k := holdsDeveloperValue(s, root); k != "" && !reported {
+			reported = true
+			t.Errorf("the recording would hold the value of %s from the environment the tests ran in; it must hold only the fixture's own values (normalise it in RootRewrite or leave it out of Evidence)", k)
+		}
+		return s
+	}
+}
+
+// TestRecordEvidence is the long lane of recorded evidence: it runs every fixture as TestFixtures does and,
+// with -update (or ASTRABOX_UPDATE_EVIDENCE=1), writes what its judge was handed to testdata/evidence;
+// without, it says when a recording's verdict is no longer the live one (internal/conformance/checktest
+// replays the recordings under -short).
+func TestRecordEvidence(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python for every fixture")
+	}
+	update := *updateEvidence || os.Getenv("ASTRABOX_UPDATE_EVIDENCE") == "1"
+	root := repoRoot(t)
+	if update {
+		if err := os.MkdirAll(evidenceDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, dir := range fixtureDirs(t) {
+		if strings.Contains(dir, "examples") {
+			continue
+		}
+		fixture := filepath.Base(filepath.Dir(dir)) + "/" + filepath.Base(dir)
+		t.Run(fixture, func(t *testing.T) {
+			exp := readExpectation(t, dir)
+			python := "python3"
+			if fx, ok := realClient(fixture); ok {
+				python = systemPython
+				exp.RequiresModule = fx.module
+				setRealClientEnv(t)
+			}
+			if exp.RequiresModule != "" {
+				if err := exec.Command(python, "-c", "import "+exp.RequiresModule).Run(); err != nil {
+					t.Skipf("%s has no %s module", python, exp.RequiresModule)
+				}
+			}
+			rec, rep := recordFixture(t, dir, fixture)
+			data, err := EncodeRecording(rec, auditedRewrite(t, root))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if t.Failed() {
+				t.FailNow() // never write a recording that holds the recorder's environment
+			}
+			if _, err := DecodeRecording(data); err != nil {
+				t.Fatalf("the recording does not read back: %v", err)
+			}
+			file := recordingFile(fixture)
+			if update {
+				if err := os.WriteFile(file, data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			old, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatalf("no recording of %s (%v): record it with %s", fixture, err, recordCommand)
+			}
+			was, err := DecodeRecording(old)
+			if err != nil {
+				t.Fatalf("%s: %v; record it again with %s", file, err, recordCommand)
+			}
+			if d := verdictDiff(was.Results, RecordedResults(rep.Results)); d != "" {
+				t.Errorf("recording is stale: the live run's verdict differs from %s:%s\nre-record with %s", file, d, recordCommand)
+			}
+		})
+	}
+}
+
+// verdictDiff lists the checks whose status differs between a recorded and a live verdict.
+func verdictDiff(recorded, live []RecordedResult) string {
+	was := map[string]report.Status{}
+	for _, r := range recorded {
+		was[r.Check] = r.Status
+	}
+	var b strings.Builder
+	seen := map[string]bool{}
+	for _, r := range live {
+		seen[r.Check] = true
+		if s, ok := was[r.Check]; !ok {
+			b.WriteString("\n  " + r.Check + ": not recorded, live " + string(r.Status))
+		} else if s != r.Status {
+			b.WriteString("\n  " + r.Check + ": recorded " + string(s) + ", live " + string(r.Status))
+		}
+	}
+	for _, r := range recorded {
+		if !seen[r.Check] {
+			b.WriteString("\n  " + r.Check + ": recorded " + string(r.Status) + ", no longer judged")
+		}
+	}
+	return b.String()
+}
+
+// readExpectation reads a fixture's expect.json.
+func readExpectation(t *testing.T, dir string) expectation {
+	t.Helper()
+	var exp expectation
+	data, err := os.ReadFile(filepath.Join(dir, "expect.json"))
+	if err != nil {
+		t.Fatalf("fixture without expect.json: %v", err)
+	}
+	if err := json.Unmarshal(data, &exp); err != nil {
+		t.Fatalf("bad expect.json: %v", err)
+	}
+	return exp
+}
+
+// realClient finds a fixture of realClientFixtures by name.
+func realClient(fixture string) (realClientFixture, bool) {
+	for _, fx := range realClientFixtures {
+		if fx.dir == fixture {
+			return fx, true
+		}
+	}
+	return realClientFixture{}, false
+}
+
+// TestRecordingReplaysTheLiveReport records one fixture whose checks read raw request bodies and material
+// files, reads the recording back and replays it: the replay gives every check the live run's status and
+// message, and writing the replayed evidence again gives the same bytes.
+func TestRecordingReplaysTheLiveReport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python")
+	}
+	root := repoRoot(t)
+	for _, fixture := range []string{"broken/turn-idempotent", "broken/leak-log"} {
+		t.Run(fixture, func(t *testing.T) {
+			rec, rep := recordFixture(t, filepath.Join("../../testdata/providers", fixture), fixture)
+			data, err := EncodeRecording(rec, RootRewrite(root, os.Getenv("HOME")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := DecodeRecording(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rewrite := RootRewrite(root, os.Getenv("HOME"))
+			live := map[string]RecordedResult{}
+			for _, r := range RecordedResults(rep.Results) {
+				r.Message = rewrite(r.Message)
+				live[r.Check] = r
+			}
+			replayed := RecordedResults(back.Replay())
+			if len(replayed) != len(live) {
+				t.Fatalf("replay judged %d checks, the live run %d", len(replayed), len(live))
+			}
+			for _, r := range replayed {
+				if live[r.Check] != r {
+					t.Errorf("%s: replayed %s %q, live %s %q", r.Check, r.Status, r.Message, live[r.Check].Status, live[r.Check].Message)
+				}
+			}
+			bodies := 0
+			for i, h := range rec.Evidence.Histories {
+				for j := range h.Requests {
+					want, got := h.Requests[j].RawBody(), back.Evidence.Histories[i].Requests[j].RawBody()
+					if string(want) != string(got) {
+						t.Errorf("history %d request %d: raw body %q read back as %q", i, j, want, got)
+					}
+					if len(want) > 0 {
+						bodies++
+					}
+				}
+			}
+			if bodies == 0 {
+				t.Errorf("the run recorded no raw request body, so this test proves nothing of them")
+			}
+			again, err := EncodeRecording(back, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(again) != string(data) {
+				t.Errorf("the evidence read back writes other bytes than it was read from")
+			}
+		})
+	}
+}
+
+// TestVerdictDiffNamesEveryChangedCheck: the stale test's comparison names a check whose status changed, a
+// check judged now but not recorded, and one recorded but no longer judged; equal verdicts give nothing.
+func TestVerdictDiffNamesEveryChangedCheck(t *testing.T) {
+	recorded := []RecordedResult{{Check: "A", Status: report.StatusPassed}, {Check: "B", Status: report.StatusFailed}, {Check: "C", Status: report.StatusPassed}}
+	if d := verdictDiff(recorded, recorded); d != "" {
+		t.Errorf("equal verdicts differ: %s", d)
+	}
+	live := []RecordedResult{{Check: "A", Status: report.StatusPassed, Message: "another message"}, {Check: "B", Status: report.StatusPassed}, {Check: "D", Status: report.StatusPassed}}
+	d := verdictDiff(recorded, live)
+	for _, want := range []string{"B: recorded failed, live passed", "D: not recorded, live passed", "C: recorded passed, no longer judged"} {
+		if !strings.Contains(d, want) {
+			t.Errorf("%q lacks %q", d, want)
+		}
+	}
+	if strings.Contains(d, "A:") {
+		t.Errorf("a message change alone was called stale: %s", d)
+	}
+}
