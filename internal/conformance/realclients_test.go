@@ -108,9 +108,15 @@ func TestRealClientFixtures(t *testing.T) {
 			}
 			var first string
 			for i := 0; i < runs; i++ {
-				rec := t.TempDir()
-				t.Setenv("FAKE_RECORD_DIR", rec)
-				rep, err := runProject(t, dir)
+				fakeRecords := t.TempDir()
+				t.Setenv("FAKE_RECORD_DIR", fakeRecords)
+				var rec *Recording
+				var rep *report.Report
+				if i == 0 {
+					rec, rep, err = recordRun(t, dir, fx.dir)
+				} else {
+					rep, err = runProject(t, dir)
+				}
 				if err != nil {
 					t.Fatalf("run %d: %v", i+1, err)
 				}
@@ -118,7 +124,8 @@ func TestRealClientFixtures(t *testing.T) {
 				if i == 0 {
 					first = got
 					judgeRealClient(t, rep, exp, extra.FailEvidence)
-					recs := readFakeRecords(t, rec)
+					holdRecording(t, rec)
+					recs := readFakeRecords(t, fakeRecords)
 					if len(requestsOnly(recs)) == 0 {
 						t.Errorf("the fixture's fakes recorded no request: nothing reached them")
 					} else if fx.prove != nil {

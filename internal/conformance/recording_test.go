@@ -1,10 +1,8 @@
 package conformance
 
 import (
-	"encoding/json"
 	"flag"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,14 +10,14 @@ import (
 	"github.com/astrabox-dev/astrabox/internal/report"
 )
 
-var updateEvidence = flag.Bool("update", false, "TestRecordEvidence: record every fixture's evidence again into testdata/evidence")
+var updateEvidence = flag.Bool("update", false, "TestFixtures and TestRealClientFixtures: record the fixtures' evidence again into testdata/evidence")
 
 // EvidenceDir holds the recordings, one per fixture, beside testdata/providers where the fixtures live, so
 // that internal/conformance/checktest (and any other package) reaches them from the repository's root.
 const evidenceDir = "../../testdata/evidence"
 
 // recordCommand is the command that records the evidence again, for the messages that ask for it.
-const recordCommand = "ASTRABOX_UPDATE_EVIDENCE=1 go test ./internal/conformance -run 'TestRecordEvidence' -timeout 60m (or -run 'TestRecordEvidence/broken/ID' for one fixture)"
+const recordCommand = "ASTRABOX_UPDATE_EVIDENCE=1 go test ./internal/conformance -run 'TestFixtures|TestRealClientFixtures' -timeout 60m (or -run 'TestFixtures/broken/ID$' for one fixture; a real-client one under TestRealClientFixtures)"
 
 // recordingFile is the file of a fixture's recording ("broken/leak-log" → broken-leak-log.json.gz).
 func recordingFile(fixture string) string {
@@ -40,6 +38,17 @@ func repoRoot(t *testing.T) string {
 // run's verdicts.
 func recordFixture(t *testing.T, dir, fixture string) (*Recording, *report.Report) {
 	t.Helper()
+	rec, rep, err := recordRun(t, dir, fixture)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	return rec, rep
+}
+
+// recordRun runs a fixture and returns, beside the report, the recording of what its judge was handed and
+// the run's verdicts; the error is the run's own (a fixture the kit refuses to decide has no recording).
+func recordRun(t *testing.T, dir, fixture string) (*Recording, *report.Report, error) {
+	t.Helper()
 	var rec *Recording
 	rep, err := runProjectWith(t, dir, func(o *Options) {
 		o.recordEvidence = func(ev *Evidence, tg *Target) {
@@ -53,13 +62,13 @@ func recordFixture(t *testing.T, dir, fixture string) (*Recording, *report.Repor
 		}
 	})
 	if err != nil {
-		t.Fatalf("run: %v", err)
+		return nil, rep, err
 	}
 	if rec == nil {
 		t.Fatal("the run judged no evidence")
 	}
 	rec.Results = RecordedResults(rep.Results)
-	return rec, rep
+	return rec, rep, nil
 }
 
 // developerValues are the values of the environment the tests started in (at least 8 bytes long), by
@@ -111,69 +120,48 @@ func auditedRewrite(t *testing.T, root string) func(string) string {
 	}
 }
 
-// TestRecordEvidence is the long lane of recorded evidence: it runs every fixture as TestFixtures does and,
-// with -update (or ASTRABOX_UPDATE_EVIDENCE=1), writes what its judge was handed to testdata/evidence;
-// without, it says when a recording's verdict is no longer the live one (internal/conformance/checktest
-// replays the recordings under -short).
-func TestRecordEvidence(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts Python for every fixture")
+// updating reports whether this run records the fixtures' evidence again (-update or
+// ASTRABOX_UPDATE_EVIDENCE=1) rather than holding the live verdicts to the recordings.
+func updating() bool {
+	return *updateEvidence || os.Getenv("ASTRABOX_UPDATE_EVIDENCE") == "1"
+}
+
+// holdRecording is the long lane of recorded evidence, run on the live run TestFixtures or
+// TestRealClientFixtures has just made of a fixture (one run per fixture serves both): when updating, it
+// writes what the judge was handed to testdata/evidence; otherwise it says when the recording's verdict is no
+// longer the live one (internal/conformance/checktest replays the recordings under -short).
+func holdRecording(t *testing.T, rec *Recording) {
+	t.Helper()
+	data, err := EncodeRecording(rec, auditedRewrite(t, repoRoot(t)))
+	if err != nil {
+		t.Fatal(err)
 	}
-	update := *updateEvidence || os.Getenv("ASTRABOX_UPDATE_EVIDENCE") == "1"
-	root := repoRoot(t)
-	if update {
+	if t.Failed() {
+		t.FailNow() // never write a recording that holds the recorder's environment
+	}
+	if _, err := DecodeRecording(data); err != nil {
+		t.Fatalf("the recording does not read back: %v", err)
+	}
+	file := recordingFile(rec.Fixture)
+	if updating() {
 		if err := os.MkdirAll(evidenceDir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-	}
-	for _, dir := range fixtureDirs(t) {
-		if strings.Contains(dir, "examples") {
-			continue
+		if err := os.WriteFile(file, data, 0o644); err != nil {
+			t.Fatal(err)
 		}
-		fixture := filepath.Base(filepath.Dir(dir)) + "/" + filepath.Base(dir)
-		t.Run(fixture, func(t *testing.T) {
-			exp := readExpectation(t, dir)
-			python := "python3"
-			if fx, ok := realClient(fixture); ok {
-				python = systemPython
-				exp.RequiresModule = fx.module
-				setRealClientEnv(t)
-			}
-			if exp.RequiresModule != "" {
-				if err := exec.Command(python, "-c", "import "+exp.RequiresModule).Run(); err != nil {
-					t.Skipf("%s has no %s module", python, exp.RequiresModule)
-				}
-			}
-			rec, rep := recordFixture(t, dir, fixture)
-			data, err := EncodeRecording(rec, auditedRewrite(t, root))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if t.Failed() {
-				t.FailNow() // never write a recording that holds the recorder's environment
-			}
-			if _, err := DecodeRecording(data); err != nil {
-				t.Fatalf("the recording does not read back: %v", err)
-			}
-			file := recordingFile(fixture)
-			if update {
-				if err := os.WriteFile(file, data, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			old, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatalf("no recording of %s (%v): record it with %s", fixture, err, recordCommand)
-			}
-			was, err := DecodeRecording(old)
-			if err != nil {
-				t.Fatalf("%s: %v; record it again with %s", file, err, recordCommand)
-			}
-			if d := verdictDiff(was.Results, RecordedResults(rep.Results)); d != "" {
-				t.Errorf("recording is stale: the live run's verdict differs from %s:%s\nre-record with %s", file, d, recordCommand)
-			}
-		})
+		return
+	}
+	old, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("no recording of %s (%v): record it with %s", rec.Fixture, err, recordCommand)
+	}
+	was, err := DecodeRecording(old)
+	if err != nil {
+		t.Fatalf("%s: %v; record it again with %s", file, err, recordCommand)
+	}
+	if d := verdictDiff(was.Results, rec.Results); d != "" {
+		t.Errorf("recording is stale: the live run's verdict differs from %s:%s\nre-record with %s", file, d, recordCommand)
 	}
 }
 
@@ -199,30 +187,6 @@ func verdictDiff(recorded, live []RecordedResult) string {
 		}
 	}
 	return b.String()
-}
-
-// readExpectation reads a fixture's expect.json.
-func readExpectation(t *testing.T, dir string) expectation {
-	t.Helper()
-	var exp expectation
-	data, err := os.ReadFile(filepath.Join(dir, "expect.json"))
-	if err != nil {
-		t.Fatalf("fixture without expect.json: %v", err)
-	}
-	if err := json.Unmarshal(data, &exp); err != nil {
-		t.Fatalf("bad expect.json: %v", err)
-	}
-	return exp
-}
-
-// realClient finds a fixture of realClientFixtures by name.
-func realClient(fixture string) (realClientFixture, bool) {
-	for _, fx := range realClientFixtures {
-		if fx.dir == fixture {
-			return fx, true
-		}
-	}
-	return realClientFixture{}, false
 }
 
 // TestRecordingReplaysTheLiveReport records one fixture whose checks read raw request bodies and material

@@ -1,5 +1,5 @@
 // Package checktest replays the recorded evidence of the fixture providers (testdata/evidence, recorded
-// from testdata/providers by internal/conformance's TestRecordEvidence) through the checks' judge, without
+// from testdata/providers by internal/conformance's TestFixtures and TestRealClientFixtures) through the checks' judge, without
 // Python, and holds each replayed verdict to the fixture's expect.json: the fast lane that proves every
 // check's decision under `go test -short` (docs/architecture.md, "Recorded evidence").
 package checktest
@@ -19,7 +19,7 @@ import (
 )
 
 // RecordCommand records the evidence of every fixture again.
-const RecordCommand = "ASTRABOX_UPDATE_EVIDENCE=1 go test ./internal/conformance -run TestRecordEvidence -timeout 60m"
+const RecordCommand = "ASTRABOX_UPDATE_EVIDENCE=1 go test ./internal/conformance -run 'TestFixtures|TestRealClientFixtures' -timeout 60m"
 
 // Expectation is a fixture's expect.json: what its run must decide.
 type Expectation struct {
