@@ -130,13 +130,14 @@ func TestHostileMemory(t *testing.T) {
 }
 
 func TestHostileIgnoreTerm(t *testing.T) {
-	p := startHostile(t, "ignoreterm", Options{})
+	blocked := filepath.Join(t.TempDir(), "blocked")
+	p := startHostile(t, "ignoreterm", Options{Env: []string{"ASTRABOX_TEST_BLOCKED=" + blocked}})
 	pgid, token := p.PID(), p.ReplicaToken()
 	r, err := call(t, p, "prepare_session", sessionArgs(t.TempDir()), 5*time.Second)
 	if err != nil || !r.OK {
 		t.Fatalf("session: %v %+v", err, r)
 	}
-	time.Sleep(300 * time.Millisecond) // let the loop block
+	waitForFile(t, blocked, "the provider never blocked its loop")
 	err = p.Close()
 	asProcessError(t, err, KindHung, "did not exit within 1s after shutdown", "SIGKILL")
 	if err2 := p.Close(); err2 != err {
@@ -315,6 +316,19 @@ func waitForComm(t *testing.T, marker string) []int {
 	return nil
 }
 
+// waitForFile waits (bounded) until a fixture creates file, the event it announces; it fails the test with
+// why when it never comes.
+func waitForFile(t *testing.T, file, why string) {
+	t.Helper()
+	for i := 0; i < 500; i++ {
+		if _, err := os.Stat(file); err == nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%s: %s was never created", why, file)
+}
+
 // closeWithin closes p and fails the test if Close does not return within d.
 func closeWithin(t *testing.T, p *Process, d time.Duration) error {
 	t.Helper()
@@ -338,7 +352,10 @@ func TestHostileJoinGroup(t *testing.T) {
 	skipShort(t)
 	for via, opts := range launchers(t) {
 		t.Run(via, func(t *testing.T) {
-			p := startHostile(t, "joingroup", opts(t))
+			blocked := filepath.Join(t.TempDir(), "blocked")
+			o := opts(t)
+			o.Env = append(o.Env, "ASTRABOX_TEST_BLOCKED="+blocked)
+			p := startHostile(t, "joingroup", o)
 			pgid, token := p.PID(), p.ReplicaToken()
 			r, err := call(t, p, "prepare_session", sessionArgs(t.TempDir()), 5*time.Second)
 			if err != nil || !r.OK {
@@ -350,7 +367,7 @@ func TestHostileJoinGroup(t *testing.T) {
 			if info, ok := readStat(pgid); !ok || info.pgrp != pgid || info.pgrp == syscall.Getpgrp() {
 				t.Errorf("harness %d is in group %d (ours %d)", pgid, info.pgrp, syscall.Getpgrp())
 			}
-			time.Sleep(200 * time.Millisecond) // let the loop block
+			waitForFile(t, blocked, "the provider never blocked its loop")
 			err = closeWithin(t, p, 20*time.Second)
 			asProcessError(t, err, KindHung, "did not exit within 1s after shutdown", "SIGKILL")
 			assertGone(t, pgid, token)

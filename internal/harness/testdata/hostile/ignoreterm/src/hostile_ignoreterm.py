@@ -2,8 +2,12 @@
 
 prepare_session returns normally, but first it ignores SIGTERM, schedules a
 callback that blocks the event loop right after the reply, and replaces
-sys.stdout and sys.stderr with streams whose flush never returns.
+sys.stdout and sys.stderr with streams whose flush never returns. Once all of
+that is in place it creates the file ASTRABOX_TEST_BLOCKED names, if set, so a
+test waits for the event rather than for a guessed time.
 """
+
+import os
 
 import asyncio
 import signal
@@ -32,7 +36,15 @@ def hang_in_close():
     time.sleep(0.2)
     sys.stdout = NeverFlushes(sys.stdout)
     sys.stderr = NeverFlushes(sys.stderr)
+    mark_blocked()
     time.sleep(3600)
+
+
+def mark_blocked():
+    marker = os.environ.get("ASTRABOX_TEST_BLOCKED")
+    if marker:
+        with open(marker, "w"):
+            pass
 
 
 class Provider(RuntimePreparationProvider):
