@@ -174,7 +174,7 @@ func TestFixtures(t *testing.T) {
 			}
 			checkExercised(t, rep, exp)
 			if rec != nil {
-				holdRecording(t, rec)
+				holdRecording(t, rec, len(exp.Fails) > 0)
 			}
 		})
 	}
