@@ -355,11 +355,7 @@ func decideSessionRedaction(ev *Evidence) []Finding {
 	for _, cs := range ev.calls() {
 		if r := cs.c.Result; r != nil && cs.c.Outcome != simulate.OutcomeDied {
 			if origin, enc, ok := finder.find(r.Repr); ok {
-				what := r.Type
-				if what == "other" && r.PythonType != "" {
-					what = r.PythonType
-				}
-				report1(cs, "repr of the returned "+what, origin, enc, ev.methodLocation(cs.c.Method))
+				report1(cs, "repr of the returned "+r.Name(), origin, enc, ev.methodLocation(cs.c.Method))
 			}
 		}
 		if e := cs.c.Error; e != nil {

@@ -15,7 +15,7 @@ import (
 
 // sessionCall is a prepare_session of a principal's Session that returned files and environment.
 func sessionCall(key, session, principal string, files map[string]string, env map[string]string) *simulate.CallRecord {
-	r := &harness.Result{Type: "RuntimeMaterials", Environment: env, TurnValiditySeconds: json.RawMessage("null")}
+	r := &harness.Result{Type: simulate.KindMaterials, Environment: env, TurnValiditySeconds: json.RawMessage("null")}
 	for _, n := range slices.Sorted(maps.Keys(files)) {
 		r.Files = append(r.Files, harness.MaterialFile{Name: n, Content: []byte(files[n])})
 	}
@@ -27,7 +27,7 @@ func sessionCall(key, session, principal string, files map[string]string, env ma
 
 func planCall(bound bool) *simulate.CallRecord {
 	return &simulate.CallRecord{Key: "r1#0", Replica: "r1", Method: "plan", Outcome: simulate.OutcomeReturned, Ctx: simulate.CallContext{Agent: "agent-1"},
-		Result: &harness.Result{Type: "RuntimePreparationPlan", SessionBound: bound}}
+		Result: &harness.Result{Type: simulate.KindPlan, SessionBound: bound}}
 }
 
 func TestBoundMaterial(t *testing.T) {

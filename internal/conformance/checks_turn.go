@@ -283,7 +283,7 @@ func decideTurnWithinDeadline(ev *Evidence) []Finding {
 			ended := "settled"
 			switch {
 			case c.Result != nil:
-				ended = "returned " + resultName(c.Result)
+				ended = "returned " + c.Result.Name()
 			case c.Error != nil:
 				ended = "raised " + c.Error.Type
 				loc = ev.errorLocation(cs)
@@ -342,14 +342,6 @@ func waitedPastCancel(cs callSite) bool {
 		}
 	}
 	return false
-}
-
-// resultName is the Python type a callback returned.
-func resultName(r *harness.Result) string {
-	if simulate.KindOther.Of(r) && r.PythonType != "" {
-		return r.PythonType
-	}
-	return r.Type
 }
 
 // validity classifies turn_validity_seconds: set reports a value was given; problem is why it is invalid.

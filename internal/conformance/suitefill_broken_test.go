@@ -95,7 +95,7 @@ func claimCreatorKey(t *testing.T, hists []*simulate.History) {
 func claimTrueAfter503(t *testing.T, hists []*simulate.History) {
 	for _, h := range hists {
 		for _, c := range h.CallsOf("recover") {
-			if c.Result == nil || c.Result.Type != "bool" || !c.Result.Value {
+			if c.Result == nil || c.Result.Type != simulate.KindBool || !c.Result.Value {
 				continue
 			}
 			refused := false

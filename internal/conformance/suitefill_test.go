@@ -153,7 +153,7 @@ func (r reach) assertUserActions(t *testing.T) {
 		last := map[string]string{}
 		for _, c := range h.Calls() {
 			st := c.Result
-			isState := c.Outcome == simulate.OutcomeReturned && st != nil && st.Type == "SessionUserActionState"
+			isState := c.Outcome == simulate.OutcomeReturned && st != nil && st.Type == simulate.KindUserActionState
 			switch c.Method {
 			case "read_user_actions":
 			case "perform_user_action":

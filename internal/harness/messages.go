@@ -436,14 +436,38 @@ type sandboxReplyMsg struct {
 	Error *SandboxError `json:"error"`
 }
 
-// Result is the decoded reply value of a callback (see Reply.Result). Type is
-// one of "RuntimePreparationPlan", "RuntimeMaterials",
-// "SessionUserActionState", "bool", "none", "coroutine" or "other"; only the
-// fields of that type are set.
+// ResultKind is the kind of value a callback returned (Result.Type), as the harness names it.
+type ResultKind string
+
+// The result kinds the harness reports (docs/protocol.md, "Reply value by result type").
+const (
+	KindPlan            ResultKind = "RuntimePreparationPlan"
+	KindMaterials       ResultKind = "RuntimeMaterials"
+	KindUserActionState ResultKind = "SessionUserActionState"
+	KindBool            ResultKind = "bool"
+	KindNone            ResultKind = "none"
+	KindCoroutine       ResultKind = "coroutine"
+	KindOther           ResultKind = "other"
+)
+
+// ResultKinds lists every result kind.
+func ResultKinds() []ResultKind {
+	return []ResultKind{KindPlan, KindMaterials, KindUserActionState, KindBool, KindNone, KindCoroutine, KindOther}
+}
+
+// Of tells whether r is a result of this kind (false for nil).
+func (k ResultKind) Of(r *Result) bool { return r != nil && r.Type == k }
+
+// String is the kind's name.
+func (k ResultKind) String() string { return string(k) }
+
+// Result is the decoded reply value of a callback (see Reply.Result): a union over ResultKind, of which
+// only the fields of its Type are set. The harness's Python mirror is records.Result (a test holds the two
+// to the same fields).
 type Result struct {
-	Type    string `json:"type"`
-	Repr    string `json:"repr"`
-	WasSync bool   `json:"was_sync"`
+	Type    ResultKind `json:"type"`
+	Repr    string     `json:"repr"`
+	WasSync bool       `json:"was_sync"`
 
 	// RuntimePreparationPlan
 	SessionBound     bool            `json:"session_bound"`
@@ -475,6 +499,18 @@ type Result struct {
 	// TypeErrors lists the values of a wrong type in the returned object (RuntimeMaterials: a file whose
 	// content is a str, an int or None, a non-str environment value), for the checks to judge.
 	TypeErrors []TypeError `json:"type_errors,omitempty"`
+}
+
+// Name names what a callback returned for messages: the Python type of an "other" value, the kind
+// otherwise, and "nothing" for no result.
+func (r *Result) Name() string {
+	switch {
+	case r == nil:
+		return "nothing"
+	case r.Type == KindOther && r.PythonType != "":
+		return r.PythonType
+	}
+	return string(r.Type)
 }
 
 // TypeError is one value of the wrong type in a callback's result.

@@ -180,7 +180,7 @@ func TestFakeRoundTripAndAttribution(t *testing.T) {
 		t.Fatalf("echo: %v %+v", err, r)
 	}
 	res, err := r.Result()
-	if err != nil || res.Type != "other" || res.Repr != `{"x": 1}` {
+	if err != nil || res.Type != KindOther || res.Repr != `{"x": 1}` {
 		t.Fatalf("result %+v %v", res, err)
 	}
 	r1, err := call(t, p, "print", map[string]string{"out": "one out", "err": "one err"}, time.Second)

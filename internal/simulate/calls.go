@@ -412,15 +412,15 @@ func describeCall(c *CallRecord) string {
 func defaultResult(method string) *harness.Result {
 	switch method {
 	case "plan":
-		return &harness.Result{Type: "RuntimePreparationPlan", Declaration: json.RawMessage("{}")}
+		return &harness.Result{Type: KindPlan, Declaration: json.RawMessage("{}")}
 	case "prepare_session", "prepare_turn":
-		return &harness.Result{Type: "RuntimeMaterials", TurnValiditySeconds: json.RawMessage("null")}
+		return &harness.Result{Type: KindMaterials, TurnValiditySeconds: json.RawMessage("null")}
 	case "read_user_actions":
-		return &harness.Result{Type: "SessionUserActionState", Ready: true}
+		return &harness.Result{Type: KindUserActionState, Ready: true}
 	case "recover":
-		return &harness.Result{Type: "bool", Value: false}
+		return &harness.Result{Type: KindBool, Value: false}
 	default:
-		return &harness.Result{Type: "none"}
+		return &harness.Result{Type: KindNone}
 	}
 }
 

@@ -274,7 +274,7 @@ steps:
 		t.Fatalf("%d recover calls", len(recs))
 	}
 	for _, c := range recs {
-		if c.Outcome != OutcomeReturned || c.Result == nil || c.Result.Type != "bool" || c.Result.Value {
+		if c.Outcome != OutcomeReturned || c.Result == nil || c.Result.Type != KindBool || c.Result.Value {
 			t.Errorf("default recover: %s %+v, want False", c.Outcome, c.Result)
 		}
 	}

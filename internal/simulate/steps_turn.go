@@ -145,8 +145,8 @@ func (p *platform) turnOutcome(r *replica, rec *CallRecord, s *session, st *Step
 		return 0, false
 	}
 	res := rec.Result
-	if res == nil || res.Type != "RuntimeMaterials" {
-		p.refuse(r.name, CodeTurnPreparationFailed, "prepare_turn returned %s, not RuntimeMaterials", resultType(res))
+	if !KindMaterials.Of(res) {
+		p.refuse(r.name, CodeTurnPreparationFailed, "prepare_turn returned %s, not RuntimeMaterials", res.Name())
 		return 0, false
 	}
 	if len(res.Environment) > 0 {
@@ -224,7 +224,7 @@ func (p *platform) readState(r *replica, st *Step, s *session) (*uaState, bool) 
 }
 
 func (p *platform) stateOutcome(r *replica, rec *CallRecord) (*uaState, bool) {
-	if rec.Outcome != OutcomeReturned || rec.Result == nil || rec.Result.Type != "SessionUserActionState" {
+	if !rec.Returned(KindUserActionState) {
 		p.refuse(r.name, CodeSessionUserActionFailed, "%s failed (%s); readiness is not granted", rec.Method, rec.Outcome)
 		return nil, false
 	}
