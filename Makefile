@@ -33,7 +33,7 @@ bench:
 FUZZTIME ?= 10s
 FUZZ_TARGETS ?= \
 	./internal/simulate:FuzzParseScenario ./internal/simulate:FuzzScenarioDeep \
-	./internal/harness:FuzzReadFrame ./internal/harness:FuzzFrameDeep \
+	./internal/harness:FuzzReadFrame ./internal/harness:FuzzFrameDeep ./internal/harness:FuzzDecodeTurnValidity \
 	./internal/conformance:FuzzParseSettings ./internal/clauses:FuzzParse \
 	./internal/report:FuzzMergeRender ./internal/report:FuzzReportDeep \
 	./internal/secrets:FuzzHuntAndMask \

@@ -2,13 +2,10 @@ package conformance
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/astrabox-dev/astrabox/internal/harness"
@@ -344,26 +341,6 @@ func waitedPastCancel(cs callSite) bool {
 	return false
 }
 
-// validity classifies turn_validity_seconds: set reports a value was given; problem is why it is invalid.
-func validity(raw json.RawMessage) (set bool, problem string) {
-	t := strings.TrimSpace(string(raw))
-	if t == "" || t == "null" {
-		return false, ""
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return true, "is " + s
-	}
-	v, err := strconv.ParseFloat(t, 64)
-	if err != nil {
-		return true, "is not a number"
-	}
-	if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
-		return true, "is " + t
-	}
-	return true, ""
-}
-
 func decideTurnValidityFresh(ev *Evidence) []Finding {
 	type prev struct {
 		files    map[string][]byte
@@ -381,7 +358,8 @@ func decideTurnValidityFresh(ev *Evidence) []Finding {
 				continue
 			}
 			k := attemptKey{h, c.Ctx.Session, c.Ctx.Attempt}
-			set, problem := validity(m.TurnValiditySeconds)
+			tv := m.Validity()
+			set, problem := tv.Set, tv.Problem
 			files := fileSet(m)
 			type issue struct{ kind, msg string }
 			var msgs []issue

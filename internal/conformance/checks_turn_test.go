@@ -69,24 +69,6 @@ func TestTurnIdempotentIgnoresRetryAfterFailedFirstCall(t *testing.T) {
 	}
 }
 
-func TestValidity(t *testing.T) {
-	cases := []struct {
-		raw     string
-		set     bool
-		invalid bool
-	}{
-		{"", false, false}, {"null", false, false}, {"300", true, false}, {"0.5", true, false},
-		{"0", true, true}, {"-1", true, true}, {`"inf"`, true, true}, {`"nan"`, true, true}, {`"-inf"`, true, true},
-		{"true", true, true},
-	}
-	for _, c := range cases {
-		set, problem := validity(json.RawMessage(c.raw))
-		if set != c.set || (problem != "") != c.invalid {
-			t.Errorf("validity(%s) = %v, %q; want set=%v invalid=%v", c.raw, set, problem, c.set, c.invalid)
-		}
-	}
-}
-
 func TestTurnValidityFresh(t *testing.T) {
 	stale := fakeHistory([]*simulate.CallRecord{
 		turnCall("r1#1", "r1", "t1", false, "material-one", "300"),

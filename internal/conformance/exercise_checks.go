@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/astrabox-dev/astrabox/internal/simulate"
@@ -277,9 +276,9 @@ func exRefresh(ev *Evidence) Exercise {
 	for _, cs := range ev.calls(simulate.CallPrepareTurn) {
 		label := ""
 		if m := cs.materials(); m != nil {
-			if set, problem := validity(m.TurnValiditySeconds); set && problem == "" {
+			if tv := m.Validity(); tv.Valid() {
 				finite++
-				longest = max(longest, validitySeconds(m.TurnValiditySeconds))
+				longest = max(longest, tv.Seconds)
 			}
 		}
 		if cs.c.Ctx.Refresh {
@@ -455,15 +454,6 @@ var exBox = needCalls(need{calls: judgesBox, label: "with a sandbox",
 		return cs.c.Ctx.SandboxID != "" || cs.c.Outcome == simulate.OutcomeReturned
 	},
 	reach: "prewarm, claim and turn steps reach it"})
-
-// validitySeconds is a valid turn_validity_seconds as a number (0 when not one).
-func validitySeconds(raw []byte) float64 {
-	v, err := strconv.ParseFloat(strings.TrimSpace(string(raw)), 64)
-	if err != nil {
-		return 0
-	}
-	return v
-}
 
 // offeredText lists offered operation ids with how often each was offered, sorted by id.
 func offeredText(offered map[string]int) string {

@@ -3,6 +3,9 @@ package harness
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -511,6 +514,50 @@ func (r *Result) Name() string {
 		return r.PythonType
 	}
 	return string(r.Type)
+}
+
+// TurnValidity is the turn_validity_seconds of a RuntimeMaterials result, decoded once for the platform
+// (which refuses a bad one and schedules refreshes by a good one) and for the checks that judge it.
+type TurnValidity struct {
+	// Set says a value was given: not absent, not null.
+	Set bool
+	// Seconds is the value when it is a positive finite number, 0 otherwise.
+	Seconds float64
+	// Problem says why a set value is not a positive finite number ("is inf", "is -1", "is not a number");
+	// "" when it is one.
+	Problem string
+}
+
+// Valid tells whether a value was given and it is a positive finite number.
+func (v TurnValidity) Valid() bool { return v.Set && v.Problem == "" }
+
+// DecodeTurnValidity decodes turn_validity_seconds as the harness writes it: absent or null, a JSON number,
+// or one of the strings "inf", "-inf", "nan" for a float JSON cannot carry.
+func DecodeTurnValidity(raw json.RawMessage) TurnValidity {
+	t := strings.TrimSpace(string(raw))
+	if t == "" || t == "null" {
+		return TurnValidity{}
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return TurnValidity{Set: true, Problem: "is " + s}
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil {
+		return TurnValidity{Set: true, Problem: "is not a number"}
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
+		return TurnValidity{Set: true, Problem: "is " + t}
+	}
+	return TurnValidity{Set: true, Seconds: v}
+}
+
+// Validity is the result's turn_validity_seconds decoded (see DecodeTurnValidity); not Set for a nil result.
+func (r *Result) Validity() TurnValidity {
+	if r == nil {
+		return TurnValidity{}
+	}
+	return DecodeTurnValidity(r.TurnValiditySeconds)
 }
 
 // TypeError is one value of the wrong type in a callback's result.

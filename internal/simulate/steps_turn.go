@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"strconv"
 	"time"
 
 	"github.com/astrabox-dev/astrabox/internal/seconds"
@@ -153,35 +152,17 @@ func (p *platform) turnOutcome(r *replica, rec *CallRecord, s *session, st *Step
 		p.refuse(r.name, CodeTurnPreparationFailed, "prepare_turn returned environment (%d name(s)); a non-empty environment fails the write", len(res.Environment))
 		return 0, false
 	}
-	v, err := validityOf(res.TurnValiditySeconds)
-	if err != nil {
-		p.refuse(r.name, CodeTurnPreparationFailed, "turn_validity_seconds %s", err)
+	tv := res.Validity()
+	if tv.Problem != "" {
+		p.refuse(r.name, CodeTurnPreparationFailed, "turn_validity_seconds %s; it must be a positive finite number", tv.Problem)
 		return 0, false
 	}
+	v := tv.Seconds
 	p.sawValidity(v)
 	if !p.deliver(r, rec, s, res.Files) {
 		return 0, false
 	}
 	return v, true
-}
-
-// validityOf decodes turn_validity_seconds: null (0), or a positive finite number.
-func validityOf(raw json.RawMessage) (float64, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return 0, nil
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return 0, fmt.Errorf("is %s; it must be a positive finite number", s)
-	}
-	v, err := strconv.ParseFloat(string(raw), 64)
-	if err != nil {
-		return 0, fmt.Errorf("is not a number: %s", raw)
-	}
-	if v <= 0 || math.IsInf(v, 0) || math.IsNaN(v) {
-		return 0, fmt.Errorf("is %g; it must be a positive finite number", v)
-	}
-	return v, nil
 }
 
 func (p *platform) uaArgs(s *session) map[string]any {
