@@ -141,6 +141,7 @@ func (p *platform) sendArgs(r *replica, cs callSpec) map[string]any {
 // recordResult records what the harness answered (or how the call failed) and the outcome classifyOutcome
 // gives it; facts carry what the platform knew before the answer.
 func recordResult(rec *CallRecord, res callResult, facts callFacts) {
+	var decodeErr error
 	if rep := res.reply; rep != nil {
 		rec.Observations = rep.Observations
 		rec.Coverage = rep.Coverage
@@ -153,15 +154,23 @@ func recordResult(rec *CallRecord, res callResult, facts callFacts) {
 		facts.HeldPastDeadline = rep.HeldPastDeadline
 		facts.ErrorCancelled = rep.Error != nil && rep.Error.Cancelled
 		if rep.OK {
-			var v harness.Result
-			if err := json.Unmarshal(rep.Value, &v); err == nil {
-				rec.Result = &v
+			v, err := rep.Result()
+			if err != nil {
+				// The harness's own value did not decode: a protocol breach of the kit, never the provider's.
+				decodeErr = fmt.Errorf("%s (call %s): %w", rec.Method, rec.Key, err)
+				facts.ProcessFailed = true
 			}
+			rec.Result = v
 		} else {
 			rec.Error = rep.Error
 		}
 	}
 	rec.Outcome = classifyOutcome(facts)
+	if decodeErr != nil {
+		rec.ProcessKind = string(harness.KindProtocol)
+		rec.ProcessError = decodeErr.Error()
+		return
+	}
 	var pe *harness.ProcessError
 	if res.err != nil && rec.Outcome == OutcomeDied && errors.As(res.err, &pe) {
 		rec.ProcessKind = string(pe.Kind)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/astrabox-dev/astrabox/internal/harness"
 	"github.com/astrabox-dev/astrabox/internal/seconds"
 )
 
@@ -194,7 +195,7 @@ func (p *platform) readUserActions(st *Step) {
 
 type uaState struct {
 	Ready      bool
-	UserAction map[string]any
+	UserAction *harness.UserAction
 	Actions    []string
 }
 
@@ -209,23 +210,31 @@ func (p *platform) stateOutcome(r *replica, rec *CallRecord) (*uaState, bool) {
 		p.refuse(r.name, CodeSessionUserActionFailed, "%s failed (%s); readiness is not granted", rec.Method, rec.Outcome)
 		return nil, false
 	}
-	st := &uaState{Ready: rec.Result.Ready}
-	if len(rec.Result.UserAction) > 0 && string(rec.Result.UserAction) != "null" {
-		_ = json.Unmarshal(rec.Result.UserAction, &st.UserAction)
-	}
-	for _, a := range rec.Result.Actions {
-		st.Actions = append(st.Actions, a.ID)
-	}
 	if problems := ValidateState(rec.Result.Ready, rec.Result.UserAction, rec.Result.Actions); len(problems) > 0 {
 		p.refuse(r.name, CodeSessionUserActionFailed, "%s returned a malformed state: %v", rec.Method, problems)
 		return nil, false
+	}
+	st := &uaState{Ready: rec.Result.Ready}
+	if len(rec.Result.UserAction) > 0 && string(rec.Result.UserAction) != "null" {
+		var ua harness.UserAction
+		if err := json.Unmarshal(rec.Result.UserAction, &ua); err != nil {
+			p.refuse(r.name, CodeSessionUserActionFailed, "%s (call %s) returned a user_action that does not decode: %v", rec.Method, rec.Key, err)
+			return nil, false
+		}
+		st.UserAction = &ua
+	}
+	for _, a := range rec.Result.Actions {
+		st.Actions = append(st.Actions, a.ID)
 	}
 	return st, true
 }
 
 func (p *platform) applyState(r *replica, s *session, st *uaState, verb string) {
 	p.sawState(s.id, st.Actions)
-	status, _ := st.UserAction["status"].(string)
+	status := ""
+	if st.UserAction != nil {
+		status = st.UserAction.Status
+	}
 	s.blocked = !st.Ready && (status == "pending" || status == "unknown" || status == "")
 	p.event(&Event{Kind: EventOutcome, Replica: r.name, Message: fmt.Sprintf("%s user-action: ready=%v status=%s actions=%v; console sending blocked=%v", verb, st.Ready, status, st.Actions, s.blocked),
 		Data: map[string]any{"ready": st.Ready, "status": status, "blocked": s.blocked}})
