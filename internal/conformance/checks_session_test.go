@@ -138,6 +138,25 @@ func TestSessionRedaction(t *testing.T) {
 	}
 }
 
+// TestLeakCrossSessionWorkloadIdentityIsTyped: a workload identity token's Session (and so its owner) comes
+// from the typed context of the prepare_session that carried it, whatever its secret's display origin says.
+func TestLeakCrossSessionWorkloadIdentityIsTyped(t *testing.T) {
+	const widA = "astx_wid_aaaaaaaaaaaaaaaaaaaa"
+	alice := sessionCall("r1#1", "s-alice", "alice", map[string]string{"id.txt": "mine"}, nil)
+	alice.Args = map[string]any{"context": map[string]any{"session_id": "s-alice", "principal_id": "alice",
+		"workload_identity": map[string]any{"subject": "workload:s-alice", "token": widA}}}
+	carol := sessionCall("r1#2", "s-carol", "carol", map[string]string{"id.txt": widA}, nil)
+	for _, origin := range []string{"workload identity token of session s-alice", "planted secret", ""} {
+		h := fakeHistory([]*simulate.CallRecord{alice, carol})
+		h.Secrets = []secrets.Secret{{Value: widA, Origin: origin}}
+		f := decideLeakCrossSession(evidenceOf(h))
+		if len(f) != 1 || !strings.Contains(f[0].Message, "carol's session s-carol") ||
+			!strings.Contains(f[0].Message, "workload identity token of session s-alice for principal alice") {
+			t.Errorf("origin %q: expected one finding for carol holding alice's token, got %+v", origin, f)
+		}
+	}
+}
+
 func TestLeakCrossSession(t *testing.T) {
 	credential := func(call, principal string, order int64) simulate.Request {
 		return write(call, "POST", "/v1/credentials", `{"principal_id":"`+principal+`","audience":"tools"}`, order)

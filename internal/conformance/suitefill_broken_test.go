@@ -102,8 +102,7 @@ func claimTrueAfter503(t *testing.T, hists []*simulate.History) {
 			for _, rq := range h.RequestsOf(c.Key) {
 				refused = refused || (rq.Path == "/v1/fences" && rq.Status == 503)
 			}
-			op, _ := c.Args["operation"].(map[string]any)
-			id, _ := op["operation_id"].(string)
+			id := operationID(c)
 			for _, rq := range h.Requests {
 				if refused && rq.Operation == id && rq.Applied && rq.ApplyOrder > c.ApplyMark {
 					return
