@@ -33,7 +33,7 @@ func TestExerciseFromTheProvidersAnswers(t *testing.T) {
 		t.Errorf("an hour's validity never refreshed: %+v", ex)
 	}
 	b.call(turn("3600", true))
-	if ex := exRefresh(exEvidence(b.h, simulate.CallPrepareTurn)); !ex.Met || !strings.Contains(ex.Over, "1 refreshes") {
+	if ex := exRefresh(exEvidence(b.h, simulate.CallPrepareTurn)); !ex.Met || !strings.Contains(ex.Tally.Sentence(), "1 refreshes") {
 		t.Errorf("a refresh seen: %+v", ex)
 	}
 
