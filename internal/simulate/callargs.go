@@ -1,9 +1,8 @@
 package simulate
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
+	"sort"
 )
 
 // ContextArg is the context argument the platform hands a callback (args["context"]: the seams'
@@ -62,19 +61,190 @@ type OperationArg struct {
 	Deadline    float64 `json:"deadline"`
 }
 
-// decodeArg decodes one argument of a call strictly: a key without a field of the typed record is an error,
-// so a field the platform starts to send cannot be missed by the checks that read the record.
-func decodeArg(name string, v any, into any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("encode the %s argument: %w", name, err)
+// The arguments are the JSON-like values the platform built (or a recording restored): strings, bools,
+// numbers, nil, map[string]any and []any. They are decoded field by field, strictly: a key without a field of
+// the typed record, or a value of another type, is an error, so a field the platform starts to send cannot be
+// missed by the checks that read the record. (A JSON round trip would do the same at several times the cost,
+// and the checks read contexts on every call they judge.)
+
+func argString(key string, v any) (string, error) {
+	s, ok := v.(string)
+	if !ok {
+		return "", fmt.Errorf("%s is a %T, not a string", key, v)
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(into); err != nil {
-		return fmt.Errorf("decode the %s argument: %w", name, err)
+	return s, nil
+}
+
+func argBool(key string, v any) (bool, error) {
+	b, ok := v.(bool)
+	if !ok {
+		return false, fmt.Errorf("%s is a %T, not a bool", key, v)
+	}
+	return b, nil
+}
+
+func argNumber(key string, v any) (float64, error) {
+	switch n := v.(type) {
+	case float64:
+		return n, nil
+	case int:
+		return float64(n), nil
+	case int64:
+		return float64(n), nil
+	}
+	return 0, fmt.Errorf("%s is a %T, not a number", key, v)
+}
+
+func argMap(key string, v any) (map[string]any, error) {
+	m, ok := v.(map[string]any)
+	if !ok && v != nil {
+		return nil, fmt.Errorf("%s is a %T, not a mapping", key, v)
+	}
+	return m, nil
+}
+
+// argFields decodes the keys of a mapping through set, in key order (so the first error is always the same).
+func argFields(key string, v any, set func(k string, v any) error) error {
+	m, err := argMap(key, v)
+	if err != nil {
+		return err
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if err := set(k, m[k]); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+func decodeSandboxArg(key string, v any) (*SandboxArg, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var sb SandboxArg
+	err := argFields(key, v, func(k string, v any) (err error) {
+		switch k {
+		case "sandbox_id":
+			sb.SandboxID, err = argString(key+"."+k, v)
+		case "home":
+			sb.Home, err = argString(key+"."+k, v)
+		case "workspace":
+			sb.Workspace, err = argString(key+"."+k, v)
+		default:
+			err = fmt.Errorf("%s has the key %q, which SandboxArg has no field for", key, k)
+		}
+		return err
+	})
+	return &sb, err
+}
+
+func decodeOperationArg(key string, v any) (*OperationArg, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var op OperationArg
+	err := argFields(key, v, func(k string, v any) (err error) {
+		switch k {
+		case "agent_id":
+			op.AgentID, err = argString(key+"."+k, v)
+		case "operation_id":
+			op.OperationID, err = argString(key+"."+k, v)
+		case "deadline":
+			op.Deadline, err = argNumber(key+"."+k, v)
+		default:
+			err = fmt.Errorf("%s has the key %q, which OperationArg has no field for", key, k)
+		}
+		return err
+	})
+	return &op, err
+}
+
+func decodeWorkloadIdentity(key string, v any) (*WorkloadIdentity, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var wi WorkloadIdentity
+	err := argFields(key, v, func(k string, v any) (err error) {
+		switch k {
+		case "subject":
+			wi.Subject, err = argString(key+"."+k, v)
+		case "token":
+			wi.Token, err = argString(key+"."+k, v)
+		default:
+			err = fmt.Errorf("%s has the key %q, which WorkloadIdentity has no field for", key, k)
+		}
+		return err
+	})
+	return &wi, err
+}
+
+// setContextField decodes one key of a context argument into c.
+func (c *ContextArg) setContextField(k string, v any) (err error) {
+	key := "context." + k
+	switch k {
+	case "session_id":
+		c.SessionID, err = argString(key, v)
+	case "agent_id":
+		c.AgentID, err = argString(key, v)
+	case "principal_id":
+		c.PrincipalID, err = argString(key, v)
+	case "owner_id":
+		c.OwnerID, err = argString(key, v)
+	case "sandbox_id":
+		c.SandboxID, err = argString(key, v)
+	case "sandbox_handle":
+		c.SandboxHandle, err = decodeSandboxArg(key, v)
+	case "sandbox":
+		c.Sandbox, err = decodeSandboxArg(key, v)
+	case "trigger":
+		c.Trigger, err = argString(key, v)
+	case "file_paths_dir":
+		c.FilePathsDir, err = argString(key, v)
+	case "dispatch_attempt_id":
+		c.DispatchAttemptID, err = argString(key, v)
+	case "refresh":
+		c.Refresh, err = argBool(key, v)
+	case "deadline":
+		c.Deadline, err = argNumber(key, v)
+	case "runtime_generation":
+		c.RuntimeGeneration, err = argString(key, v)
+	case "workload_identity":
+		c.WorkloadIdentity, err = decodeWorkloadIdentity(key, v)
+	case "config":
+		c.Config, err = argMap(key, v)
+	case "operation":
+		c.Operation, err = decodeOperationArg(key, v)
+	case "creator_user_id":
+		c.CreatorUserID, err = argString(key, v)
+	case "config_version":
+		var n float64
+		n, err = argNumber(key, v)
+		c.ConfigVersion = int(n)
+	case "preparation_id":
+		c.PreparationID, err = argString(key, v)
+	case "packages":
+		if v != nil {
+			l, ok := v.([]any)
+			if !ok {
+				return fmt.Errorf("%s is a %T, not a list", key, v)
+			}
+			c.Packages = l
+		}
+	case "skills_path":
+		if v != nil {
+			var s string
+			s, err = argString(key, v)
+			c.SkillsPath = &s
+		}
+	default:
+		err = fmt.Errorf("context has the key %q, which ContextArg has no field for", k)
+	}
+	return err
 }
 
 // DecodeContext decodes a callback's context argument (args["context"]; zero when it has none).
@@ -84,7 +254,10 @@ func DecodeContext(args map[string]any) (ContextArg, error) {
 	if !ok || v == nil {
 		return out, nil
 	}
-	return out, decodeArg("context", v, &out)
+	if err := argFields("context", v, out.setContextField); err != nil {
+		return ContextArg{}, fmt.Errorf("decode the context argument: %w", err)
+	}
+	return out, nil
 }
 
 // Context is the call's context argument as its typed record (zero when the callback has none). The
@@ -106,15 +279,11 @@ func (c *CallRecord) Operation() (*OperationArg, error) {
 		ctx, err := c.Context()
 		return ctx.Operation, err
 	case CallRecover:
-		v, ok := c.Args["operation"]
-		if !ok || v == nil {
-			return nil, nil
+		op, err := decodeOperationArg("operation", c.Args["operation"])
+		if err != nil {
+			return nil, fmt.Errorf("%s (call %s): decode the operation argument: %w", c.Method, c.Key, err)
 		}
-		var op OperationArg
-		if err := decodeArg("operation", v, &op); err != nil {
-			return nil, fmt.Errorf("%s (call %s): %w", c.Method, c.Key, err)
-		}
-		return &op, nil
+		return op, nil
 	}
 	return nil, nil
 }

@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -93,4 +94,30 @@ func TestContextIsReadTyped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// FuzzDecodeContext: any JSON-like arguments decode to a record or an error naming the key, never a panic.
+func FuzzDecodeContext(f *testing.F) {
+	f.Add([]byte(`{"context":{"session_id":"s1","workload_identity":{"subject":"w","token":"t"},"refresh":true,"deadline":0}}`))
+	f.Add([]byte(`{"context":{"operation":{"agent_id":"a","operation_id":"o","deadline":1.5},"config_version":3,"packages":[],"skills_path":null}}`))
+	f.Add([]byte(`{"context":{"sandbox":{"sandbox_id":7}}}`))
+	f.Add([]byte(`{"context":[1]}`))
+	f.Add([]byte(`{"operation":{"x":1}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var args map[string]any
+		if json.Unmarshal(data, &args) != nil {
+			return
+		}
+		for _, cb := range []Callback{CallPrepareSession, CallSynchronize, CallRecover} {
+			rec := CallRecord{Key: "r1#1", Method: cb, Args: args}
+			ctx, err := rec.Context()
+			if err != nil && ctx.SessionID != "" {
+				t.Fatalf("an error with a partly decoded record: %+v", ctx)
+			}
+			if err != nil && !strings.Contains(err.Error(), "(call r1#1)") {
+				t.Fatalf("error %q does not name the call", err)
+			}
+			_, _ = rec.Operation()
+		}
+	})
 }
