@@ -48,3 +48,32 @@ func TestResultKindsAreTyped(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// rawValidityRead matches code that reads the raw turn_validity_seconds of a result (setting it, as a
+// default result does, is not a read).
+var rawValidityRead = regexp.MustCompile(`\.TurnValiditySeconds\b`)
+
+// TestTurnValidityIsDecodedOnce: outside messages.go no kit code (tests aside) reads the raw
+// turn_validity_seconds; the platform and the checks share Result.Validity, so they cannot disagree on what
+// a valid validity is.
+func TestTurnValidityIsDecodedOnce(t *testing.T) {
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") ||
+			path == filepath.Join("..", "harness", "messages.go") {
+			return err
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for i, line := range strings.Split(string(src), "\n") {
+			if rawValidityRead.MatchString(line) {
+				t.Errorf("%s:%d: reads turn_validity_seconds raw; use Result.Validity (harness.DecodeTurnValidity)", path, i+1)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
