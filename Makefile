@@ -32,8 +32,8 @@ bench:
 # (testdata/fuzz/FuzzName in each package) without fuzzing; new crashers land there too, to be kept as tests.
 FUZZTIME ?= 10s
 FUZZ_TARGETS ?= \
-	./internal/simulate:FuzzParseScenario ./internal/simulate:FuzzScenarioDeep \
-	./internal/harness:FuzzReadFrame ./internal/harness:FuzzFrameDeep \
+	./internal/simulate:FuzzParseScenario ./internal/simulate:FuzzScenarioDeep ./internal/simulate:FuzzDecodeContext \
+	./internal/harness:FuzzReadFrame ./internal/harness:FuzzFrameDeep ./internal/harness:FuzzDecodeTurnValidity \
 	./internal/conformance:FuzzParseSettings ./internal/clauses:FuzzParse \
 	./internal/report:FuzzMergeRender ./internal/report:FuzzReportDeep \
 	./internal/secrets:FuzzHuntAndMask \

@@ -339,7 +339,7 @@ func decideGenSettles(ev *Evidence) []Finding {
 			continue
 		}
 		if p := malformed(c); p != "" {
-			add(cs, string(c.Method)+"|malformed", fmt.Sprintf("%s returned %s the platform cannot take: %s%s", c.Method, resultName(c.Result), p, where), ev.methodLocation(c.Method))
+			add(cs, string(c.Method)+"|malformed", fmt.Sprintf("%s returned %s the platform cannot take: %s%s", c.Method, c.Result.Name(), p, where), ev.methodLocation(c.Method))
 		}
 		if !ev.faultFree(cs) || !providerOverrides(ev, c.Method) {
 			continue

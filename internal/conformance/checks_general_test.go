@@ -114,9 +114,9 @@ func TestGenSettlesMalformedValue(t *testing.T) {
 	b := newHist("x")
 	derr := "declaration.a is nested more than 64 levels deep (a cycle?)"
 	b.call(&simulate.CallRecord{Replica: "r1", Method: "prepare_session", Outcome: simulate.OutcomeReturned, Fault: simulate.FaultTimeout,
-		Result: &harness.Result{Type: "RuntimeMaterials", Problems: []string{"files[0].content is a str, not bytes"}}})
+		Result: &harness.Result{Type: simulate.KindMaterials, Problems: []string{"files[0].content is a str, not bytes"}}})
 	b.call(&simulate.CallRecord{Replica: "r1", Method: "plan", Outcome: simulate.OutcomeReturned,
-		Result: &harness.Result{Type: "RuntimePreparationPlan", DeclarationError: &derr}})
+		Result: &harness.Result{Type: simulate.KindPlan, DeclarationError: &derr}})
 	fs := decideGenSettles(evidenceOf(b.h))
 	if len(fs) != 2 || !strings.Contains(fs[0].Message, "not bytes") || !strings.Contains(fs[1].Message, "cycle") {
 		t.Fatalf("findings = %+v", fs)

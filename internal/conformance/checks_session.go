@@ -96,16 +96,20 @@ func init() {
 // sessionMaterialMethods are the callbacks that return RuntimeMaterials.
 var sessionMaterialMethods = []simulate.Callback{simulate.CallPrepareSession, simulate.CallPrepareTurn}
 
-// contextArg returns a string field of a call's recorded context argument, or "".
-func contextArg(c *simulate.CallRecord, key string) string {
-	ctx, _ := c.Args["context"].(map[string]any)
-	s, _ := ctx[key].(string)
-	return s
+// callContext is a call's context argument as its typed record. The platform decodes every context it sends
+// into this record before sending it (simulate's checkArgs), so an error means evidence the platform did not
+// record (a hand-edited recording): it fails loudly, naming the call, rather than judge a guess.
+func callContext(c *simulate.CallRecord) simulate.ContextArg {
+	ctx, err := c.Context()
+	if err != nil {
+		panic("conformance: " + err.Error())
+	}
+	return ctx
 }
 
 // filePathsDir is the directory context.file_path resolves names in for a call.
 func filePathsDir(c *simulate.CallRecord) string {
-	if d := contextArg(c, "file_paths_dir"); d != "" {
+	if d := callContext(c).FilePathsDir; d != "" {
 		return strings.TrimRight(d, "/")
 	}
 	return simulate.RuntimeFileDir(c.Ctx.Session)
@@ -355,11 +359,7 @@ func decideSessionRedaction(ev *Evidence) []Finding {
 	for _, cs := range ev.calls() {
 		if r := cs.c.Result; r != nil && cs.c.Outcome != simulate.OutcomeDied {
 			if origin, enc, ok := finder.find(r.Repr); ok {
-				what := r.Type
-				if what == "other" && r.PythonType != "" {
-					what = r.PythonType
-				}
-				report1(cs, "repr of the returned "+what, origin, enc, ev.methodLocation(cs.c.Method))
+				report1(cs, "repr of the returned "+r.Name(), origin, enc, ev.methodLocation(cs.c.Method))
 			}
 		}
 		if e := cs.c.Error; e != nil {
@@ -402,11 +402,9 @@ func decideSessionEnvReserved(ev *Evidence) []Finding {
 	return out
 }
 
-// Origins of per-principal values the simulator plants (see simulate.History.Secrets).
-const (
-	originCredential       = "credential issued by the deployment double"
-	originWorkloadIdentity = "workload identity token of session "
-)
+// originCredential is the origin of the credentials the double issues (see simulate.History.Secrets). A
+// workload identity token is known by its value: prepare_session's typed context carries it with its Session.
+const originCredential = "credential issued by the deployment double"
 
 // principalToken is a value that belongs to one principal: a credential the double issued for them or the
 // workload identity token of one of their Sessions.
@@ -420,10 +418,16 @@ type principalToken struct {
 func principalTokens(h *simulate.History) []*principalToken {
 	sessionOwner := map[string]string{}
 	sessionPrincipals := map[string]bool{}
+	widSession := map[string]string{} // workload identity token -> the Session whose context carried it
 	for _, c := range h.Calls() {
 		if c.Ctx.Session != "" && c.Ctx.Principal != "" {
 			sessionOwner[c.Ctx.Session] = c.Ctx.Principal
 			sessionPrincipals[c.Ctx.Principal] = true
+		}
+		if c.Method == simulate.CallPrepareSession {
+			if ctx := callContext(c); ctx.WorkloadIdentity != nil && ctx.WorkloadIdentity.Token != "" {
+				widSession[ctx.WorkloadIdentity.Token] = ctx.SessionID
+			}
 		}
 	}
 	// The double issues one credential per applied POST /v1/credentials, in apply order.
@@ -442,8 +446,8 @@ func principalTokens(h *simulate.History) []*principalToken {
 			t := &principalToken{value: s.Value, what: "a credential issued"}
 			creds = append(creds, t)
 			out = append(out, t)
-		case strings.HasPrefix(s.Origin, originWorkloadIdentity):
-			session := strings.TrimPrefix(s.Origin, originWorkloadIdentity)
+		case widSession[s.Value] != "":
+			session := widSession[s.Value]
 			out = append(out, &principalToken{value: s.Value, owner: sessionOwner[session], what: "the workload identity token of session " + session})
 		}
 	}

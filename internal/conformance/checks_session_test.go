@@ -15,7 +15,7 @@ import (
 
 // sessionCall is a prepare_session of a principal's Session that returned files and environment.
 func sessionCall(key, session, principal string, files map[string]string, env map[string]string) *simulate.CallRecord {
-	r := &harness.Result{Type: "RuntimeMaterials", Environment: env, TurnValiditySeconds: json.RawMessage("null")}
+	r := &harness.Result{Type: simulate.KindMaterials, Environment: env, TurnValiditySeconds: json.RawMessage("null")}
 	for _, n := range slices.Sorted(maps.Keys(files)) {
 		r.Files = append(r.Files, harness.MaterialFile{Name: n, Content: []byte(files[n])})
 	}
@@ -27,7 +27,7 @@ func sessionCall(key, session, principal string, files map[string]string, env ma
 
 func planCall(bound bool) *simulate.CallRecord {
 	return &simulate.CallRecord{Key: "r1#0", Replica: "r1", Method: "plan", Outcome: simulate.OutcomeReturned, Ctx: simulate.CallContext{Agent: "agent-1"},
-		Result: &harness.Result{Type: "RuntimePreparationPlan", SessionBound: bound}}
+		Result: &harness.Result{Type: simulate.KindPlan, SessionBound: bound}}
 }
 
 func TestBoundMaterial(t *testing.T) {
@@ -135,6 +135,25 @@ func TestSessionRedaction(t *testing.T) {
 	ev.Material[key] = "file session.key from prepare_session of s1 (r1#1)"
 	if f := decideSessionRedaction(ev); len(f) != 1 || !strings.Contains(f[0].Message, "RuntimeError traceback") {
 		t.Fatalf("expected one traceback finding, got %+v", f)
+	}
+}
+
+// TestLeakCrossSessionWorkloadIdentityIsTyped: a workload identity token's Session (and so its owner) comes
+// from the typed context of the prepare_session that carried it, whatever its secret's display origin says.
+func TestLeakCrossSessionWorkloadIdentityIsTyped(t *testing.T) {
+	const widA = "astx_wid_aaaaaaaaaaaaaaaaaaaa"
+	alice := sessionCall("r1#1", "s-alice", "alice", map[string]string{"id.txt": "mine"}, nil)
+	alice.Args = map[string]any{"context": map[string]any{"session_id": "s-alice", "principal_id": "alice",
+		"workload_identity": map[string]any{"subject": "workload:s-alice", "token": widA}}}
+	carol := sessionCall("r1#2", "s-carol", "carol", map[string]string{"id.txt": widA}, nil)
+	for _, origin := range []string{"workload identity token of session s-alice", "planted secret", ""} {
+		h := fakeHistory([]*simulate.CallRecord{alice, carol})
+		h.Secrets = []secrets.Secret{{Value: widA, Origin: origin}}
+		f := decideLeakCrossSession(evidenceOf(h))
+		if len(f) != 1 || !strings.Contains(f[0].Message, "carol's session s-carol") ||
+			!strings.Contains(f[0].Message, "workload identity token of session s-alice for principal alice") {
+			t.Errorf("origin %q: expected one finding for carol holding alice's token, got %+v", origin, f)
+		}
 	}
 }
 

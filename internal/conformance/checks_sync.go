@@ -65,25 +65,16 @@ func init() {
 // ---------------------------------------------------------------------------------------------------------
 // helpers
 
-// syncContext is the context argument of a synchronize call, or nil.
-func syncContext(c *simulate.CallRecord) map[string]any {
-	m, _ := c.Args["context"].(map[string]any)
-	return m
-}
-
-// operationID is the operation id a synchronize or recover call was about.
+// operationID is the operation id a synchronize or recover call was about ("" for other callbacks).
 func operationID(c *simulate.CallRecord) string {
-	var op map[string]any
-	switch c.Method {
-	case simulate.CallSynchronize:
-		if ctx := syncContext(c); ctx != nil {
-			op, _ = ctx["operation"].(map[string]any)
-		}
-	case simulate.CallRecover:
-		op, _ = c.Args["operation"].(map[string]any)
+	op, err := c.Operation()
+	if err != nil {
+		panic("conformance: " + err.Error()) // see callContext
 	}
-	s, _ := op["operation_id"].(string)
-	return s
+	if op == nil {
+		return ""
+	}
+	return op.OperationID
 }
 
 // writesOf returns the write requests that belong to a call: those carrying the call's operation id, and
@@ -196,20 +187,18 @@ func versionedPair(a string, va int, b string, vb int) bool {
 // perBoxIdentifiers are the context fields of synchronize that change between versions, pool members or calls
 // and therefore must never name an external record; the values are the call's.
 func perBoxIdentifiers(c *simulate.CallRecord) [][2]string {
-	ctx := syncContext(c)
+	ctx := callContext(c)
 	var out [][2]string
-	add := func(name string, v any) {
-		if s, ok := v.(string); ok && len(s) >= 4 {
+	add := func(name string, s string) {
+		if len(s) >= 4 {
 			out = append(out, [2]string{name, s})
 		}
 	}
 	add("operation_id", operationID(c))
-	if ctx != nil {
-		add("preparation_id", ctx["preparation_id"])
-		add("runtime_generation", ctx["runtime_generation"])
-		if sb, ok := ctx["sandbox"].(map[string]any); ok {
-			add("sandbox id", sb["sandbox_id"])
-		}
+	add("preparation_id", ctx.PreparationID)
+	add("runtime_generation", ctx.RuntimeGeneration)
+	if ctx.Sandbox != nil {
+		add("sandbox id", ctx.Sandbox.SandboxID)
 	}
 	if c.Ctx.SandboxID != "" {
 		add("sandbox id", c.Ctx.SandboxID)
@@ -390,18 +379,12 @@ func sortedSet(m map[string]bool) []string {
 // syncInputs is a canonical form of what synchronize was given, minus what legitimately differs between
 // boxes of one Agent version (the operation and the sandbox).
 func syncInputs(c *simulate.CallRecord) string {
-	ctx := syncContext(c)
-	if ctx == nil {
-		return ""
-	}
-	in := map[string]any{"agent": c.Ctx.Agent}
-	for k, v := range ctx {
-		if k == "operation" || k == "sandbox" {
-			continue
-		}
-		in[k] = v
-	}
-	b, err := json.Marshal(in)
+	ctx := callContext(c)
+	ctx.Operation, ctx.Sandbox = nil, nil
+	b, err := json.Marshal(struct {
+		Agent string `json:"agent"`
+		simulate.ContextArg
+	}{c.Ctx.Agent, ctx})
 	if err != nil {
 		return ""
 	}

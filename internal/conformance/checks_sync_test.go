@@ -31,7 +31,7 @@ func (b *syncHist) req(r simulate.Request) {
 func syncCallRec(key, agent, label, opID string, version int, mark int64) *simulate.CallRecord {
 	return &simulate.CallRecord{
 		Key: key, Replica: strings.Split(key, "#")[0], Method: "synchronize", Outcome: simulate.OutcomeReturned,
-		Result: &harness.Result{Type: "none"}, ApplyMark: mark,
+		Result: &harness.Result{Type: simulate.KindNone}, ApplyMark: mark,
 		Ctx: simulate.CallContext{Agent: agent, Operation: label, Version: version, SandboxID: "sb-" + label},
 		Args: map[string]any{"context": map[string]any{
 			"operation":          map[string]any{"agent_id": agent, "operation_id": opID},
@@ -53,7 +53,7 @@ func recoverCallRec(key, label, opID string, answer *bool, mark int64) *simulate
 		c.Error = &harness.PyError{Type: "RuntimeError"}
 	} else {
 		c.Outcome = simulate.OutcomeReturned
-		c.Result = &harness.Result{Type: "bool", Value: *answer}
+		c.Result = &harness.Result{Type: simulate.KindBool, Value: *answer}
 	}
 	return c
 }

@@ -2,13 +2,10 @@ package conformance
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/astrabox-dev/astrabox/internal/harness"
@@ -283,7 +280,7 @@ func decideTurnWithinDeadline(ev *Evidence) []Finding {
 			ended := "settled"
 			switch {
 			case c.Result != nil:
-				ended = "returned " + resultName(c.Result)
+				ended = "returned " + c.Result.Name()
 			case c.Error != nil:
 				ended = "raised " + c.Error.Type
 				loc = ev.errorLocation(cs)
@@ -344,34 +341,6 @@ func waitedPastCancel(cs callSite) bool {
 	return false
 }
 
-// resultName is the Python type a callback returned.
-func resultName(r *harness.Result) string {
-	if simulate.KindOther.Of(r) && r.PythonType != "" {
-		return r.PythonType
-	}
-	return r.Type
-}
-
-// validity classifies turn_validity_seconds: set reports a value was given; problem is why it is invalid.
-func validity(raw json.RawMessage) (set bool, problem string) {
-	t := strings.TrimSpace(string(raw))
-	if t == "" || t == "null" {
-		return false, ""
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return true, "is " + s
-	}
-	v, err := strconv.ParseFloat(t, 64)
-	if err != nil {
-		return true, "is not a number"
-	}
-	if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
-		return true, "is " + t
-	}
-	return true, ""
-}
-
 func decideTurnValidityFresh(ev *Evidence) []Finding {
 	type prev struct {
 		files    map[string][]byte
@@ -389,7 +358,8 @@ func decideTurnValidityFresh(ev *Evidence) []Finding {
 				continue
 			}
 			k := attemptKey{h, c.Ctx.Session, c.Ctx.Attempt}
-			set, problem := validity(m.TurnValiditySeconds)
+			tv := m.Validity()
+			set, problem := tv.Set, tv.Problem
 			files := fileSet(m)
 			type issue struct{ kind, msg string }
 			var msgs []issue

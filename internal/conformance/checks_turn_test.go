@@ -14,7 +14,7 @@ func turnCall(key, replica, attempt string, refresh bool, content string, validi
 	return &simulate.CallRecord{
 		Key: key, Replica: replica, Method: "prepare_turn", Outcome: simulate.OutcomeReturned,
 		Ctx: simulate.CallContext{Session: "s1", Principal: "alice", Attempt: attempt, Refresh: refresh},
-		Result: &harness.Result{Type: "RuntimeMaterials", Files: []harness.MaterialFile{{Name: "token.json", Content: []byte(content)}},
+		Result: &harness.Result{Type: simulate.KindMaterials, Files: []harness.MaterialFile{{Name: "token.json", Content: []byte(content)}},
 			TurnValiditySeconds: json.RawMessage(validity)},
 	}
 }
@@ -69,24 +69,6 @@ func TestTurnIdempotentIgnoresRetryAfterFailedFirstCall(t *testing.T) {
 	}
 }
 
-func TestValidity(t *testing.T) {
-	cases := []struct {
-		raw     string
-		set     bool
-		invalid bool
-	}{
-		{"", false, false}, {"null", false, false}, {"300", true, false}, {"0.5", true, false},
-		{"0", true, true}, {"-1", true, true}, {`"inf"`, true, true}, {`"nan"`, true, true}, {`"-inf"`, true, true},
-		{"true", true, true},
-	}
-	for _, c := range cases {
-		set, problem := validity(json.RawMessage(c.raw))
-		if set != c.set || (problem != "") != c.invalid {
-			t.Errorf("validity(%s) = %v, %q; want set=%v invalid=%v", c.raw, set, problem, c.set, c.invalid)
-		}
-	}
-}
-
 func TestTurnValidityFresh(t *testing.T) {
 	stale := fakeHistory([]*simulate.CallRecord{
 		turnCall("r1#1", "r1", "t1", false, "material-one", "300"),
@@ -119,7 +101,7 @@ func TestTurnValidityFresh(t *testing.T) {
 func TestTurnFilesOnlyUsesLatestSessionDelivery(t *testing.T) {
 	sess := &simulate.CallRecord{Key: "r1#1", Replica: "r1", Method: "prepare_session", Outcome: simulate.OutcomeReturned,
 		Ctx:    simulate.CallContext{Session: "s1", Principal: "alice"},
-		Result: &harness.Result{Type: "RuntimeMaterials", Files: []harness.MaterialFile{{Name: "token.json", Content: []byte("x")}}}}
+		Result: &harness.Result{Type: simulate.KindMaterials, Files: []harness.MaterialFile{{Name: "token.json", Content: []byte("x")}}}}
 	h := fakeHistory([]*simulate.CallRecord{sess})
 	h.Events = append(h.Events, &simulate.Event{Seq: 10, Step: 1, Kind: simulate.EventDelivery,
 		Delivery: &simulate.Delivery{Session: "s1", Name: "token.json", From: "r1#1"}})

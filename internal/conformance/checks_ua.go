@@ -153,7 +153,7 @@ func decideUAState(ev *Evidence) []Finding {
 		}
 		var problems []string
 		if !simulate.KindUserActionState.Of(cs.c.Result) {
-			problems = []string{fmt.Sprintf("returned %s, not a SessionUserActionState", resultTypeName(cs.c.Result))}
+			problems = []string{fmt.Sprintf("returned %s, not a SessionUserActionState", cs.c.Result.Name())}
 		} else {
 			problems = stateProblems(cs.c.Result)
 		}
@@ -170,13 +170,6 @@ func decideUAState(ev *Evidence) []Finding {
 		out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(cs, msg, loc)}})
 	}
 	return out
-}
-
-func resultTypeName(r *harness.Result) string {
-	if simulate.KindOther.Of(r) && r.PythonType != "" {
-		return r.PythonType
-	}
-	return r.Type
 }
 
 // stateKey is a canonical rendering of a state (readiness, user action and offered operations).

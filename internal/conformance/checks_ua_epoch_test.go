@@ -19,7 +19,7 @@ func TestUAIdempotentNewRequirementAfterConsentChange(t *testing.T) {
 			b.call(&simulate.CallRecord{Replica: replica, Method: "perform_user_action", Args: map[string]any{"action_id": "check-consent"},
 				Ctx: simulate.CallContext{Session: "s-dave", Principal: "dave"}, Outcome: simulate.OutcomeReturned, Result: result})
 		}
-		perform("r1", &harness.Result{Type: "SessionUserActionState", Ready: true})
+		perform("r1", &harness.Result{Type: simulate.KindUserActionState, Ready: true})
 		if revoke {
 			b.h.Events = append(b.h.Events, &simulate.Event{Kind: simulate.EventPlatform, Message: "consent of dave is now pending at the identity service",
 				Consent: &simulate.ConsentState{Principal: "dave", Consent: simulate.ConsentPending}})

@@ -10,7 +10,7 @@ import (
 )
 
 func pendingState() *harness.Result {
-	return &harness.Result{Type: "SessionUserActionState", Ready: false,
+	return &harness.Result{Type: simulate.KindUserActionState, Ready: false,
 		UserAction: json.RawMessage(`{"message":"Grant consent","status":"pending","url":"https://identity.example/c"}`),
 		Actions:    []harness.ActionCommand{{ID: "check-consent", Label: "Check consent"}}}
 }
@@ -39,7 +39,7 @@ func turn(replica, session, principal string, read bool, returned bool) *simulat
 	c := &simulate.CallRecord{Replica: replica, Method: "prepare_turn", Ctx: simulate.CallContext{Session: session, Principal: principal, PriorStateRead: read}}
 	if returned {
 		c.Outcome = simulate.OutcomeReturned
-		c.Result = &harness.Result{Type: "RuntimeMaterials"}
+		c.Result = &harness.Result{Type: simulate.KindMaterials}
 	} else {
 		c.Outcome = simulate.OutcomeRaised
 		c.Error = &harness.PyError{Type: "PreparationUserActionRequired", UserAction: &harness.UserAction{Message: "m", Status: "pending"}}
@@ -69,7 +69,7 @@ func TestUAAuthorityCheckClearsUnknownConsent(t *testing.T) {
 	b := newHist("custom")
 	b.consent("dave", "pending")
 	perform := b.call(&simulate.CallRecord{Replica: "r1", Method: "perform_user_action", Ctx: simulate.CallContext{Session: "s-dave", Principal: "dave"},
-		Outcome: simulate.OutcomeReturned, Result: &harness.Result{Type: "SessionUserActionState", Ready: true}})
+		Outcome: simulate.OutcomeReturned, Result: &harness.Result{Type: simulate.KindUserActionState, Ready: true}})
 	b.request(simulate.Request{Replica: "r1", Call: perform.Key, Method: "POST", Path: "/v1/consents/dave/check", Status: 200, Applied: true, ApplyOrder: 1})
 	b.call(turn("r1", "s-dave", "dave", true, true))
 	if fs := decideUAAuthority(evidenceOf(b.h)); len(fs) != 0 {
@@ -103,12 +103,12 @@ func TestInitialConsentFromHistory(t *testing.T) {
 }
 
 func TestUAStateLeavesUserActionProblemsToUAValid(t *testing.T) {
-	bad := &harness.Result{Type: "SessionUserActionState", Ready: false,
+	bad := &harness.Result{Type: simulate.KindUserActionState, Ready: false,
 		UserAction: json.RawMessage(`{"message":"Grant consent","status":"pending","url":"javascript:alert(1)"}`)}
 	if p := stateProblems(bad); len(p) != 0 {
 		t.Fatalf("UA-STATE reported a user-action validation problem: %v", p)
 	}
-	missing := &harness.Result{Type: "SessionUserActionState", Ready: false, Actions: []harness.ActionCommand{{ID: "a", Label: "A"}, {ID: "a", Label: "A"}}}
+	missing := &harness.Result{Type: simulate.KindUserActionState, Ready: false, Actions: []harness.ActionCommand{{ID: "a", Label: "A"}, {ID: "a", Label: "A"}}}
 	p := stateProblems(missing)
 	if len(p) != 2 {
 		t.Fatalf("problems = %v", p)

@@ -15,8 +15,10 @@ import (
 type Exercise struct {
 	// Met says the check saw what it must have seen to decide.
 	Met bool
-	// Over is the "decided over" sentence ("14 prepare_turn calls in 3 scenarios: 2 refreshes, ...").
-	Over string
+	// Tally is what the decision was made over when the check counted calls ("14 prepare_turn calls in 3
+	// scenarios: 2 refreshes, ..."); Over is the sentence of a check that counts something else.
+	Tally *report.Tally
+	Over  string
 	// Missing, when Met is false, says what was not seen and what kind of scenario would reach it.
 	Missing string
 	// NotApplicable, when set, says why the clause does not concern this provider at all (it keeps the
@@ -47,28 +49,32 @@ func (t *tally) add(cs callSite, labels ...string) {
 // mark counts labels without counting a call.
 func (t *tally) mark(labels ...string) {
 	for _, l := range labels {
-		if l == "" {
-			continue
-		}
-		if _, ok := t.counts[l]; !ok {
-			t.order = append(t.order, l)
-		}
-		t.counts[l]++
+		t.count(l, 1)
 	}
 }
 
-// String is the decided-over sentence: "N <noun> in M scenarios: a x, b y".
-func (t *tally) String() string {
-	s := fmt.Sprintf("%d %s in %d scenario%s", t.calls, t.noun, len(t.scenarios), plural(len(t.scenarios)))
-	var parts []string
-	for _, l := range t.order {
-		parts = append(parts, fmt.Sprintf("%d %s", t.counts[l], l))
+// count adds n to a label's count without counting a call.
+func (t *tally) count(label string, n int) {
+	if label == "" || n == 0 {
+		return
 	}
-	if len(parts) > 0 {
-		s += ": " + strings.Join(parts, ", ")
+	if _, ok := t.counts[label]; !ok {
+		t.order = append(t.order, label)
 	}
-	return s
+	t.counts[label] += n
 }
+
+// report is the tally as the report carries it (report.Tally), which merged shards add up.
+func (t *tally) report() *report.Tally {
+	out := &report.Tally{Noun: t.noun, Calls: t.calls, Scenarios: len(t.scenarios)}
+	for _, l := range t.order {
+		out.Counts = append(out.Counts, report.Count{Label: l, N: t.counts[l]})
+	}
+	return out
+}
+
+// String is the decided-over sentence: "N <noun> in M scenarios: a x, b y" (report.Tally.Sentence).
+func (t *tally) String() string { return t.report().Sentence() }
 
 func plural(n int) string {
 	if n == 1 {
@@ -136,7 +142,7 @@ func (n need) exercise(ev *Evidence) Exercise {
 func (n need) result(t *tally, met int) Exercise {
 	want := max(n.min, 1)
 	if met >= want {
-		return Exercise{Met: true, Over: t.String()}
+		return Exercise{Met: true, Tally: t.report()}
 	}
 	seen := "none was seen"
 	if met > 0 {
@@ -145,7 +151,7 @@ func (n need) result(t *tally, met int) Exercise {
 	if want > 1 {
 		seen = fmt.Sprintf("it needs %d and %s", want, seen)
 	}
-	return Exercise{Over: t.String(), Missing: fmt.Sprintf("%s in %s; %s", seen, t.String(), n.reach)}
+	return Exercise{Tally: t.report(), Missing: fmt.Sprintf("%s in %s; %s", seen, t.String(), n.reach)}
 }
 
 // needCalls is a check's Exercise function over calls.

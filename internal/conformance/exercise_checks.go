@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/astrabox-dev/astrabox/internal/simulate"
@@ -153,10 +152,10 @@ func exUserActions(states bool) func(ev *Evidence) Exercise {
 			t.add(cs, labels...)
 		}
 		if met == 0 && len(ev.overridden(judgesUAState...)) == 0 {
-			return Exercise{Over: t.String(), NotApplicable: "the provider raised no PreparationUserActionRequired and keeps the platform's defaults for read_user_actions and perform_user_action: it has no user action to judge"}
+			return Exercise{Tally: t.report(), NotApplicable: "the provider raised no PreparationUserActionRequired and keeps the platform's defaults for read_user_actions and perform_user_action: it has no user action to judge"}
 		}
 		if met == 0 && !ev.hasPrerequisite() {
-			return Exercise{Over: t.String(), NotApplicable: "the provider never consulted a principal's consent and raised or returned no user action: it has no prerequisite, so no user action to judge"}
+			return Exercise{Tally: t.report(), NotApplicable: "the provider never consulted a principal's consent and raised or returned no user action: it has no prerequisite, so no user action to judge"}
 		}
 		return need{reach: "a principal whose consent is pending (the default suite's consent scenarios) reaches it"}.result(t, met)
 	}
@@ -186,7 +185,7 @@ func exUAIdempotent(ev *Evidence) Exercise {
 	if len(offered) > 0 {
 		reach += " (the provider offered " + offeredText(offered) + ")"
 	} else if met == 0 && t.calls == 0 && len(ev.calls(simulate.CallReadUserActions)) > 0 {
-		return Exercise{Over: t.String(), NotApplicable: "no user-action state the provider returned offered an operation, so the host never calls perform_user_action"}
+		return Exercise{Tally: t.report(), NotApplicable: "no user-action state the provider returned offered an operation, so the host never calls perform_user_action"}
 	}
 	return need{reach: reach}.result(t, met)
 }
@@ -221,7 +220,7 @@ func exUAAuthority(ev *Evidence) Exercise {
 		}
 	}
 	if aware == 0 { // see hasPrerequisite
-		return Exercise{Over: t.String(), NotApplicable: "the provider never consulted a principal's consent nor raised or returned a user action: it has no prerequisite for prepare_turn to enforce"}
+		return Exercise{Tally: t.report(), NotApplicable: "the provider never consulted a principal's consent nor raised or returned a user action: it has no prerequisite for prepare_turn to enforce"}
 	}
 	return need{reach: "a turn by a principal whose consent is pending reaches it"}.result(t, met)
 }
@@ -277,9 +276,9 @@ func exRefresh(ev *Evidence) Exercise {
 	for _, cs := range ev.calls(simulate.CallPrepareTurn) {
 		label := ""
 		if m := cs.materials(); m != nil {
-			if set, problem := validity(m.TurnValiditySeconds); set && problem == "" {
+			if tv := m.Validity(); tv.Valid() {
 				finite++
-				longest = max(longest, validitySeconds(m.TurnValiditySeconds))
+				longest = max(longest, tv.Seconds)
 			}
 		}
 		if cs.c.Ctx.Refresh {
@@ -289,7 +288,7 @@ func exRefresh(ev *Evidence) Exercise {
 		t.add(cs, label)
 	}
 	if finite == 0 && met == 0 {
-		return Exercise{Over: t.String(), NotApplicable: "prepare_turn never returned a finite turn_validity_seconds, so the platform never refreshes turn material"}
+		return Exercise{Tally: t.report(), NotApplicable: "prepare_turn never returned a finite turn_validity_seconds, so the platform never refreshes turn material"}
 	}
 	return need{reach: fmt.Sprintf("a write kept live for more than twice the validity the provider returned (up to %gs) reaches it", longest)}.result(t, met)
 }
@@ -375,7 +374,7 @@ func exSyncIdentity(ev *Evidence) Exercise {
 		}
 	}
 	if wrote == 0 && t.calls > 0 {
-		return Exercise{Over: t.String(), NotApplicable: "synchronize made no external write: the provider keeps no external identity to judge"}
+		return Exercise{Tally: t.report(), NotApplicable: "synchronize made no external write: the provider keeps no external identity to judge"}
 	}
 	return need{reach: "an Agent whose synchronize writes, prewarmed into two or more boxes or at two versions, reaches it"}.result(t, met)
 }
@@ -441,12 +440,8 @@ func exInventory(ev *Evidence) Exercise {
 			t.add(cs)
 		}
 	}
-	t.mark()
-	ex := need{reach: "a prewarm step that leaves boxes waiting reaches it"}.result(t, met)
-	if ex.Met {
-		ex.Over += fmt.Sprintf("; %d unclaimed boxes", met)
-	}
-	return ex
+	t.count("unclaimed boxes", met)
+	return need{reach: "a prewarm step that leaves boxes waiting reaches it"}.result(t, met)
 }
 
 // exBox needs a call that had a sandbox handle (synchronize, prepare_session, prepare_turn).
@@ -455,15 +450,6 @@ var exBox = needCalls(need{calls: judgesBox, label: "with a sandbox",
 		return cs.c.Ctx.SandboxID != "" || cs.c.Outcome == simulate.OutcomeReturned
 	},
 	reach: "prewarm, claim and turn steps reach it"})
-
-// validitySeconds is a valid turn_validity_seconds as a number (0 when not one).
-func validitySeconds(raw []byte) float64 {
-	v, err := strconv.ParseFloat(strings.TrimSpace(string(raw)), 64)
-	if err != nil {
-		return 0
-	}
-	return v
-}
 
 // offeredText lists offered operation ids with how often each was offered, sorted by id.
 func offeredText(offered map[string]int) string {

@@ -19,7 +19,7 @@ func exEvidence(h *simulate.History, cbs ...simulate.Callback) *Evidence {
 func TestExerciseFromTheProvidersAnswers(t *testing.T) {
 	turn := func(validity string, refresh bool) *simulate.CallRecord {
 		return &simulate.CallRecord{Replica: "r1", Method: "prepare_turn", Outcome: simulate.OutcomeReturned, Ctx: simulate.CallContext{Session: "s1", Attempt: "a1", Refresh: refresh},
-			Result: &harness.Result{Type: string(simulate.KindMaterials), TurnValiditySeconds: json.RawMessage(validity)}}
+			Result: &harness.Result{Type: simulate.KindMaterials, TurnValiditySeconds: json.RawMessage(validity)}}
 	}
 	b := newHist("x")
 	b.call(turn("null", false))
@@ -33,14 +33,14 @@ func TestExerciseFromTheProvidersAnswers(t *testing.T) {
 		t.Errorf("an hour's validity never refreshed: %+v", ex)
 	}
 	b.call(turn("3600", true))
-	if ex := exRefresh(exEvidence(b.h, simulate.CallPrepareTurn)); !ex.Met || !strings.Contains(ex.Over, "1 refreshes") {
+	if ex := exRefresh(exEvidence(b.h, simulate.CallPrepareTurn)); !ex.Met || !strings.Contains(ex.Tally.Sentence(), "1 refreshes") {
 		t.Errorf("a refresh seen: %+v", ex)
 	}
 
 	// User actions: nothing offered is not applicable; an offered operation never performed is not exercised.
 	b = newHist("x")
 	b.call(&simulate.CallRecord{Replica: "r1", Method: "read_user_actions", Outcome: simulate.OutcomeReturned, Ctx: simulate.CallContext{Session: "s1"},
-		Result: &harness.Result{Type: string(simulate.KindUserActionState), Ready: true}})
+		Result: &harness.Result{Type: simulate.KindUserActionState, Ready: true}})
 	if ex := exUAIdempotent(exEvidence(b.h, simulate.CallReadUserActions, simulate.CallPerformUserAction)); ex.NotApplicable == "" {
 		t.Errorf("nothing offered: %+v", ex)
 	}
@@ -51,11 +51,11 @@ func TestExerciseFromTheProvidersAnswers(t *testing.T) {
 
 	// Cancellation and error paths: without a request to the deployment there is nothing to leave behind.
 	b = newHist("x")
-	b.call(&simulate.CallRecord{Replica: "r1", Method: "prepare_session", Outcome: simulate.OutcomeReturned, Result: &harness.Result{Type: string(simulate.KindMaterials)}})
+	b.call(&simulate.CallRecord{Replica: "r1", Method: "prepare_session", Outcome: simulate.OutcomeReturned, Result: &harness.Result{Type: simulate.KindMaterials}})
 	if ex := exCancelled(exEvidence(b.h, simulate.CallPrepareSession)); ex.NotApplicable == "" {
 		t.Errorf("no requests, nothing cancelled: %+v", ex)
 	}
-	c := b.call(&simulate.CallRecord{Replica: "r1", Method: "prepare_session", Outcome: simulate.OutcomeReturned, Result: &harness.Result{Type: string(simulate.KindMaterials)}})
+	c := b.call(&simulate.CallRecord{Replica: "r1", Method: "prepare_session", Outcome: simulate.OutcomeReturned, Result: &harness.Result{Type: simulate.KindMaterials}})
 	b.request(simulate.Request{Replica: "r1", Call: c.Key, Method: "POST", Path: "/v1/credentials", Status: 201})
 	if ex := exCancelled(exEvidence(b.h, simulate.CallPrepareSession)); ex.Met || ex.NotApplicable != "" {
 		t.Errorf("requests but nothing cancelled must be not exercised: %+v", ex)

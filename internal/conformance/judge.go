@@ -68,13 +68,16 @@ func (v Verdicts) judge(c *Check, ev *Evidence) report.Result {
 		ex.Missing = fmt.Sprintf("%d secret values (past the cap of %d) were not hunted, so no scan could pass them; return fewer or smaller materials per scenario", n, secrets.MaxSecrets)
 	}
 	res.DecidedOver = ex.Over
+	if ex.Tally != nil {
+		res.DecidedOver, res.Tally = ex.Tally.Sentence(), ex.Tally
+	}
 	if findings := c.Decide(ev); len(findings) > 0 {
 		applyFindings(&res, c, findings, ev.Project)
 		return res
 	}
 	switch {
 	case ev.keepsDefaults(c.Judges) != "":
-		res.Status, res.Message, res.DecidedOver = report.StatusNotApplicable, ev.keepsDefaults(c.Judges), ""
+		res.Status, res.Message, res.DecidedOver, res.Tally = report.StatusNotApplicable, ev.keepsDefaults(c.Judges), "", nil
 	case ex.NotApplicable != "":
 		res.Status, res.Message = report.StatusNotApplicable, ex.NotApplicable
 	case ex.Met:

@@ -60,7 +60,7 @@ func TestJudgeStatuses(t *testing.T) {
 	b := newHist("turns")
 	b.h.Events = append(b.h.Events, &simulate.Event{Kind: simulate.EventStep, Step: 1, Message: "turn"})
 	turnOK := b.call(&simulate.CallRecord{Replica: "r1", Method: "prepare_turn", Outcome: simulate.OutcomeReturned,
-		Ctx: simulate.CallContext{Session: "s1", Attempt: "a1"}, Result: &harness.Result{Type: string(simulate.KindMaterials)}})
+		Ctx: simulate.CallContext{Session: "s1", Attempt: "a1"}, Result: &harness.Result{Type: simulate.KindMaterials}})
 	b.h.Events[len(b.h.Events)-1].Step = 1
 	_ = turnOK
 	ev := &Evidence{Histories: []*simulate.History{b.h}, Secrets: &secrets.Set{}, Load: overridesOnly(simulate.CallPrepareTurn), Skipped: map[string]string{}}

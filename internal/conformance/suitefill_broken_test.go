@@ -95,15 +95,14 @@ func claimCreatorKey(t *testing.T, hists []*simulate.History) {
 func claimTrueAfter503(t *testing.T, hists []*simulate.History) {
 	for _, h := range hists {
 		for _, c := range h.CallsOf("recover") {
-			if c.Result == nil || c.Result.Type != "bool" || !c.Result.Value {
+			if c.Result == nil || c.Result.Type != simulate.KindBool || !c.Result.Value {
 				continue
 			}
 			refused := false
 			for _, rq := range h.RequestsOf(c.Key) {
 				refused = refused || (rq.Path == "/v1/fences" && rq.Status == 503)
 			}
-			op, _ := c.Args["operation"].(map[string]any)
-			id, _ := op["operation_id"].(string)
+			id := operationID(c)
 			for _, rq := range h.Requests {
 				if refused && rq.Operation == id && rq.Applied && rq.ApplyOrder > c.ApplyMark {
 					return

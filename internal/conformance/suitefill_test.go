@@ -153,7 +153,7 @@ func (r reach) assertUserActions(t *testing.T) {
 		last := map[string]string{}
 		for _, c := range h.Calls() {
 			st := c.Result
-			isState := c.Outcome == simulate.OutcomeReturned && st != nil && st.Type == "SessionUserActionState"
+			isState := c.Outcome == simulate.OutcomeReturned && st != nil && st.Type == simulate.KindUserActionState
 			switch c.Method {
 			case "read_user_actions":
 			case "perform_user_action":
@@ -245,8 +245,7 @@ func (r reach) assertAgents(t *testing.T) {
 		creators := map[string]string{}
 		replicas := map[string]map[string]bool{}
 		for _, c := range h.CallsOf("synchronize") {
-			ctx, _ := c.Args["context"].(map[string]any)
-			creator, _ := ctx["creator_user_id"].(string)
+			creator := callContext(c).CreatorUserID
 			creators[c.Ctx.Agent] = creator
 			if replicas[c.Ctx.Agent] == nil {
 				replicas[c.Ctx.Agent] = map[string]bool{}

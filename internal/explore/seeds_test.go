@@ -83,7 +83,7 @@ func TestOrderFeaturesNameTwoCallbacksInARow(t *testing.T) {
 	call := func(m simulate.Callback, replica, op string, answer bool) *simulate.Event {
 		c := &simulate.CallRecord{Method: m, Replica: replica, Outcome: simulate.OutcomeReturned, Ctx: simulate.CallContext{Operation: op}}
 		if m == simulate.CallRecover {
-			c.Result = &harness.Result{Type: string(simulate.KindBool), Value: answer}
+			c.Result = &harness.Result{Type: simulate.KindBool, Value: answer}
 		}
 		return &simulate.Event{Call: c}
 	}

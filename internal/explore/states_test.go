@@ -43,7 +43,7 @@ func (b *hist) release() {
 }
 
 func answer(c *simulate.CallRecord, v bool) {
-	c.Result = &harness.Result{Type: string(simulate.KindBool), Value: v}
+	c.Result = &harness.Result{Type: simulate.KindBool, Value: v}
 }
 
 func stateAt(fs map[feature]int, path string, n int) (int, bool) {

@@ -54,8 +54,9 @@ func (p *Process) readLoop() {
 		var env envelope
 		if bytes.HasPrefix(body, replyPrefix) {
 			env.Kind = "reply" // the harness writes kind first: skip a decoding pass on the hot path
-		} else {
-			_ = json.Unmarshal(body, &env)
+		} else if err := json.Unmarshal(body, &env); err != nil {
+			p.protocolError(fmt.Errorf("a harness message is not a JSON object with a kind: %w", err))
+			return
 		}
 		if first && env.Kind != "hello" {
 			p.protocolError(fmt.Errorf("first message is %q, not hello", env.Kind))

@@ -119,7 +119,7 @@ func TestHarnessLoadAndCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := r.Result()
-	if err != nil || res.Type != "RuntimePreparationPlan" || !res.SessionBound {
+	if err != nil || res.Type != KindPlan || !res.SessionBound {
 		t.Fatalf("plan %+v %v (%s)", res, err, r.Value)
 	}
 	var decl, want any
@@ -138,7 +138,7 @@ func TestHarnessLoadAndCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err = r.Result()
-	if err != nil || res.Type != "RuntimeMaterials" || len(res.Files) != 1 || string(res.Files[0].Content) != `{"t": 1}` ||
+	if err != nil || res.Type != KindMaterials || len(res.Files) != 1 || string(res.Files[0].Content) != `{"t": 1}` ||
 		res.Environment["GOOD_TOKEN_PATH"] != files+"/token.json" {
 		t.Fatalf("session %+v %v (%s)", res, err, r.Value)
 	}

@@ -3,6 +3,9 @@ package harness
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -436,14 +439,38 @@ type sandboxReplyMsg struct {
 	Error *SandboxError `json:"error"`
 }
 
-// Result is the decoded reply value of a callback (see Reply.Result). Type is
-// one of "RuntimePreparationPlan", "RuntimeMaterials",
-// "SessionUserActionState", "bool", "none", "coroutine" or "other"; only the
-// fields of that type are set.
+// ResultKind is the kind of value a callback returned (Result.Type), as the harness names it.
+type ResultKind string
+
+// The result kinds the harness reports (docs/protocol.md, "Reply value by result type").
+const (
+	KindPlan            ResultKind = "RuntimePreparationPlan"
+	KindMaterials       ResultKind = "RuntimeMaterials"
+	KindUserActionState ResultKind = "SessionUserActionState"
+	KindBool            ResultKind = "bool"
+	KindNone            ResultKind = "none"
+	KindCoroutine       ResultKind = "coroutine"
+	KindOther           ResultKind = "other"
+)
+
+// ResultKinds lists every result kind.
+func ResultKinds() []ResultKind {
+	return []ResultKind{KindPlan, KindMaterials, KindUserActionState, KindBool, KindNone, KindCoroutine, KindOther}
+}
+
+// Of tells whether r is a result of this kind (false for nil).
+func (k ResultKind) Of(r *Result) bool { return r != nil && r.Type == k }
+
+// String is the kind's name.
+func (k ResultKind) String() string { return string(k) }
+
+// Result is the decoded reply value of a callback (see Reply.Result): a union over ResultKind, of which
+// only the fields of its Type are set. The harness's Python mirror is records.Result (a test holds the two
+// to the same fields).
 type Result struct {
-	Type    string `json:"type"`
-	Repr    string `json:"repr"`
-	WasSync bool   `json:"was_sync"`
+	Type    ResultKind `json:"type"`
+	Repr    string     `json:"repr"`
+	WasSync bool       `json:"was_sync"`
 
 	// RuntimePreparationPlan
 	SessionBound     bool            `json:"session_bound"`
@@ -475,6 +502,62 @@ type Result struct {
 	// TypeErrors lists the values of a wrong type in the returned object (RuntimeMaterials: a file whose
 	// content is a str, an int or None, a non-str environment value), for the checks to judge.
 	TypeErrors []TypeError `json:"type_errors,omitempty"`
+}
+
+// Name names what a callback returned for messages: the Python type of an "other" value, the kind
+// otherwise, and "nothing" for no result.
+func (r *Result) Name() string {
+	switch {
+	case r == nil:
+		return "nothing"
+	case r.Type == KindOther && r.PythonType != "":
+		return r.PythonType
+	}
+	return string(r.Type)
+}
+
+// TurnValidity is the turn_validity_seconds of a RuntimeMaterials result, decoded once for the platform
+// (which refuses a bad one and schedules refreshes by a good one) and for the checks that judge it.
+type TurnValidity struct {
+	// Set says a value was given: not absent, not null.
+	Set bool
+	// Seconds is the value when it is a positive finite number, 0 otherwise.
+	Seconds float64
+	// Problem says why a set value is not a positive finite number ("is inf", "is -1", "is not a number");
+	// "" when it is one.
+	Problem string
+}
+
+// Valid tells whether a value was given and it is a positive finite number.
+func (v TurnValidity) Valid() bool { return v.Set && v.Problem == "" }
+
+// DecodeTurnValidity decodes turn_validity_seconds as the harness writes it: absent or null, a JSON number,
+// or one of the strings "inf", "-inf", "nan" for a float JSON cannot carry.
+func DecodeTurnValidity(raw json.RawMessage) TurnValidity {
+	t := strings.TrimSpace(string(raw))
+	if t == "" || t == "null" {
+		return TurnValidity{}
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return TurnValidity{Set: true, Problem: "is " + s}
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil {
+		return TurnValidity{Set: true, Problem: "is not a number"}
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
+		return TurnValidity{Set: true, Problem: "is " + t}
+	}
+	return TurnValidity{Set: true, Seconds: v}
+}
+
+// Validity is the result's turn_validity_seconds decoded (see DecodeTurnValidity); not Set for a nil result.
+func (r *Result) Validity() TurnValidity {
+	if r == nil {
+		return TurnValidity{}
+	}
+	return DecodeTurnValidity(r.TurnValiditySeconds)
 }
 
 // TypeError is one value of the wrong type in a callback's result.

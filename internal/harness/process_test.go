@@ -114,6 +114,7 @@ func TestStartFailures(t *testing.T) {
 		{"wrong version", "fake-harness", []string{"FAKE_MODE=wrong-version"}, Limits{}, KindProtocol, []string{"protocol 99", "speaks 1"}},
 		{"wrong cookie", "fake-harness", []string{"FAKE_MODE=wrong-cookie"}, Limits{}, KindProtocol, []string{"wrong cookie"}},
 		{"garbage", "fake-harness", []string{"FAKE_MODE=garbage-hello"}, Limits{}, KindProtocol, []string{"protocol corrupted", "larger than 64 MiB"}},
+		{"kind not a string", "fake-harness", []string{"FAKE_MODE=kind-number-hello"}, Limits{}, KindProtocol, []string{"protocol corrupted", "not a JSON object with a kind", "cannot unmarshal number"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -180,7 +181,7 @@ func TestFakeRoundTripAndAttribution(t *testing.T) {
 		t.Fatalf("echo: %v %+v", err, r)
 	}
 	res, err := r.Result()
-	if err != nil || res.Type != "other" || res.Repr != `{"x": 1}` {
+	if err != nil || res.Type != KindOther || res.Repr != `{"x": 1}` {
 		t.Fatalf("result %+v %v", res, err)
 	}
 	r1, err := call(t, p, "print", map[string]string{"out": "one out", "err": "one err"}, time.Second)

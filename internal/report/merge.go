@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -10,7 +11,8 @@ import (
 // not_applicable > skipped): a check one shard exercised and passed is passed even when another shard's
 // scenarios did not reach it, and not_exercised only when no shard reached it. Its message, hint and
 // location come from that shard, its evidence is the concatenation of every shard's, in shard order, and its
-// decided_over joins every shard's distinct sentence.
+// decided_over is rendered once every shard is merged: from the sum of the shards' tallies when they counted
+// calls (decided_over_counts), and otherwise by joining the shards' distinct sentences.
 // Checks keep the order in which they first appear; scenarios are the union in first-seen order; the summary
 // is recomputed. Reports of different providers (name, entry point or target) or different seeds, and reports
 // with another schema, are an error. The inputs are not modified.
@@ -29,6 +31,7 @@ func Merge(reports ...*Report) (*Report, error) {
 	first := reports[0]
 	out := &Report{Schema: Schema, Tool: first.Tool, Provider: first.Provider, Seed: first.Seed}
 	index := map[string]int{}
+	overs := map[int]*overSum{}
 	seenScenario := map[string]bool{}
 	for i, r := range reports {
 		if i > 0 {
@@ -51,15 +54,16 @@ func Merge(reports ...*Report) (*Report, error) {
 			j, ok := index[res.Check]
 			if !ok {
 				index[res.Check] = len(out.Results)
+				overs[len(out.Results)] = new(overSum).add(res)
 				c := res
 				c.Clauses = append([]string(nil), res.Clauses...)
 				c.Evidence = append([]Evidence(nil), res.Evidence...)
 				out.Results = append(out.Results, c)
 				continue
 			}
+			overs[j].add(res)
 			m := &out.Results[j]
 			evidence := append(m.Evidence, res.Evidence...)
-			over := joinOver(m.DecidedOver, res.DecidedOver)
 			if mergeRank(res.Status) > mergeRank(m.Status) {
 				keep := *m
 				*m = res
@@ -75,8 +79,10 @@ func Merge(reports ...*Report) (*Report, error) {
 				}
 			}
 			m.Evidence = evidence
-			m.DecidedOver = over
 		}
+	}
+	for j := range out.Results {
+		out.Results[j].DecidedOver, out.Results[j].Tally = overs[j].render()
 	}
 	out.Coverage = mergeCoverage(reports)
 	out.Summarize()
@@ -104,13 +110,35 @@ func mergeRank(s Status) int {
 	return 0
 }
 
-// joinOver joins two shards' decided-over sentences, once each.
-func joinOver(a, b string) string {
+// overSum gathers what the shards' results of one check were decided over: the sum of their tallies and,
+// for sentences that are not counts, each distinct sentence once, in shard order.
+type overSum struct {
+	tally     *Tally
+	sentences []string
+}
+
+// add takes one shard's result.
+func (o *overSum) add(r Result) *overSum {
 	switch {
-	case a == "" || a == b:
-		return b
-	case b == "" || strings.Contains(a, b):
-		return a
+	case r.Tally != nil && (o.tally == nil || o.tally.Noun == r.Tally.Noun):
+		if o.tally == nil {
+			o.tally = &Tally{Noun: r.Tally.Noun}
+		}
+		o.tally = o.tally.Plus(r.Tally)
+	case r.DecidedOver != "" && !slices.Contains(o.sentences, r.DecidedOver):
+		o.sentences = append(o.sentences, r.DecidedOver)
 	}
-	return a + "; " + b
+	return o
+}
+
+// render is the merged decided-over sentence, and the tally it was rendered from when every shard counted.
+func (o *overSum) render() (string, *Tally) {
+	if o.tally != nil && len(o.sentences) == 0 {
+		return o.tally.Sentence(), o.tally
+	}
+	parts := o.sentences
+	if o.tally != nil {
+		parts = append([]string{o.tally.Sentence()}, parts...)
+	}
+	return strings.Join(parts, "; "), nil
 }

@@ -30,6 +30,10 @@ func FuzzMergeRender(f *testing.F) {
 	two := strings.Replace(one, `"failed"`, `"passed"`, 1)
 	f.Add([]byte(one), []byte(two))
 	f.Add([]byte(one), []byte(`{"schema":"other"}`))
+	counted := strings.Replace(two, `"scenarios":["s1"]`, `"scenarios":["s2"]`, 1)
+	counted = strings.Replace(counted, `"location":{"path":"a.py","line":3}}]`, `"location":{"path":"a.py","line":3},"decided_over":"3 prepare_turn calls in 1 scenario: 1 refreshes","decided_over_counts":{"noun":"prepare_turn calls","calls":3,"scenarios":1,"counts":[{"label":"refreshes","n":1}]}}]`, 1)
+	f.Add([]byte(counted), []byte(counted))
+	f.Add([]byte(one), []byte(counted))
 	f.Add([]byte(`{}`), []byte(`{"results":[{"check":"","status":"bogus"}]}`))
 	f.Fuzz(func(t *testing.T, a, b []byte) {
 		if len(a)+len(b) > 256<<10 {

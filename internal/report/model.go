@@ -96,6 +96,9 @@ type Result struct {
 	// 2 refreshes, 3 retries on other replicas"), or, for a not_exercised result, what was missing and what
 	// would reach it.
 	DecidedOver string `json:"decided_over,omitempty"`
+	// Tally is DecidedOver as counts when the check counted calls (nil for a sentence of another kind):
+	// merging shards adds tallies and renders DecidedOver from the sum.
+	Tally *Tally `json:"decided_over_counts,omitempty"`
 }
 
 // Evidence is one observed fact that supports a result. Text never holds a secret in clear: the conformance

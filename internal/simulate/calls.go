@@ -35,6 +35,11 @@ var BeforeApplyMark func(requestsDone func() bool)
 // call runs a callback on a replica, enforcing its deadline and faults, and records it in the history.
 // It never fails: what went wrong is in the record's Outcome.
 func (p *platform) call(r *replica, cs callSpec) *CallRecord {
+	if err := checkArgs(Callback(cs.method), cs.args); err != nil {
+		// The platform's own argument builders and their typed records disagree: a bug of the kit, which
+		// must not produce a history its checks would misread.
+		panic(fmt.Sprintf("simulate: the arguments the platform built do not match their typed record: %v", err))
+	}
 	rec := &CallRecord{Replica: r.name, Method: Callback(cs.method), Ctx: cs.ctx, DeadlineS: cs.deadline, Args: recordArgs(cs.args)}
 	if cs.fault != nil {
 		rec.Fault = cs.fault.Kind
@@ -141,6 +146,7 @@ func (p *platform) sendArgs(r *replica, cs callSpec) map[string]any {
 // recordResult records what the harness answered (or how the call failed) and the outcome classifyOutcome
 // gives it; facts carry what the platform knew before the answer.
 func recordResult(rec *CallRecord, res callResult, facts callFacts) {
+	var decodeErr error
 	if rep := res.reply; rep != nil {
 		rec.Observations = rep.Observations
 		rec.Coverage = rep.Coverage
@@ -153,15 +159,23 @@ func recordResult(rec *CallRecord, res callResult, facts callFacts) {
 		facts.HeldPastDeadline = rep.HeldPastDeadline
 		facts.ErrorCancelled = rep.Error != nil && rep.Error.Cancelled
 		if rep.OK {
-			var v harness.Result
-			if err := json.Unmarshal(rep.Value, &v); err == nil {
-				rec.Result = &v
+			v, err := rep.Result()
+			if err != nil {
+				// The harness's own value did not decode: a protocol breach of the kit, never the provider's.
+				decodeErr = fmt.Errorf("%s (call %s): %w", rec.Method, rec.Key, err)
+				facts.ProcessFailed = true
 			}
+			rec.Result = v
 		} else {
 			rec.Error = rep.Error
 		}
 	}
 	rec.Outcome = classifyOutcome(facts)
+	if decodeErr != nil {
+		rec.ProcessKind = string(harness.KindProtocol)
+		rec.ProcessError = decodeErr.Error()
+		return
+	}
 	var pe *harness.ProcessError
 	if res.err != nil && rec.Outcome == OutcomeDied && errors.As(res.err, &pe) {
 		rec.ProcessKind = string(pe.Kind)
@@ -412,15 +426,15 @@ func describeCall(c *CallRecord) string {
 func defaultResult(method string) *harness.Result {
 	switch method {
 	case "plan":
-		return &harness.Result{Type: "RuntimePreparationPlan", Declaration: json.RawMessage("{}")}
+		return &harness.Result{Type: KindPlan, Declaration: json.RawMessage("{}")}
 	case "prepare_session", "prepare_turn":
-		return &harness.Result{Type: "RuntimeMaterials", TurnValiditySeconds: json.RawMessage("null")}
+		return &harness.Result{Type: KindMaterials, TurnValiditySeconds: json.RawMessage("null")}
 	case "read_user_actions":
-		return &harness.Result{Type: "SessionUserActionState", Ready: true}
+		return &harness.Result{Type: KindUserActionState, Ready: true}
 	case "recover":
-		return &harness.Result{Type: "bool", Value: false}
+		return &harness.Result{Type: KindBool, Value: false}
 	default:
-		return &harness.Result{Type: "none"}
+		return &harness.Result{Type: KindNone}
 	}
 }
 

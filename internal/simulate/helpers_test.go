@@ -3,6 +3,7 @@ package simulate
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -182,10 +183,22 @@ func resultFile(c *CallRecord, name string) []byte {
 	return nil
 }
 
-// ctxArg returns the "context" argument a call was made with.
-func ctxArg(c *CallRecord) map[string]any {
-	m, _ := c.Args["context"].(map[string]any)
-	return m
+// ctxArg returns the "context" argument a call was made with, as its typed record.
+func ctxArg(c *CallRecord) ContextArg {
+	ctx, err := c.Context()
+	if err != nil {
+		panic(err)
+	}
+	return ctx
+}
+
+// opArg returns the operation a synchronize or recover call was about.
+func opArg(c *CallRecord) OperationArg {
+	op, err := c.Operation()
+	if err != nil || op == nil {
+		panic(fmt.Sprintf("%s has no operation: %v", c.Key, err))
+	}
+	return *op
 }
 
 // seqOf returns the sequence number of the event holding a call.

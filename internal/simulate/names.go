@@ -44,29 +44,21 @@ func (c Callback) String() string { return string(c) }
 func (c *CallRecord) Is(cb Callback) bool { return c != nil && Callback(c.Method) == cb }
 
 // ResultKind is the kind of value a callback returned (harness.Result.Type).
-type ResultKind string
+type ResultKind = harness.ResultKind
 
 // The result kinds the harness reports.
 const (
-	KindPlan            ResultKind = "RuntimePreparationPlan"
-	KindMaterials       ResultKind = "RuntimeMaterials"
-	KindUserActionState ResultKind = "SessionUserActionState"
-	KindBool            ResultKind = "bool"
-	KindNone            ResultKind = "none"
-	KindCoroutine       ResultKind = "coroutine"
-	KindOther           ResultKind = "other"
+	KindPlan            = harness.KindPlan
+	KindMaterials       = harness.KindMaterials
+	KindUserActionState = harness.KindUserActionState
+	KindBool            = harness.KindBool
+	KindNone            = harness.KindNone
+	KindCoroutine       = harness.KindCoroutine
+	KindOther           = harness.KindOther
 )
 
 // ResultKinds lists every result kind.
-func ResultKinds() []ResultKind {
-	return []ResultKind{KindPlan, KindMaterials, KindUserActionState, KindBool, KindNone, KindCoroutine, KindOther}
-}
-
-// Of tells whether r is a result of this kind (false for nil).
-func (k ResultKind) Of(r *harness.Result) bool { return r != nil && ResultKind(r.Type) == k }
-
-// String is the kind's name.
-func (k ResultKind) String() string { return string(k) }
+func ResultKinds() []ResultKind { return harness.ResultKinds() }
 
 // Outcomes lists every call outcome.
 func Outcomes() []Outcome {

@@ -217,8 +217,8 @@ func TestBOUND_GENERATION(t *testing.T) {
 	if len(ps) != 1 || ps[0].Ctx.Trigger != "cold_start" {
 		t.Fatalf("claim after invalidation: %+v", ps)
 	}
-	syncGen := ctxArg(h.CallsOf("synchronize")[0])["runtime_generation"]
-	if ctxArg(ps[0])["runtime_generation"] == syncGen {
+	syncGen := ctxArg(h.CallsOf("synchronize")[0]).RuntimeGeneration
+	if ctxArg(ps[0]).RuntimeGeneration == syncGen {
 		t.Errorf("generation %v did not change with the declaration", syncGen)
 	}
 	// A config change invalidates waiting inventory too, and the next claim takes the new generation.

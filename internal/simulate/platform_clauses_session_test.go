@@ -22,7 +22,7 @@ func TestSESSION_WHEN(t *testing.T) {
 	triggers := map[int]string{3: "claim", 7: "reattachment", 8: "sandbox_replacement", 9: "cold_start"}
 	for step, trig := range triggers {
 		ps := callsIn(h, step, "prepare_session")
-		if len(ps) != 1 || ps[0].Ctx.Trigger != trig || ctxArg(ps[0])["trigger"] != trig {
+		if len(ps) != 1 || ps[0].Ctx.Trigger != trig || ctxArg(ps[0]).Trigger != trig {
 			t.Errorf("step %d: prepare_session %+v, want one with trigger %s", step, ps, trig)
 			continue
 		}
@@ -102,10 +102,14 @@ func TestSESSION_CONTEXT(t *testing.T) {
 	if sc.Steps[6].Principal != "" {
 		t.Fatalf("scenario step 7 should not name a principal")
 	}
-	// Each Session gets its own workload identity token, planted as a secret.
-	n := 0
+	// Each prepare_session gets its own workload identity token, planted as a secret.
+	planted := map[string]bool{}
 	for _, s := range h.Secrets {
-		if strings.HasPrefix(s.Origin, "workload identity token of session") {
+		planted[s.Value] = true
+	}
+	n := 0
+	for _, c := range h.CallsOf("prepare_session") {
+		if wi := ctxArg(c).WorkloadIdentity; wi != nil && planted[wi.Token] {
 			n++
 		}
 	}

@@ -84,20 +84,20 @@ func TestSYNC_CONTEXT(t *testing.T) {
 	seenOps := map[any]bool{}
 	for i, e := range echoes {
 		args := ctxArg(syncs[i])
-		op := args["operation"].(map[string]any)
+		opID := args.Operation.OperationID
 		for k, want := range map[string]any{
-			"agent_id": "agent-1", "operation_id": op["operation_id"], "deadline_set": true, "creator_user_id": "alice",
-			"preparation_id": args["preparation_id"], "runtime_generation": args["runtime_generation"],
+			"agent_id": "agent-1", "operation_id": opID, "deadline_set": true, "creator_user_id": "alice",
+			"preparation_id": args.PreparationID, "runtime_generation": args.RuntimeGeneration,
 			"sandbox_id": syncs[i].Ctx.SandboxID, "skills_path": SkillsDir,
 		} {
 			if e[k] != want {
 				t.Errorf("sync %d: %s = %v, want %v", i+1, k, e[k], want)
 			}
 		}
-		if seenOps[op["operation_id"]] {
-			t.Errorf("operation id %v reused", op["operation_id"])
+		if seenOps[opID] {
+			t.Errorf("operation id %v reused", opID)
 		}
-		seenOps[op["operation_id"]] = true
+		seenOps[opID] = true
 		if strings.Join(toStrings(e["config_keys"]), ",") != "agent,packages,secrets,skills" {
 			t.Errorf("config keys %v", e["config_keys"])
 		}
@@ -210,7 +210,7 @@ func TestSYNC_UNRESOLVED(t *testing.T) {
 		if !hasCode(h, step, "OPERATION_UNRESOLVED") {
 			t.Errorf("step %d (%s): no unresolved operation: %v", step, want, codes(h, step))
 		}
-		opIDs[s[0].Ctx.Operation] = ctxArg(s[0])["operation"].(map[string]any)["operation_id"].(string)
+		opIDs[s[0].Ctx.Operation] = opArg(s[0]).OperationID
 		if b := inventory(h, s[0].Ctx.Box); b == nil || b.State == "waiting" || b.State == "claimed" {
 			t.Errorf("step %d: box of the unresolved operation %+v", step, b)
 		}
@@ -218,13 +218,13 @@ func TestSYNC_UNRESOLVED(t *testing.T) {
 	// Only recover runs for an unresolved operation: synchronize never again with its id.
 	for _, c := range h.CallsOf("synchronize")[4:] {
 		for _, id := range opIDs {
-			if ctxArg(c)["operation"].(map[string]any)["operation_id"] == id {
+			if opArg(c).OperationID == id {
 				t.Errorf("synchronize called again for unresolved operation %s", id)
 			}
 		}
 	}
 	rec := callsIn(h, 5, "recover")
-	if len(rec) != 1 || rec[0].Args["operation"].(map[string]any)["operation_id"] != opIDs["op-1"] {
+	if len(rec) != 1 || opArg(rec[0]).OperationID != opIDs["op-1"] {
 		t.Fatalf("recover of op-1: %+v", rec)
 	}
 	if len(h.RequestsOf(rec[0].Key)) != 1 || h.RequestsOf(rec[0].Key)[0].Path != "/v1/fences" {
@@ -274,7 +274,7 @@ steps:
 		t.Fatalf("%d recover calls", len(recs))
 	}
 	for _, c := range recs {
-		if c.Outcome != OutcomeReturned || c.Result == nil || c.Result.Type != "bool" || c.Result.Value {
+		if c.Outcome != OutcomeReturned || c.Result == nil || c.Result.Type != KindBool || c.Result.Value {
 			t.Errorf("default recover: %s %+v, want False", c.Outcome, c.Result)
 		}
 	}

@@ -154,8 +154,8 @@ func TestEP_DEFAULTS(t *testing.T) {
 	t.Parallel()
 	h := play(t, "defaults", defaultsYAML)
 	dumpOnFailure(t, h)
-	want := map[Callback]string{"plan": "RuntimePreparationPlan", "synchronize": "none", "prepare_session": "RuntimeMaterials",
-		"prepare_turn": "RuntimeMaterials", "read_user_actions": "SessionUserActionState", "recover": "bool"}
+	want := map[Callback]ResultKind{CallPlan: KindPlan, CallSynchronize: KindNone, CallPrepareSession: KindMaterials,
+		CallPrepareTurn: KindMaterials, CallReadUserActions: KindUserActionState, CallRecover: KindBool}
 	seen := map[Callback]int{}
 	for _, c := range h.Calls() {
 		seen[c.Method]++

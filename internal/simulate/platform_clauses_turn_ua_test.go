@@ -40,7 +40,7 @@ func TestTURN_WHEN(t *testing.T) {
 	}
 	// The retry prepares again, with the same attempt, and does not write the input twice.
 	r := callsIn(h, 11, "prepare_turn")
-	if len(r) != 1 || ctxArg(r[0])["dispatch_attempt_id"] != "t2" || len(writes(h, "t2")) != 1 {
+	if len(r) != 1 || ctxArg(r[0]).DispatchAttemptID != "t2" || len(writes(h, "t2")) != 1 {
 		t.Errorf("retry: %+v, %d writes", r, len(writes(h, "t2")))
 	}
 	if n := len(h.CallsOf("prepare_turn")); n != 4 {
@@ -127,8 +127,8 @@ func TestTURN_VALIDITY(t *testing.T) {
 	}
 	prev := start
 	for i, c := range calls {
-		if ctxArg(c)["dispatch_attempt_id"] != "valid1" || (i > 0) != c.Ctx.Refresh || ctxArg(c)["refresh"] != (i > 0) {
-			t.Errorf("call %d: attempt %v refresh %v", i, ctxArg(c)["dispatch_attempt_id"], c.Ctx.Refresh)
+		if ctxArg(c).DispatchAttemptID != "valid1" || (i > 0) != c.Ctx.Refresh || ctxArg(c).Refresh != (i > 0) {
+			t.Errorf("call %d: attempt %v refresh %v", i, ctxArg(c).DispatchAttemptID, c.Ctx.Refresh)
 		}
 		at := h.EventOf(c).At
 		if i > 0 && at >= prev+300 {
@@ -334,7 +334,7 @@ func TestUA_ENDPOINTS(t *testing.T) {
 	if len(r) != 1 || r[0].Replica != "r2" {
 		t.Fatalf("GET: %+v", r)
 	}
-	if c := ctxArg(r[0]); c["session_id"] != "s1" || c["owner_id"] != "needs-action" || c["agent_id"] != "agent-1" {
+	if c := ctxArg(r[0]); c.SessionID != "s1" || c.OwnerID != "needs-action" || c.AgentID != "agent-1" {
 		t.Errorf("GET context %v", c)
 	}
 	blocked := func(step int) any {
@@ -377,7 +377,7 @@ func TestUA_ENDPOINTS(t *testing.T) {
 	if strings.Join(methods, ",") != "read_user_actions,perform_user_action" {
 		t.Errorf("POST calls %v", methods)
 	}
-	if p := callsIn(h, 11, "perform_user_action"); len(p) == 1 && (p[0].Args["action_id"] != "check" || ctxArg(p[0])["owner_id"] != "needs-action") {
+	if p := callsIn(h, 11, "perform_user_action"); len(p) == 1 && (p[0].Args["action_id"] != "check" || ctxArg(p[0]).OwnerID != "needs-action") {
 		t.Errorf("perform args %v", p[0].Args)
 	}
 	// Provider errors fail the request, never grant readiness.

@@ -63,7 +63,7 @@ func (p *platform) advance(d time.Duration) {
 // generations (BOUND-GENERATION). It reports false when plan failed.
 func (p *platform) planAgent(r *replica, a *agentState) bool {
 	rec := p.call(r, callSpec{method: "plan", args: map[string]any{"config": a.config}, ctx: CallContext{Agent: a.spec.ID, Version: a.version}, deadline: p.sc.Deadlines.Plan})
-	if rec.Outcome != OutcomeReturned || rec.Result == nil || rec.Result.Type != "RuntimePreparationPlan" {
+	if !rec.Returned(KindPlan) {
 		p.refuse(r.name, "RUNTIME_PREPARATION_FAILED", "plan for agent %s did not give a RuntimePreparationPlan", a.spec.ID)
 		return false
 	}
@@ -270,7 +270,7 @@ func (p *platform) recover(st *Step) {
 	args := map[string]any{"operation": map[string]any{"agent_id": op.agent, "operation_id": op.id, "deadline": 0.0}}
 	rec := p.call(r, callSpec{method: "recover", args: args, deadline: p.sc.Deadlines.Recover, fault: st.Fault, holds: hasHold(st),
 		ctx: CallContext{Agent: op.agent, Operation: op.label, Box: op.box.id}})
-	if rec.Outcome == OutcomeReturned && rec.Result != nil && rec.Result.Type == "bool" && rec.Result.Value {
+	if rec.Returned(KindBool) && rec.Result.Value {
 		if op.state == "unresolved" {
 			op.state = "recovered"
 			op.box.state = "discarded"

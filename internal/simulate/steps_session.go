@@ -132,8 +132,8 @@ func (p *platform) prepareSession(r *replica, st *Step, s *session, a *agentStat
 		return false
 	}
 	res := rec.Result
-	if res == nil || res.Type != "RuntimeMaterials" {
-		p.refuse(r.name, CodeRuntimePreparationFailed, "prepare_session returned %s, not RuntimeMaterials", resultType(res))
+	if !KindMaterials.Of(res) {
+		p.refuse(r.name, CodeRuntimePreparationFailed, "prepare_session returned %s, not RuntimeMaterials", res.Name())
 		return false
 	}
 	if !p.deliver(r, rec, s, res.Files) {
@@ -166,16 +166,6 @@ func (p *platform) prepareSession(r *replica, st *Step, s *session, a *agentStat
 	}
 	p.event(&Event{Kind: EventEngine, Replica: r.name, Engine: es, Message: msg})
 	return true
-}
-
-func resultType(r *harness.Result) string {
-	if r == nil {
-		return "nothing"
-	}
-	if r.Type == "other" {
-		return r.PythonType
-	}
-	return r.Type
 }
 
 // deliver writes RuntimeFile entries into the private home, mode 0600, owned by the workload, outside the

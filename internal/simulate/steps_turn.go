@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"strconv"
 	"time"
 
+	"github.com/astrabox-dev/astrabox/internal/harness"
 	"github.com/astrabox-dev/astrabox/internal/seconds"
 )
 
@@ -145,43 +145,25 @@ func (p *platform) turnOutcome(r *replica, rec *CallRecord, s *session, st *Step
 		return 0, false
 	}
 	res := rec.Result
-	if res == nil || res.Type != "RuntimeMaterials" {
-		p.refuse(r.name, CodeTurnPreparationFailed, "prepare_turn returned %s, not RuntimeMaterials", resultType(res))
+	if !KindMaterials.Of(res) {
+		p.refuse(r.name, CodeTurnPreparationFailed, "prepare_turn returned %s, not RuntimeMaterials", res.Name())
 		return 0, false
 	}
 	if len(res.Environment) > 0 {
 		p.refuse(r.name, CodeTurnPreparationFailed, "prepare_turn returned environment (%d name(s)); a non-empty environment fails the write", len(res.Environment))
 		return 0, false
 	}
-	v, err := validityOf(res.TurnValiditySeconds)
-	if err != nil {
-		p.refuse(r.name, CodeTurnPreparationFailed, "turn_validity_seconds %s", err)
+	tv := res.Validity()
+	if tv.Problem != "" {
+		p.refuse(r.name, CodeTurnPreparationFailed, "turn_validity_seconds %s; it must be a positive finite number", tv.Problem)
 		return 0, false
 	}
+	v := tv.Seconds
 	p.sawValidity(v)
 	if !p.deliver(r, rec, s, res.Files) {
 		return 0, false
 	}
 	return v, true
-}
-
-// validityOf decodes turn_validity_seconds: null (0), or a positive finite number.
-func validityOf(raw json.RawMessage) (float64, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return 0, nil
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return 0, fmt.Errorf("is %s; it must be a positive finite number", s)
-	}
-	v, err := strconv.ParseFloat(string(raw), 64)
-	if err != nil {
-		return 0, fmt.Errorf("is not a number: %s", raw)
-	}
-	if v <= 0 || math.IsInf(v, 0) || math.IsNaN(v) {
-		return 0, fmt.Errorf("is %g; it must be a positive finite number", v)
-	}
-	return v, nil
 }
 
 func (p *platform) uaArgs(s *session) map[string]any {
@@ -213,7 +195,7 @@ func (p *platform) readUserActions(st *Step) {
 
 type uaState struct {
 	Ready      bool
-	UserAction map[string]any
+	UserAction *harness.UserAction
 	Actions    []string
 }
 
@@ -224,27 +206,35 @@ func (p *platform) readState(r *replica, st *Step, s *session) (*uaState, bool) 
 }
 
 func (p *platform) stateOutcome(r *replica, rec *CallRecord) (*uaState, bool) {
-	if rec.Outcome != OutcomeReturned || rec.Result == nil || rec.Result.Type != "SessionUserActionState" {
+	if !rec.Returned(KindUserActionState) {
 		p.refuse(r.name, CodeSessionUserActionFailed, "%s failed (%s); readiness is not granted", rec.Method, rec.Outcome)
 		return nil, false
-	}
-	st := &uaState{Ready: rec.Result.Ready}
-	if len(rec.Result.UserAction) > 0 && string(rec.Result.UserAction) != "null" {
-		_ = json.Unmarshal(rec.Result.UserAction, &st.UserAction)
-	}
-	for _, a := range rec.Result.Actions {
-		st.Actions = append(st.Actions, a.ID)
 	}
 	if problems := ValidateState(rec.Result.Ready, rec.Result.UserAction, rec.Result.Actions); len(problems) > 0 {
 		p.refuse(r.name, CodeSessionUserActionFailed, "%s returned a malformed state: %v", rec.Method, problems)
 		return nil, false
+	}
+	st := &uaState{Ready: rec.Result.Ready}
+	if len(rec.Result.UserAction) > 0 && string(rec.Result.UserAction) != "null" {
+		var ua harness.UserAction
+		if err := json.Unmarshal(rec.Result.UserAction, &ua); err != nil {
+			p.refuse(r.name, CodeSessionUserActionFailed, "%s (call %s) returned a user_action that does not decode: %v", rec.Method, rec.Key, err)
+			return nil, false
+		}
+		st.UserAction = &ua
+	}
+	for _, a := range rec.Result.Actions {
+		st.Actions = append(st.Actions, a.ID)
 	}
 	return st, true
 }
 
 func (p *platform) applyState(r *replica, s *session, st *uaState, verb string) {
 	p.sawState(s.id, st.Actions)
-	status, _ := st.UserAction["status"].(string)
+	status := ""
+	if st.UserAction != nil {
+		status = st.UserAction.Status
+	}
 	s.blocked = !st.Ready && (status == "pending" || status == "unknown" || status == "")
 	p.event(&Event{Kind: EventOutcome, Replica: r.name, Message: fmt.Sprintf("%s user-action: ready=%v status=%s actions=%v; console sending blocked=%v", verb, st.Ready, status, st.Actions, s.blocked),
 		Data: map[string]any{"ready": st.Ready, "status": status, "blocked": s.blocked}})

@@ -65,7 +65,7 @@ func writeCall(w io.Writer, s term.Styles, e *simulate.Event, at, rep, msg strin
 	if e.Call.Error != nil {
 		fmt.Fprintf(w, "   %s         %s\n", indent, s.Dim.Render(Truncate(set.Mask(e.Call.Error.Type+": "+e.Call.Error.Message), 120)))
 	}
-	if e.Call.Result != nil && e.Call.Result.Type == "RuntimeMaterials" {
+	if simulate.KindMaterials.Of(e.Call.Result) {
 		var names []string
 		for _, fl := range e.Call.Result.Files {
 			names = append(names, fmt.Sprintf("%s (%d bytes)", set.Mask(fl.Name), len(fl.Content)))

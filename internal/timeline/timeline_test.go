@@ -21,7 +21,7 @@ func TestTimelineMasksNamesAndCutSecrets(t *testing.T) {
 	h := &simulate.History{Scenario: "s", Events: []*simulate.Event{{Kind: simulate.EventCall, Message: "prepare_session returned",
 		Call: &simulate.CallRecord{Key: "r1#1", Outcome: simulate.OutcomeRaised,
 			Error:  &harness.PyError{Type: "RuntimeError", Message: strings.Repeat("x", 100) + canary},
-			Result: &harness.Result{Type: "RuntimeMaterials", Files: []harness.MaterialFile{{Name: canary + ".json", Content: []byte("{}")}}, Environment: map[string]string{"KEY_" + canary: "v"}}}}}}
+			Result: &harness.Result{Type: simulate.KindMaterials, Files: []harness.MaterialFile{{Name: canary + ".json", Content: []byte("{}")}}, Environment: map[string]string{"KEY_" + canary: "v"}}}}}}
 	var out bytes.Buffer
 	Write(&out, term.NewStyles(false), h, set, "/proj")
 	got := out.String()

@@ -1,4 +1,4 @@
-"""The harness's typed observation records write exactly the JSON keys of their Go mirrors in messages.go."""
+"""The harness's typed observation and result records write exactly the JSON keys of their Go mirrors in messages.go."""
 
 import os
 import re
@@ -42,9 +42,36 @@ class RecordsMirrorGo(unittest.TestCase):
                                                  tls=[records.TLSFailure("h", "ssl", "", [], False, "m", None, None, None)],
                                                  native=[records.NativeClient("pycurl", "pycurl (libcurl)")]),
         }
+        full = records.Result(records.KIND_MATERIALS, **{f: None for f in records.Result.__dataclass_fields__ if f != "type"})
+        samples.update({
+            "MaterialFile": records.MaterialFile("a", "aGk="),
+            "ActionCommand": records.ActionCommand("grant", "Grant access"),
+            "TypeError": records.ResultTypeError("files[0].content", "bytes", "str"),
+            "Result": full,
+        })
         for name, rec in samples.items():
             with self.subTest(name):
                 self.assertEqual(sorted(rec.wire()), sorted(go_fields(name)))
+
+    def test_result_writes_only_its_kind(self):
+        from astrabox import seams
+        from astrabox._harness import values
+        go = set(go_fields("Result"))
+        cases = [(True, records.KIND_BOOL), (None, records.KIND_NONE), (object(), records.KIND_OTHER),
+                 (seams.RuntimeMaterials(files=(seams.RuntimeFile("a", "not bytes"),)), records.KIND_MATERIALS),
+                 (seams.RuntimePreparationPlan(), records.KIND_PLAN),
+                 (seams.SessionUserActionState(ready=True), records.KIND_USER_ACTION_STATE)]
+        for value, kind in cases:
+            with self.subTest(kind):
+                out = values.encode_value(value, method="prepare_turn")
+                self.assertEqual(out["type"], kind)
+                self.assertLessEqual(set(out), go)
+        out = values.encode_value(cases[3][0], method="prepare_turn")
+        self.assertEqual(out["files"], [{"name": "a", "content_b64": None}])
+        self.assertEqual(out["type_errors"], [{"field": "files[0].content", "expected": "bytes", "got": "str"}])
+        self.assertNotIn("ready", out)
+        with self.assertRaises(ValueError):
+            records.Result("dict")
 
     def test_bounds_and_routing_fields(self):
         obs = records.Observations()

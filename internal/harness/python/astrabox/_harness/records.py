@@ -1,7 +1,11 @@
-"""Typed observation records: the Python mirror of the observation types in internal/harness/messages.go.
+"""Typed wire records: the Python mirror of the observation and result types in internal/harness/messages.go.
 
-Each record knows its wire form (``wire()``), a dict with exactly the keys and key order the harness has
-always sent, so the frames are byte-compatible with what Go decodes (docs/protocol.md, "Observations").
+Each record names its Go type in its docstring (``Go: ``Name````) and knows its wire form (``wire()``), a dict
+whose keys are the Go type's JSON keys (docs/protocol.md, "Observations" and "Reply value by result type").
+A record's fields are named as those keys; a field that never goes on the wire (state the harness keeps
+while it fills the record) is declared with ``field(..., compare=False)``. Go's -short test
+TestPythonRecordsMirrorGo holds every record's fields to its Go type's keys, so a field added on one side
+only fails it.
 """
 
 from __future__ import annotations
@@ -298,4 +302,104 @@ class Observations:
             out["tls"] = [t.wire() for t in self.tls]
         if self.native:
             out["native"] = [n.wire() for n in self.native]
+        return out
+
+
+# Result kinds (Go: ``ResultKind``): the ``type`` of a reply value.
+KIND_PLAN = "RuntimePreparationPlan"
+KIND_MATERIALS = "RuntimeMaterials"
+KIND_USER_ACTION_STATE = "SessionUserActionState"
+KIND_BOOL = "bool"
+KIND_NONE = "none"
+KIND_COROUTINE = "coroutine"
+KIND_OTHER = "other"
+RESULT_KINDS = (KIND_PLAN, KIND_MATERIALS, KIND_USER_ACTION_STATE, KIND_BOOL, KIND_NONE, KIND_COROUTINE, KIND_OTHER)
+
+
+class _Unset:
+    """The value of a Result field its kind does not carry: left off the wire (Go reads it as its zero)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+
+
+@dataclass
+class MaterialFile:
+    """One RuntimeFile of RuntimeMaterials (Go: ``MaterialFile``); ``None`` for a value of the wrong type."""
+
+    name: Optional[str]
+    content_b64: Optional[str]
+
+    def wire(self) -> Dict[str, Any]:
+        return {"name": self.name, "content_b64": self.content_b64}
+
+
+@dataclass
+class ActionCommand:
+    """One SessionUserActionCommand of a user-action state (Go: ``ActionCommand``)."""
+
+    id: str
+    label: str
+
+    def wire(self) -> Dict[str, Any]:
+        return {"id": self.id, "label": self.label}
+
+
+@dataclass
+class ResultTypeError:
+    """One value of the wrong type in a returned object (Go: ``TypeError``)."""
+
+    field: str
+    expected: str
+    got: str
+
+    def wire(self) -> Dict[str, Any]:
+        return {"field": self.field, "expected": self.expected, "got": self.got}
+
+
+@dataclass
+class Result:
+    """The reply value of a callback (Go: ``Result``): a union over ``type`` (one of RESULT_KINDS) of which
+    only the fields of that kind are set; the others stay UNSET and are left off the wire."""
+
+    type: str
+    repr: Any = UNSET
+    was_sync: Any = UNSET
+    # RuntimePreparationPlan
+    session_bound: Any = UNSET
+    declaration: Any = UNSET
+    declaration_error: Any = UNSET
+    # RuntimeMaterials
+    files: Any = UNSET  # List[MaterialFile]
+    environment: Any = UNSET
+    turn_validity_seconds: Any = UNSET
+    # SessionUserActionState
+    ready: Any = UNSET
+    user_action: Any = UNSET
+    actions: Any = UNSET  # List[ActionCommand]
+    # bool
+    value: Any = UNSET
+    # other
+    python_type: Any = UNSET
+    problems: Any = UNSET  # List[str], only when there are any
+    type_errors: Any = UNSET  # List[ResultTypeError], only when there are any
+
+    def __post_init__(self) -> None:
+        if self.type not in RESULT_KINDS:
+            raise ValueError("result kind %r is not one of %s" % (self.type, ", ".join(RESULT_KINDS)))
+
+    def wire(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {}
+        for name in self.__dataclass_fields__:
+            v = getattr(self, name)
+            if v is UNSET:
+                continue
+            if isinstance(v, list):
+                v = [x.wire() if hasattr(x, "wire") else x for x in v]
+            out[name] = v
         return out

@@ -22,7 +22,7 @@ from astrabox._harness.host import apply_limits, become_host, dump_profile, star
 from astrabox._harness.leftovers import IdleWatch
 from astrabox._harness.loader import METHODS, Loaded, load
 from astrabox._harness.observe import CURRENT_CALL, Observer, Snapshot
-from astrabox._harness.records import Leftovers, LeftoverThread, Observations
+from astrabox._harness.records import KIND_COROUTINE, KIND_OTHER, Leftovers, LeftoverThread, Observations, Result
 from astrabox._harness.values import encode_error, encode_value, harness_error, material_too_large, safe_repr, type_name
 
 PROTOCOL = 1
@@ -33,8 +33,8 @@ def safe_encode_value(result: Any, method: str) -> Dict[str, Any]:
     try:
         return encode_value(result, method=method)
     except BaseException as exc:  # noqa: B036
-        return {"type": "other", "python_type": type_name(type(result)), "repr": safe_repr(result),
-                "problems": ["reading the returned value raised %s" % type_name(type(exc))]}
+        return Result(KIND_OTHER, python_type=type_name(type(result)), repr=safe_repr(result),
+                      problems=["reading the returned value raised %s" % type_name(type(exc))]).wire()
 
 
 def safe_encode_error(exc: BaseException, observer: Observer, cancelled: bool = False) -> Dict[str, Any]:
@@ -390,7 +390,7 @@ class Runner:
             if inspect.iscoroutine(result):
                 shown = safe_repr(result)
                 result.close()
-                return True, {"type": "coroutine", "repr": shown}, None
+                return True, Result(KIND_COROUTINE, repr=shown).wire(), None
             return True, safe_encode_value(result, "plan"), None
 
     async def _invoke(self, instance: Any, method: str, kwargs: Dict[str, Any]) -> Any:
@@ -559,7 +559,7 @@ class Runner:
             if inspect.iscoroutine(result):
                 shown = safe_repr(result)
                 result.close()
-                value = {"type": "other", "python_type": "coroutine", "repr": shown}
+                value = Result(KIND_OTHER, python_type="coroutine", repr=shown).wire()
             else:
                 value = safe_encode_value(result, method)
         if was_sync:

@@ -14,6 +14,9 @@ from collections.abc import Mapping
 from typing import Any, Callable, Dict, List, Optional
 
 from astrabox import seams
+from astrabox._harness.records import (KIND_BOOL, KIND_MATERIALS, KIND_NONE, KIND_OTHER, KIND_PLAN,
+                                       KIND_USER_ACTION_STATE, ActionCommand, MaterialFile, Result,
+                                       ResultTypeError)
 
 REPR_LIMIT = 4 * 1024
 MESSAGE_LIMIT = 8 * 1024
@@ -197,14 +200,16 @@ def b64(data: Any) -> str:
     return base64.b64encode(bytes(data)).decode("ascii")
 
 
-def _materials(value: seams.RuntimeMaterials, problems: List[str], typed: List[Dict[str, Any]]) -> Dict[str, Any]:
-    """The wire form of RuntimeMaterials. ``typed`` receives one ``{"field", "expected", "got"}`` entry per
-    value of the wrong type, which the Go side judges (a file whose content is not bytes is never delivered
-    as an empty file)."""
-    def wrong(field: str, expected: str, got: Any) -> None:
-        typed.append({"field": field, "expected": expected, "got": type_name(type(got))})
+def _materials(value: seams.RuntimeMaterials, out: Result, problems: List[str]) -> None:
+    """Fill the RuntimeMaterials fields of ``out``. Its ``type_errors`` receive one record per value of the
+    wrong type, which the Go side judges (a file whose content is not bytes is never delivered as an empty
+    file)."""
+    typed: List[ResultTypeError] = []
 
-    files_out: List[Dict[str, Any]] = []
+    def wrong(field: str, expected: str, got: Any) -> None:
+        typed.append(ResultTypeError(field, expected, type_name(type(got))))
+
+    files_out: List[MaterialFile] = []
     files = getattr(value, "files", ())
     if not isinstance(files, (tuple, list)):
         problems.append("files is a %s, not a tuple" % type_name(type(files)))
@@ -213,7 +218,7 @@ def _materials(value: seams.RuntimeMaterials, problems: List[str], typed: List[D
         if not isinstance(item, seams.RuntimeFile):
             problems.append("files[%d] is a %s, not a RuntimeFile" % (i, type_name(type(item))))
             wrong("files[%d]" % i, "RuntimeFile", item)
-            files_out.append({"name": None, "content_b64": None})
+            files_out.append(MaterialFile(None, None))
             continue
         name = item.name
         if not isinstance(name, str):
@@ -227,7 +232,7 @@ def _materials(value: seams.RuntimeMaterials, problems: List[str], typed: List[D
             problems.append("files[%d].content is a %s, not bytes" % (i, type_name(type(content))))
             wrong("files[%d].content" % i, "bytes", content)
             content_b64 = None
-        files_out.append({"name": name, "content_b64": content_b64})
+        files_out.append(MaterialFile(name, content_b64))
     env = getattr(value, "environment", None)
     env_out: Optional[Dict[str, str]] = {}
     if isinstance(env, Mapping):
@@ -255,7 +260,9 @@ def _materials(value: seams.RuntimeMaterials, problems: List[str], typed: List[D
     else:
         problems.append("turn_validity_seconds is a %s, not a number" % type_name(type(tvs)))
         tvs_out = None
-    return {"files": files_out, "environment": env_out, "turn_validity_seconds": tvs_out}
+    out.files, out.environment, out.turn_validity_seconds = files_out, env_out, tvs_out
+    if typed:
+        out.type_errors = typed
 
 
 def _wire_user_action(message: Any, url: Any, status: Any) -> Dict[str, Any]:
@@ -298,11 +305,11 @@ def encode_value(value: Any, *, method: str) -> Dict[str, Any]:
     Type anomalies the Go side should report (a str where bytes belong, ...) are listed in ``problems``.
     """
     problems: List[str] = []
-    out: Dict[str, Any]
+    out: Result
     if isinstance(value, bool):
-        out = {"type": "bool", "value": value}
+        out = Result(KIND_BOOL, value=value)
     elif value is None:
-        out = {"type": "none"}
+        out = Result(KIND_NONE)
     elif isinstance(value, seams.RuntimePreparationPlan):
         sb = value.session_bound
         if not isinstance(sb, bool):
@@ -311,25 +318,22 @@ def encode_value(value: Any, *, method: str) -> Dict[str, Any]:
                 sb = bool(sb)
             except BaseException:  # noqa: B036
                 sb = False
-        out = {"type": "RuntimePreparationPlan", "session_bound": sb}
+        out = Result(KIND_PLAN, session_bound=sb)
         decl = value.declaration
         try:
             if not isinstance(decl, Mapping):
                 raise DeclarationError("declaration is a %s, not a mapping" % type_name(type(decl)))
-            out["declaration"] = strict_json(decl)
-            out["declaration_error"] = None
+            out.declaration = strict_json(decl)
+            out.declaration_error = None
         except DeclarationError as exc:
-            out["declaration"] = None
-            out["declaration_error"] = truncate(str(exc), MESSAGE_LIMIT)
+            out.declaration = None
+            out.declaration_error = truncate(str(exc), MESSAGE_LIMIT)
         except BaseException as exc:  # noqa: B036 - a mapping whose items() raises
-            out["declaration"] = None
-            out["declaration_error"] = "reading the declaration raised %s" % type_name(type(exc))
+            out.declaration = None
+            out.declaration_error = "reading the declaration raised %s" % type_name(type(exc))
     elif isinstance(value, seams.RuntimeMaterials):
-        out = {"type": "RuntimeMaterials"}
-        typed: List[Dict[str, Any]] = []
-        out.update(_materials(value, problems, typed))
-        if typed:
-            out["type_errors"] = typed
+        out = Result(KIND_MATERIALS)
+        _materials(value, out, problems)
     elif isinstance(value, seams.SessionUserActionState):
         ready = value.ready
         if not isinstance(ready, bool):
@@ -339,7 +343,7 @@ def encode_value(value: Any, *, method: str) -> Dict[str, Any]:
             except BaseException:  # noqa: B036
                 ready = False
         ua = value.user_action
-        actions_out: List[Dict[str, Any]] = []
+        actions_out: List[ActionCommand] = []
         actions = value.actions
         if not isinstance(actions, (tuple, list)):
             problems.append("actions is a %s, not a tuple" % type_name(type(actions)))
@@ -349,21 +353,17 @@ def encode_value(value: Any, *, method: str) -> Dict[str, Any]:
                 for attr in ("id", "label"):
                     if not isinstance(getattr(a, attr), str):
                         problems.append("actions[%d].%s is a %s, not a str" % (i, attr, type_name(type(getattr(a, attr)))))
-                actions_out.append({"id": safe_str(a.id, 1024), "label": safe_str(a.label, 1024)})
+                actions_out.append(ActionCommand(safe_str(a.id, 1024), safe_str(a.label, 1024)))
             else:
                 problems.append("actions[%d] is a %s, not a SessionUserActionCommand" % (i, type_name(type(a))))
-        out = {
-            "type": "SessionUserActionState",
-            "ready": ready,
-            "user_action": None if ua is None else _user_action(ua),
-            "actions": actions_out,
-        }
+        out = Result(KIND_USER_ACTION_STATE, ready=ready, user_action=None if ua is None else _user_action(ua),
+                     actions=actions_out)
     else:
-        out = {"type": "other", "python_type": type_name(type(value))}
-    out["repr"] = safe_repr(value)
+        out = Result(KIND_OTHER, python_type=type_name(type(value)))
+    out.repr = safe_repr(value)
     if problems:
-        out["problems"] = problems
-    return out
+        out.problems = problems
+    return out.wire()
 
 
 def encode_error(
