@@ -16,7 +16,7 @@ func TestOpCallsAreTheCallbacksItsStepsMake(t *testing.T) {
 	}
 	t.Parallel()
 	sc := &Scenario{Name: "op-calls", Replicas: 2, Agents: []AgentSpec{{ID: "agent-1"}},
-		Config: map[string]any{"endpoint": "${ASTRABOX_DOUBLE_URL}/v1"},
+		Config:     map[string]any{"endpoint": "${ASTRABOX_DOUBLE_URL}/v1"},
 		Principals: map[string]Principal{"alice": {Consent: ConsentGranted}, "needs-action": {Consent: ConsentGranted}},
 		Steps: []Step{{Op: OpPrewarm, Agent: "agent-1", Boxes: 2, Replica: "r1"},
 			{Op: OpColdStart, Session: "s1", Agent: "agent-1", Principal: "needs-action", Replica: "r1"},
