@@ -14,16 +14,10 @@ const aimFactor = 4
 // generator reaches unaided (and are the same as blind exploration's).
 const aimAfter = 2 * window
 
-// callbackOps are, per callback, the steps that make the platform call it (plan is left out: every
-// replica plans on its first step). TestEveryCallbackHasItsOps checks each is a step the generator draws.
-var callbackOps = map[simulate.Callback][]string{
-	simulate.CallSynchronize:       {simulate.OpPrewarm},
-	simulate.CallRecover:           {simulate.OpRecover},
-	simulate.CallPrepareSession:    {simulate.OpClaim, simulate.OpColdStart, simulate.OpReattach, simulate.OpReplaceSandbox},
-	simulate.CallPrepareTurn:       {simulate.OpTurn, simulate.OpRetry},
-	simulate.CallReadUserActions:   {simulate.OpReadUserActions, simulate.OpPerformUserAction},
-	simulate.CallPerformUserAction: {simulate.OpPerformUserAction},
-}
+// callbackOps are, per callback, the generated steps that make the platform call it (plan is left out: every
+// replica plans on its first step), from each op's spec (opTables). TestEveryCallbackHasItsOps checks every
+// callback has some.
+var callbackOps = ops.callbackOps
 
 // aim directs generation at the callbacks the provider implements that no observed scenario has called
 // (AFLGo's idea, with callbacks for target sites): while there are any, fresh scenarios and inserted steps

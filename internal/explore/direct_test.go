@@ -97,7 +97,10 @@ func TestAnUnreachedCallbackBiasesGeneration(t *testing.T) {
 			inserted++
 		}
 	}
-	if inserted < 30 {
+	// About 27 of 300 are expected (a Session exists by step 2 in little more than half the scenarios);
+	// over twelve random sources the count ran from 19 to 33, and any change to the draw (a new op) moves it
+	// within that range, so the bound is well below it. Without the boost it is about 9.
+	if inserted < 15 {
 		t.Errorf("%d of 300 inserted steps are perform_user_action under the boost", inserted)
 	}
 	a.called(calling(simulate.CallPerformUserAction))

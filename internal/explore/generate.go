@@ -7,6 +7,7 @@ package explore
 import (
 	"fmt"
 	"math/rand"
+	"slices"
 
 	"github.com/astrabox-dev/astrabox/internal/simulate"
 )
@@ -65,6 +66,7 @@ func generate(seed int64, index int, boost map[string]int, novel map[string]bool
 	return sc
 }
 
+// gen is the generator's state as it adds steps to a scenario.
 type gen struct {
 	rng      *rand.Rand
 	replicas int
@@ -81,53 +83,106 @@ type gen struct {
 	boost map[string]int
 	// novelty, when set, steers each step towards situations of the platform not seen yet (novelty.go).
 	novelty *novelty
+	// tables, when set, replaces the registered ops' tables (a test's, with an op of its own).
+	tables *opTables
 }
 
-func (g *gen) replica() string { return simulate.ReplicaName(1 + g.rng.Intn(g.replicas)) }
+// The generator is the simulate.Draw each op's emitter (its spec's Gen.Emit) writes its step from.
+var _ simulate.Draw = (*gen)(nil)
 
-func (g *gen) chance(p float64) bool { return g.rng.Float64() < p }
+// Intn returns a number in [0, n) from the generator's random source.
+func (g *gen) Intn(n int) int { return g.rng.Intn(n) }
 
-func (g *gen) session() string { return g.sessions[g.rng.Intn(len(g.sessions))] }
+// Chance returns true with probability p.
+func (g *gen) Chance(p float64) bool { return g.rng.Float64() < p }
+
+// Replica draws one of the scenario's replicas.
+func (g *gen) Replica() string { return simulate.ReplicaName(1 + g.rng.Intn(g.replicas)) }
+
+// Agent is the generated scenarios' one Agent.
+func (g *gen) Agent() string { return "agent-1" }
+
+// Principal draws one of the generated scenarios' principals.
+func (g *gen) Principal() string { return principals[g.rng.Intn(len(principals))] }
+
+// Session draws a Session an earlier step started.
+func (g *gen) Session() string { return g.sessions[g.rng.Intn(len(g.sessions))] }
+
+// NewSession names the next new Session.
+func (g *gen) NewSession() string {
+	g.nSession++
+	return fmt.Sprintf("s%d", g.nSession)
+}
+
+// NewAttempt names the next new attempt.
+func (g *gen) NewAttempt() string {
+	g.nAttempt++
+	return fmt.Sprintf("t%d", g.nAttempt)
+}
+
+// Attempts lists each earlier turn's Session and attempt, by Session in the order they started.
+func (g *gen) Attempts() [][2]string {
+	var out [][2]string
+	for _, s := range g.sessions {
+		for _, a := range g.attempts[s] {
+			out = append(out, [2]string{s, a})
+		}
+	}
+	return out
+}
+
+// Operations is how many operations earlier prewarms started.
+func (g *gen) Operations() int { return g.ops }
+
+// Lost lists the operations lost with their host while their write was held.
+func (g *gen) Lost() []int { return g.lost }
 
 func (g *gen) add(st simulate.Step) { g.steps = append(g.steps, st) }
 
-// emitters make a step of each op the generator draws (simulate.Generated: the op registry holds each op's
-// weight and what it needs first); an emitter may assume its op's need holds. TestEveryOpIsGeneratedOrExcluded
-// fails for a generated op without one.
-var emitters = map[string]func(g *gen){
-	simulate.OpPrewarm:   (*gen).prewarm,
-	simulate.OpColdStart: func(g *gen) { g.start(simulate.OpColdStart) },
-	simulate.OpClaim:     func(g *gen) { g.start(simulate.OpClaim) },
-	simulate.OpTurn:      (*gen).turn,
-	simulate.OpRetry:     (*gen).retry,
-	simulate.OpReattach: func(g *gen) {
-		g.add(simulate.Step{Op: simulate.OpReattach, Session: g.session(), Replica: g.replica()})
-	},
-	simulate.OpReplaceSandbox: func(g *gen) {
-		g.add(simulate.Step{Op: simulate.OpReplaceSandbox, Session: g.session(), Replica: g.replica()})
-	},
-	simulate.OpAdvance: func(g *gen) { g.add(simulate.Step{Op: simulate.OpAdvance, Seconds: float64(30 + g.rng.Intn(670))}) },
-	simulate.OpReadUserActions: func(g *gen) {
-		g.add(simulate.Step{Op: simulate.OpReadUserActions, Session: g.session(), Replica: g.replica()})
-	},
-	simulate.OpPerformUserAction: func(g *gen) {
-		g.add(simulate.Step{Op: simulate.OpPerformUserAction, Session: g.session(), Action: simulate.FillOffered, Replica: g.replica()})
-	},
-	simulate.OpRecover:      (*gen).recover,
-	simulate.OpRelease:      func(g *gen) { g.add(simulate.Step{Op: simulate.OpRelease}); g.held = false },
-	simulate.OpHostLoss:     func(g *gen) { g.add(simulate.Step{Op: simulate.OpHostLoss, Replica: g.replica()}) },
-	simulate.OpConfigChange: func(g *gen) { g.add(simulate.Step{Op: simulate.OpConfigChange, Agent: "agent-1"}) },
-	simulate.OpSetConsent: func(g *gen) {
-		consent := "pending"
-		if g.chance(0.5) {
-			consent = "granted"
-		}
-		g.add(simulate.Step{Op: simulate.OpSetConsent, Principal: principals[g.rng.Intn(len(principals))], Consent: consent})
-	},
+// opTables are explore's tables of the ops, every one derived from simulate's op registry
+// (simulate.Registered), so that a new op is written in its spec alone: the ops the generator draws, with
+// their weights, needs and emitters, in the order it lays their weights out; per callback, the generated ops
+// that make the platform call it (aim, direct.go); the ops about a Session that make a callback (the model's
+// Session situations, model.go); and the ops that start a Session (the generator's state, track).
+type opTables struct {
+	generated     []simulate.GenOp
+	callbackOps   map[simulate.Callback][]string
+	sessionOps    map[string]bool
+	startsSession map[string]bool
 }
 
-// generated is the ops the generator draws, in the order their weights are laid out.
-var generated = simulate.Generated()
+// deriveTables builds explore's op tables from the ops' specs. An op whose generator spec has problems (no
+// emitter, an emitter that draws what its need does not promise: simulate.GenProblems) is not drawn, and
+// simulate's TestOpRegistryComplete names what it lacks, so that a half-written spec cannot crash generation.
+func deriveTables(specs []simulate.Op) *opTables {
+	t := &opTables{callbackOps: map[simulate.Callback][]string{}, sessionOps: map[string]bool{}, startsSession: map[string]bool{}}
+	for _, op := range specs {
+		if op.Gen != nil && len(simulate.GenProblems(op)) == 0 {
+			t.generated = append(t.generated, simulate.GenOp{Name: op.Name, Gen: *op.Gen})
+			for _, cb := range op.Calls {
+				t.callbackOps[cb] = append(t.callbackOps[cb], op.Name)
+			}
+		}
+		if op.Session != simulate.SessionNone && len(op.Calls) > 0 {
+			t.sessionOps[op.Name] = true
+		}
+		if op.Session == simulate.SessionStarts {
+			t.startsSession[op.Name] = true
+		}
+	}
+	return t
+}
+
+// ops are explore's op tables for the registered ops.
+var ops = deriveTables(simulate.Registered())
+
+// table is the generator's op tables: a test's when it set them, else the registered ops'.
+func (g *gen) table() *opTables {
+	if g.tables != nil {
+		return g.tables
+	}
+	return ops
+}
 
 // step appends one platform step whose preconditions hold (draw); with novelty, the first of a few draws
 // whose situation is new.
@@ -142,6 +197,7 @@ func (g *gen) step() {
 // draw appends one platform step whose preconditions hold: it draws an op by weight among those whose need
 // holds now.
 func (g *gen) draw() {
+	generated := g.table().generated
 	total := 0
 	for _, op := range generated {
 		if g.holds(op.Need) {
@@ -157,11 +213,9 @@ func (g *gen) draw() {
 			pick -= w
 			continue
 		}
-		emit, ok := emitters[op.Name]
-		if !ok {
-			panic(fmt.Sprintf("explore: op %s is generated but has no emitter", op.Name))
-		}
-		emit(g)
+		st := op.Emit(g)
+		g.track(st)
+		g.add(st)
 		return
 	}
 }
@@ -199,74 +253,28 @@ func (g *gen) weight(op simulate.GenOp) int {
 	return w
 }
 
-func (g *gen) recover() {
-	op := 1 + g.rng.Intn(g.ops)
-	if len(g.lost) > 0 && g.chance(0.8) {
-		op = g.lost[g.rng.Intn(len(g.lost))]
+// track takes a step, emitted or existing, into the generator's state: the Session it starts, the attempt a
+// turn makes, the operations a prewarm starts and the write it leaves held when its host is lost, the held
+// writes a release answers. An op that makes something a later op needs (a new simulate.GenNeed) extends it
+// and holds.
+func (g *gen) track(st simulate.Step) {
+	if g.table().startsSession[st.Op] {
+		g.sessions = append(g.sessions, st.Session)
 	}
-	g.add(simulate.Step{Op: simulate.OpRecover, Operation: fmt.Sprintf("op-%d", op), Replica: g.replica()})
-}
-
-func (g *gen) prewarm() {
-	st := simulate.Step{Op: simulate.OpPrewarm, Agent: "agent-1", Boxes: 1 + g.rng.Intn(2), Replica: g.replica()}
-	switch {
-	case g.chance(0.25):
-		st.Boxes = 1
-		st.Fault = &simulate.Fault{Kind: simulate.FaultHostLoss}
-		st.Double = []simulate.DoubleFault{{Kind: simulate.DoubleHold, Method: "PUT", Times: 1}}
-		g.held = true
-		g.lost = append(g.lost, g.ops+1)
-	case g.chance(0.05):
-		st.Boxes = 1
-		st.Fault = &simulate.Fault{Kind: simulate.FaultSupersede}
-	}
-	g.ops += st.Boxes
-	g.add(st)
-}
-
-func (g *gen) start(op string) {
-	g.nSession++
-	s := fmt.Sprintf("s%d", g.nSession)
-	g.sessions = append(g.sessions, s)
-	g.add(simulate.Step{Op: op, Session: s, Agent: "agent-1", Principal: principals[g.rng.Intn(len(principals))], Replica: g.replica()})
-}
-
-func (g *gen) turn() {
-	s := g.session()
-	g.nAttempt++
-	a := fmt.Sprintf("t%d", g.nAttempt)
-	g.attempts[s] = append(g.attempts[s], a)
-	st := simulate.Step{Op: simulate.OpTurn, Session: s, Attempt: a, Replica: g.replica()}
-	if g.chance(0.2) {
-		st.LiveFor = simulate.LiveFor{Seconds: 600}
-	}
-	if g.chance(0.1) {
-		st.Via = "console"
-	}
-	switch {
-	case g.chance(0.1):
-		// Cancelled when its request reaches the double and is slowed down there: no fixed wait for the
-		// cancel, and a short delay (a provider that does not wait for its request is far past its reply
-		// when the write lands). The fallback deadline, for a turn that sends no request, is generous: on a
-		// loaded machine a request can take longer than 0.05 s to arrive, and the cancel must still be the
-		// request's, not a deadline's that depends on how fast the machine was.
-		st.Fault = &simulate.Fault{Kind: simulate.FaultCancel, After: 2, On: "request"}
-		st.Double = []simulate.DoubleFault{{Kind: simulate.DoubleDelay, Delay: 0.03}}
-	case g.chance(0.05):
-		st.Double = []simulate.DoubleFault{{Kind: simulate.DoubleUnavailable, Times: 1}}
-	case g.chance(0.05):
-		st.Double = []simulate.DoubleFault{{Kind: simulate.DoubleDrop, Method: "POST", Times: 1}}
-	}
-	g.add(st)
-}
-
-func (g *gen) retry() {
-	var candidates [][2]string
-	for _, s := range g.sessions {
-		for _, a := range g.attempts[s] {
-			candidates = append(candidates, [2]string{s, a})
+	switch st.Op {
+	case simulate.OpTurn:
+		// Only the turns of Sessions started before (a change earlier in the same variation may have
+		// deleted a start; the result is validated, but the generator must not offer a retry of them).
+		if slices.Contains(g.sessions, st.Session) {
+			g.attempts[st.Session] = append(g.attempts[st.Session], st.Attempt)
 		}
+	case simulate.OpPrewarm:
+		if st.Fault != nil && st.Fault.Kind == simulate.FaultHostLoss && len(st.Double) > 0 {
+			g.held = true
+			g.lost = append(g.lost, g.ops+1)
+		}
+		g.ops += st.Boxes
+	case simulate.OpRelease:
+		g.held = false
 	}
-	c := candidates[g.rng.Intn(len(candidates))]
-	g.add(simulate.Step{Op: simulate.OpRetry, Session: c[0], Attempt: c[1], Replica: g.replica()})
 }

@@ -53,13 +53,9 @@ func (m *model) memory(r string) *replicaMemory {
 	return rm
 }
 
-// sessionOps are the steps about a Session, by the callback each makes the platform call first.
-var sessionOps = map[string]simulate.Callback{
-	simulate.OpClaim: simulate.CallPrepareSession, simulate.OpColdStart: simulate.CallPrepareSession,
-	simulate.OpReattach: simulate.CallPrepareSession, simulate.OpReplaceSandbox: simulate.CallPrepareSession,
-	simulate.OpTurn: simulate.CallPrepareTurn, simulate.OpRetry: simulate.CallPrepareTurn,
-	simulate.OpReadUserActions: simulate.CallReadUserActions, simulate.OpPerformUserAction: simulate.CallPerformUserAction,
-}
+// sessionOps are the steps about a Session that make the platform call a callback, from each op's spec
+// (opTables).
+var sessionOps = ops.sessionOps
 
 // keys are the situations step st puts the platform in, given the state before it. A step about a Session
 // says what its replica served before (other principals, whether the last was another's, this Session) and

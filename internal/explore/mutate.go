@@ -89,28 +89,6 @@ func stepAt(rng *rand.Rand, sc *simulate.Scenario, i int, boost map[string]int, 
 	return g.steps[len(g.steps)-1]
 }
 
-// track takes an existing step into the generator's state.
-func (g *gen) track(st simulate.Step) {
-	switch st.Op {
-	case simulate.OpClaim, simulate.OpColdStart:
-		g.sessions = append(g.sessions, st.Session)
-	case simulate.OpTurn:
-		// Only the turns of Sessions started before (a change earlier in the same variation may have
-		// deleted a start; the result is validated, but the generator must not offer a retry of them).
-		if slices.Contains(g.sessions, st.Session) {
-			g.attempts[st.Session] = append(g.attempts[st.Session], st.Attempt)
-		}
-	case simulate.OpPrewarm:
-		if st.Fault != nil && st.Fault.Kind == simulate.FaultHostLoss && len(st.Double) > 0 {
-			g.held = true
-			g.lost = append(g.lost, g.ops+1)
-		}
-		g.ops += st.Boxes
-	case simulate.OpRelease:
-		g.held = false
-	}
-}
-
 // insertAt is where an insertion into n steps goes: right after step at (1-based; anywhere when at is 0),
 // at the end, or anywhere, a third of the time each.
 func insertAt(rng *rand.Rand, at, n int) int {

@@ -11,14 +11,24 @@ func init() {
 		&opSpec{name: OpAdvance, required: []string{"seconds"},
 			doc: "Move the host clock forward.", validate: validateAdvance,
 			run:      func(p *platform, st *Step) { p.advance(seconds.Duration(st.Seconds)) },
-			gen:      &Gen{Weight: 5},
+			gen:      &Gen{Weight: 5, Emit: func(d Draw) Step { return Step{Op: OpAdvance, Seconds: float64(30 + d.Intn(670))} }},
 			simplify: simplifyAdvance},
 		&opSpec{name: OpHostLoss, required: []string{"replica"},
-			doc: "Kill a replica's process; it restarts on its next callback.", run: (*platform).hostLoss, gen: &Gen{Weight: 3}},
+			doc: "Kill a replica's process; it restarts on its next callback.", run: (*platform).hostLoss,
+			gen: &Gen{Weight: 3, Emit: func(d Draw) Step { return Step{Op: OpHostLoss, Replica: d.Replica()} }}},
 		&opSpec{name: OpSetConsent, required: []string{"principal", "consent"},
 			doc: "Change a principal's consent at the identity service (`granted` or `pending`).", validate: validateSetConsent,
-			run: (*platform).setConsent, gen: &Gen{Weight: 3}},
+			run: (*platform).setConsent, gen: &Gen{Weight: 3, Emit: emitSetConsent}},
 	)
+}
+
+// emitSetConsent moves a drawn principal's consent to pending or granted, evenly.
+func emitSetConsent(d Draw) Step {
+	consent := ConsentPending
+	if d.Chance(0.5) {
+		consent = ConsentGranted
+	}
+	return Step{Op: OpSetConsent, Principal: d.Principal(), Consent: consent}
 }
 
 func validateAdvance(st *Step) string {

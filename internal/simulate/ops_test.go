@@ -1,50 +1,144 @@
 package simulate
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"maps"
 	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 )
 
-// allOps are the op constants; an op constant missing from the registry, or a spec missing its run function,
-// fails TestOpRegistryComplete.
-var allOps = []string{OpPrewarm, OpClaim, OpColdStart, OpReattach, OpReplaceSandbox, OpTurn, OpRetry, OpAdvance,
-	OpReadUserActions, OpPerformUserAction, OpRecover, OpRelease, OpHostLoss, OpConfigChange, OpRefreshInputs, OpSetConsent}
-
-func TestOpRegistryComplete(t *testing.T) {
-	want := slices.Clone(allOps)
-	slices.Sort(want)
-	if got := Ops(); !slices.Equal(got, want) {
-		t.Fatalf("registered ops %v, op constants %v", got, want)
+// opConstants returns the Op* constants the package's own source declares (name -> value), read with
+// go/parser, so that no hand-kept list of ops can fall behind: an op constant declared anywhere in simulate
+// and not registered fails TestOpRegistryComplete.
+func opConstants(t *testing.T) map[string]string {
+	t.Helper()
+	fset := token.NewFileSet()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
 	}
-	order := slices.Clone(opOrder)
-	slices.Sort(order)
-	if !slices.Equal(order, want) {
-		t.Fatalf("opOrder (the documented order) %v, op constants %v", opOrder, want)
+	out := map[string]string{}
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			gd, ok := d.(*ast.GenDecl)
+			if !ok || gd.Tok != token.CONST {
+				continue
+			}
+			for _, sp := range gd.Specs {
+				vs := sp.(*ast.ValueSpec)
+				for i, n := range vs.Names {
+					if len(n.Name) < 3 || !strings.HasPrefix(n.Name, "Op") || !unicode.IsUpper(rune(n.Name[2])) || i >= len(vs.Values) {
+						continue
+					}
+					if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						v, _ := strconv.Unquote(lit.Value)
+						out[n.Name] = v
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestOpRegistryComplete is the op registry's structure test: each message names the op and what its spec
+// (in ops_<family>.go) must gain, so that a new op is written by following it.
+func TestOpRegistryComplete(t *testing.T) {
+	for _, p := range registryProblems {
+		t.Errorf("op registry: %s", p)
+	}
+	consts := opConstants(t)
+	if len(consts) < 16 {
+		t.Fatalf("found %d Op constants in the package's source; the parser missed them", len(consts))
+	}
+	for name, op := range consts {
+		if opRegistry[op] == nil {
+			t.Errorf("op constant %s (%q) has no spec: register an *opSpec for it with registerOps in its ops_<family>.go", name, op)
+		}
+	}
+	for _, name := range opOrder {
+		if opRegistry[name] == nil {
+			t.Errorf("opOrder names %q, which no spec registers: register its spec or take it out of opOrder", name)
+		}
+	}
+	if n := len(Registered()); n != len(opRegistry) {
+		t.Errorf("Registered lists %d ops of %d registered", n, len(opRegistry))
 	}
 	for _, name := range Ops() {
 		s := opRegistry[name]
+		if !slices.Contains(slices.Collect(maps.Values(consts)), name) {
+			t.Errorf("op %s has no Op constant: declare one and name the spec by it", name)
+		}
 		if s.run == nil {
-			t.Errorf("op %s has no run function", name)
+			t.Errorf("op %s has no run function: set run, the function that plays its step", name)
 		}
 		if s.doc == "" {
-			t.Errorf("op %s has no doc line", name)
-		}
-		if s.startsSession && s.needsSession {
-			t.Errorf("op %s both starts and needs a Session", name)
+			t.Errorf("op %s has no doc line: set doc, its row of docs/scenarios.md's op table", name)
 		}
 		switch {
 		case s.gen == nil && s.notGenerated == "":
-			t.Errorf("op %s has no generator weight and no notGenerated reason", name)
+			t.Errorf("op %s has neither gen nor notGenerated: give it a Gen{Weight, Need, Emit} or the reason exploration never draws it", name)
 		case s.gen != nil && s.notGenerated != "":
-			t.Errorf("op %s has a generator weight and a notGenerated reason (%s)", name, s.notGenerated)
-		case s.gen != nil && (s.gen.Weight <= 0 || s.gen.LostWeight < 0):
-			t.Errorf("op %s has generator weights %+v; a generated op needs a positive weight", name, *s.gen)
+			t.Errorf("op %s has a generator weight and a notGenerated reason (%s): keep one", name, s.notGenerated)
+		}
+		for _, p := range GenProblems(Op{Name: name, Gen: s.gen}) {
+			t.Error(p)
+		}
+		if s.gen != nil && s.session == SessionNeeds && s.gen.Need != NeedSession && s.gen.Need != NeedAttempt {
+			t.Errorf("op %s needs a Session but the generator may draw it before one exists: set its Gen.Need to NeedSession", name)
+		}
+		requiresSession := slices.Contains(s.required, "session")
+		if requiresSession != (s.session != SessionNone) {
+			t.Errorf("op %s: session is %v but its required fields are %v; an op whose steps name a Session requires `session` and says whether it starts (SessionStarts) or needs (SessionNeeds) it", name, s.session, s.required)
+		}
+		for i, cb := range s.calls {
+			switch {
+			case !cb.Known():
+				t.Errorf("op %s calls %q, which is not a callback", name, cb)
+			case cb == CallPlan:
+				t.Errorf("op %s lists plan among its calls; every replica calls plan on its first step, so no op lists it", name)
+			case slices.Contains(s.calls[:i], cb):
+				t.Errorf("op %s lists %s twice", name, cb)
+			}
 		}
 		for _, f := range append(slices.Clone(s.required), s.allowed...) {
 			if !slices.Contains(stepFieldNames, f) {
 				t.Errorf("op %s names field %q, which Step does not have", name, f)
+			}
+		}
+	}
+}
+
+// TestEmittersWriteValidStepsOfTheirOp checks each op's Gen.Emit: the step it writes is of its own op and
+// valid after a scenario whose state its Need asks for, whichever way its chances fall.
+func TestEmittersWriteValidStepsOfTheirOp(t *testing.T) {
+	for _, op := range Generated() {
+		for _, yes := range []bool{false, true} {
+			st := op.Emit(&probe{yes: yes})
+			if st.Op != op.Name {
+				t.Errorf("op %s's emitter wrote a step of op %q", op.Name, st.Op)
+				continue
+			}
+			sc := &Scenario{Name: "emit", Replicas: 2, Agents: []AgentSpec{{ID: "agent-1"}},
+				Principals: map[string]Principal{"alice": {Consent: "granted"}, "bob": {Consent: "pending"}},
+				Steps: []Step{{Op: OpColdStart, Session: "s1", Agent: "agent-1", Principal: "alice"},
+					{Op: OpTurn, Session: "s1", Attempt: "t1"}, {Op: OpPrewarm, Agent: "agent-1", Boxes: 1}, st}}
+			if err := sc.Validate(); err != nil {
+				t.Errorf("op %s's emitter (chances taken: %v) wrote an invalid step %+v: %v", op.Name, yes, st, err)
 			}
 		}
 	}

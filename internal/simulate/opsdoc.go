@@ -8,9 +8,10 @@ import (
 
 // opOrder is the order of the ops in the op table of docs/scenarios.md and in the explore generator's draw
 // (Generated lays their weights out in it): the platform's lifecycle, then the clock, user actions,
-// recovery, hosts, configuration and consent. TestOpRegistryComplete fails when it and the registry differ.
-// Reordering it changes every scenario the generator makes of a seed, which internal/explore's
-// TestGeneratedScenariosAreStable pins.
+// recovery, hosts, configuration and consent. A registered op it does not name comes after those it names,
+// by name (Registered), so a new op needs no entry here; TestOpRegistryComplete fails for a name here that
+// is not registered. Reordering it, or adding a generated op anywhere, changes every scenario the generator
+// makes of a seed, which internal/explore's TestGeneratedScenariosAreStable pins.
 var opOrder = []string{OpPrewarm, OpColdStart, OpClaim, OpTurn, OpRetry, OpReattach, OpReplaceSandbox,
 	OpRefreshInputs, OpAdvance, OpReadUserActions, OpPerformUserAction, OpRecover, OpRelease, OpHostLoss,
 	OpConfigChange, OpSetConsent}
@@ -38,8 +39,7 @@ func OpsTable() string {
 		}
 		return " " + strings.Join(parts, ", ") + " |"
 	}
-	for _, name := range opOrder {
-		s := opRegistry[name]
+	for _, s := range orderedSpecs() {
 		b.WriteString("| `" + s.name + "` |" + cell(s.required, s.notes) + cell(s.allowed, s.notes) + " " + s.doc + " |\n")
 	}
 	return b.String()

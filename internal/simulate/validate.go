@@ -129,9 +129,9 @@ func (s *Scenario) validateStep(i int, agents, sessions map[string]bool) error {
 		}
 	}
 	switch {
-	case spec.startsSession:
+	case spec.session == SessionStarts:
 		sessions[st.Session] = true
-	case spec.needsSession && !sessions[st.Session]:
+	case spec.session == SessionNeeds && !sessions[st.Session]:
 		return errAt(line, "step %d (%s): session %q is not started by an earlier claim or cold_start step", i+1, st.Op, st.Session)
 	}
 	if spec.validate != nil {
