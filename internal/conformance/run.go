@@ -348,11 +348,28 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	}
 	env.Sim.Coverage = coverageOptions(t.Settings, o, t.Python.Version)
 	if !env.Runnable() {
-		rep := Decide(env.Evidence(nil), t, seed, o)
+		rep, err := Decide(env.Evidence(nil), t, seed, o)
+		if err != nil {
+			return nil, undecided(err)
+		}
 		rep.Tool = report.Tool{Name: "astrabox", Version: o.Version}
 		return rep, nil
 	}
-	return runScenarios(ctx, env, o, seed, logf)
+	rep, err := runScenarios(ctx, env, o, seed, logf)
+	return rep, maskError(env.Secrets(), err)
+}
+
+// maskError masks the run's secrets in the text of an error it returns (a replica's error can carry a canary
+// the provider stashed), keeping an UndecidedError on top so that the exit code stays what it was.
+func maskError(s *secrets.Set, err error) error {
+	if err == nil {
+		return nil
+	}
+	var u *UndecidedError
+	if errors.As(err, &u) && u == err {
+		return &UndecidedError{Err: s.MaskError(u.Err)}
+	}
+	return s.MaskError(err)
 }
 
 // checkWrapper checks the project's image wrapper, when the settings name one, as `astrabox image
@@ -444,7 +461,10 @@ func runScenarios(ctx context.Context, env *Env, o Options, seed int64, logf fun
 			logf("warning: %s", w)
 		}
 	}
-	rep := Decide(env.Evidence(hists), t, seed, o)
+	rep, err := Decide(env.Evidence(hists), t, seed, o)
+	if err != nil {
+		return nil, undecided(err)
+	}
 	rep.Tool = report.Tool{Name: "astrabox", Version: o.Version}
 	if rep.Coverage == nil {
 		rep.Coverage = coverageOff(t.Settings, o, t.Python.Version)
@@ -619,6 +639,17 @@ func NewEnv(t *Target, info *harness.LoadInfo, seed int64) (*Env, error) {
 	return e, nil
 }
 
+// Secrets is a new set of the secrets the run planted before any scenario ran (its configuration canaries):
+// what an error of the run is masked with. A judged run masks its report with its evidence's set, which
+// adds every secret the histories planted and every material the provider returned.
+func (e *Env) Secrets() *secrets.Set {
+	s := &secrets.Set{}
+	for _, p := range e.planted {
+		s.Add(p.Value, p.Origin)
+	}
+	return s
+}
+
 // Runnable tells whether scenarios can run at all (the target is an instantiable provider).
 func (e *Env) Runnable() bool { return e.Info != nil && e.Info.IsSubclass && e.Info.Instantiated }
 
@@ -645,9 +676,7 @@ func (e *Env) Evidence(hists []*simulate.History) *Evidence {
 	if e.Target.Settings != nil {
 		ev.LogLevel = e.Target.Settings.LogLevel
 	}
-	for _, p := range e.planted {
-		ev.Secrets.Add(p.Value, p.Origin)
-	}
+	ev.Secrets = e.Secrets()
 	if !e.Runnable() {
 		ev.Skipped["*"] = "the provider is not an instantiable subclass of astrabox.seams.RuntimePreparationProvider, so no scenario could run"
 		return ev
