@@ -318,3 +318,17 @@ func TestRunErrorsAreMaskedWithTheRunsSecrets(t *testing.T) {
 		t.Error("no error became an error")
 	}
 }
+
+// TestOptionsHoldNoHookIntoTheRun: the caller owns a run's lifetime (Open, Suite, Close): no option is a
+// function the run would call with its report, environment or workers to change them in place (the former
+// After hook). Only plain callbacks of the recorded-evidence tests are allowed, by name.
+func TestOptionsHoldNoHookIntoTheRun(t *testing.T) {
+	allowed := map[string]bool{"Getenv": true, "LookPath": true, "recordEvidence": true}
+	typ := reflect.TypeOf(Options{})
+	for i := 0; i < typ.NumField(); i++ {
+		f := typ.Field(i)
+		if f.Type.Kind() == reflect.Func && !allowed[f.Name] {
+			t.Errorf("Options.%s is a hook into the run (%s): let the caller compose the step after Open/Suite instead", f.Name, f.Type)
+		}
+	}
+}
