@@ -134,6 +134,16 @@ func TestMaskedFailsClosedOnTypesItDoesNotKnow(t *testing.T) {
 			_, err := Masked(set, map[string]int{walkCanary: 1, "astx_canary_ffeeddccbbaa998877665544": 2})
 			return err
 		},
+		"colliding JSON keys": func() error {
+			set := walkSet()
+			set.Add("astx_canary_ffeeddccbbaa998877665544", "configuration field secrets.client_secret")
+			_, err := Masked[any](set, []any{map[string]any{walkCanary: 1.0, "astx_canary_ffeeddccbbaa998877665544": 2.0}})
+			return err
+		},
+		"func in a JSON-like map": func() error {
+			_, err := Masked[any](walkSet(), map[string]any{"a": []any{map[string]any{"f": func() {}}}})
+			return err
+		},
 		"top-level func":   func() error { _, err := Masked(walkSet(), func() {}); return err },
 		"unexported ptr":   func() error { _, err := Masked(walkSet(), struct{ p *leaf }{}); return err },
 		"map of chan keys": func() error { _, err := Masked(walkSet(), map[chan int]string{}); return err },
