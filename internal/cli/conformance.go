@@ -296,7 +296,7 @@ func runConformance(parent context.Context, f *Factory, o *RunOptions) error {
 	}
 	if explored != nil {
 		for _, w := range explored.Warnings {
-			fmt.Fprintln(f.IO.Err, f.IO.ErrStyles().Warn.Render("warning:")+" "+errorText(w))
+			fmt.Fprintln(f.IO.Err, f.IO.ErrStyles().Warn.Render("warning:")+" "+errorText(live.Secrets().Mask(w)))
 		}
 	}
 	return verdictError(rep, o.Policy)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/astrabox-dev/astrabox/internal/conformance"
 	"github.com/astrabox-dev/astrabox/internal/explore"
 	"github.com/astrabox-dev/astrabox/internal/report"
+	"github.com/astrabox-dev/astrabox/internal/secrets"
 	"github.com/astrabox-dev/astrabox/internal/simulate"
 )
 
@@ -108,7 +110,9 @@ func exploreLive(ctx context.Context, f *Factory, live *conformance.Live, eo *Ex
 		return nil, err
 	}
 	if summary && !f.Quiet {
-		writeExploreSummary(f.IO.Err, r)
+		var buf bytes.Buffer
+		writeExploreSummary(&buf, r)
+		_, _ = io.WriteString(f.IO.Err, live.Secrets().Mask(buf.String()))
 	}
 	return r, nil
 }
@@ -272,25 +276,30 @@ func runSimulateExplore(parent context.Context, f *Factory, o *SimExploreOptions
 	if err != nil {
 		return undecidedErr(err)
 	}
-	return writeExploreResult(f, so.Format, res)
+	return writeExploreResult(f, so.Format, res, live.Secrets())
 }
 
 // errNothingToExplore is the error of `simulate explore` on a provider that cannot run scenarios
 // (`astrabox conformance run` says why).
 var errNothingToExplore = errors.New("nothing to explore: the provider is not an instantiable subclass of astrabox.seams.RuntimePreparationProvider, so no scenario can run")
 
-// writeExploreResult prints an exploration's result as JSON or as the summary, then its warnings on stderr;
-// the error is errFailed when a check failed.
-func writeExploreResult(f *Factory, format string, res *explore.Result) error {
+// writeExploreResult prints an exploration's result as JSON or as the summary, then its warnings on stderr,
+// every secret of the run (set) masked in what it prints (a scenario the kit could not run can carry a
+// replica's error); the error is errFailed when a check failed.
+func writeExploreResult(f *Factory, format string, res *explore.Result, set *secrets.Set) error {
+	var buf bytes.Buffer
 	if format == string(report.FormatJSON) {
-		if err := writeJSON(f.IO.Out, res); err != nil {
+		if err := writeJSON(&buf, res); err != nil {
 			return err
 		}
 	} else {
-		writeExploreSummary(f.IO.Out, res)
+		writeExploreSummary(&buf, res)
+	}
+	if _, err := io.WriteString(f.IO.Out, set.Mask(buf.String())); err != nil {
+		return err
 	}
 	for _, w := range res.Warnings {
-		fmt.Fprintln(f.IO.Err, f.IO.ErrStyles().Warn.Render("warning:")+" "+errorText(w))
+		fmt.Fprintln(f.IO.Err, f.IO.ErrStyles().Warn.Render("warning:")+" "+errorText(set.Mask(w)))
 	}
 	if len(res.Failures) > 0 {
 		return errFailed
