@@ -21,6 +21,7 @@ import (
 	"github.com/astrabox-dev/astrabox/internal/discovery"
 	"github.com/astrabox-dev/astrabox/internal/explore"
 	"github.com/astrabox-dev/astrabox/internal/report"
+	"github.com/astrabox-dev/astrabox/internal/secrets"
 	"github.com/astrabox-dev/astrabox/internal/suppress"
 	"github.com/astrabox-dev/astrabox/internal/term"
 )
@@ -248,22 +249,40 @@ func runConformance(parent context.Context, f *Factory, o *RunOptions) error {
 		}
 		eo.LastFailed = false
 	}
-	var explored *explore.Result
-	hook, err := exploreHook(f, &eo, true, o.Jobs, o.Checks, o.Skip, &explored)
+	explores, err := exploring(&eo)
 	if err != nil {
 		return err
 	}
-	opts.After = hook
+	opts.Explore = explores
 	started := time.Now()
-	rep, err := conformance.Run(ctx, opts)
-	if err != nil {
+	fail := func(err error) error {
 		if ctx.Err() != nil && parent.Err() == nil {
 			return &exitError{code: ExitUndecided, err: errInterrupted}
 		}
 		return undecidedRun(f, o, started, err)
 	}
-	rep = mapInstalledSources(rep)
-	for _, w := range suppress.Apply(rep, func(id string) bool { _, ok := conformance.Lookup(id); return ok }) {
+	// The command owns the run's lifetime: open it, run the suite, explore, merge, suppress and mask, each
+	// step a new report, then close it.
+	live, err := conformance.Open(ctx, opts)
+	if err != nil {
+		return fail(err)
+	}
+	defer live.Close()
+	rep, err := live.Suite(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	var explored *explore.Result
+	if explores && live.Runnable() {
+		if explored, err = exploreLive(ctx, f, live, &eo, true, o.Jobs, o.Checks, o.Skip); err != nil {
+			return fail(err)
+		}
+	}
+	rep, warnings, err := finishReport(rep, explored, live.Secrets())
+	if err != nil {
+		return fail(err)
+	}
+	for _, w := range warnings {
 		if !f.Quiet {
 			fmt.Fprintln(f.IO.Err, "warning: "+safeErrorText(w))
 		}
@@ -277,10 +296,32 @@ func runConformance(parent context.Context, f *Factory, o *RunOptions) error {
 	}
 	if explored != nil {
 		for _, w := range explored.Warnings {
-			fmt.Fprintln(f.IO.Err, f.IO.ErrStyles().Warn.Render("warning:")+" "+errorText(w))
+			fmt.Fprintln(f.IO.Err, f.IO.ErrStyles().Warn.Render("warning:")+" "+errorText(live.Secrets().Mask(w)))
 		}
 	}
 	return verdictError(rep, o.Policy)
+}
+
+// finishReport turns the suite's report into the one the command writes, each step a new report and none
+// changing the one it was given: the exploration merged in (when there was one), locations in an installed
+// copy mapped back to the source, the provider's inline suppressions applied, and last every secret of the
+// run masked in every string (the suppression reasons quote the provider's source). The warnings are the
+// suppressions it could not honour, masked too.
+func finishReport(rep *report.Report, explored *explore.Result, set *secrets.Set) (*report.Report, []string, error) {
+	if explored != nil {
+		rep = explore.Merge(rep, explored)
+	}
+	rep = mapInstalledSources(rep)
+	rep, warnings := suppress.Apply(rep, func(id string) bool { _, ok := conformance.Lookup(id); return ok })
+	rep, err := secrets.Masked(set, rep)
+	if err != nil {
+		return nil, nil, &conformance.UndecidedError{Err: fmt.Errorf("mask the report: %w", err)}
+	}
+	warnings, err = secrets.Masked(set, warnings)
+	if err != nil {
+		return nil, nil, &conformance.UndecidedError{Err: fmt.Errorf("mask the report: %w", err)}
+	}
+	return rep, warnings, nil
 }
 
 // lastFailedRun sets up `conformance run --last-failed`: the scenarios recorded in the failure store become

@@ -7,15 +7,19 @@ import (
 	"testing"
 
 	"github.com/astrabox-dev/astrabox/internal/conformance"
+	"github.com/astrabox-dev/astrabox/internal/secrets"
 	"github.com/astrabox-dev/astrabox/internal/term"
 )
 
-// TestExitTwoErrorIsMaskedAndSanitised feeds the error printer what a provider can put in a load error: a
-// canary it stashed in an earlier callback (raw and base64-encoded), a workload identity token, terminal escape
-// sequences, a carriage return and a workflow command on a line of its own.
+// TestExitTwoErrorIsMaskedAndSanitised feeds the error printer what a provider can put in a load error, as
+// the run returns it (masked with the run's own secrets, secrets.Set.MaskError): a canary it stashed in an
+// earlier callback (raw and hex-encoded), a workload identity token the run's set does not hold, terminal
+// escape sequences, a carriage return and a workflow command on a line of its own.
 func TestExitTwoErrorIsMaskedAndSanitised(t *testing.T) {
 	canary := conformance.NewCanary()
-	err := fmt.Errorf("load the provider: %w", fmt.Errorf("RuntimeError: bad key %s\n::error file=x.py::owned\n\x1b]0;pwned\x07\x1b[2J\rwid astx_wid_0011aabb and %s", canary, strings.ToUpper(fmt.Sprintf("%x", canary))))
+	run := &secrets.Set{}
+	run.Add(canary, "configuration field secrets.model_api_key")
+	err := run.MaskError(fmt.Errorf("load the provider: %w", fmt.Errorf("RuntimeError: bad key %s\n::error file=x.py::owned\n\x1b]0;pwned\x07\x1b[2J\rwid astx_wid_0011aabb and %s", canary, strings.ToUpper(fmt.Sprintf("%x", canary)))))
 	var out bytes.Buffer
 	code := reportError(&out, term.NewStyles(false), err)
 	got := out.String()
@@ -27,7 +31,7 @@ func TestExitTwoErrorIsMaskedAndSanitised(t *testing.T) {
 			t.Errorf("printed error holds %q:\n%s", bad, got)
 		}
 	}
-	for _, want := range []string{"‹secret:raw›", "‹secret:hex›", `\x1b]0;pwned`, "\n\\x3a:error file=x.py"} {
+	for _, want := range []string{secrets.Marker("raw"), secrets.Marker("hex"), `\x1b]0;pwned`, "\n\\x3a:error file=x.py"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("printed error lacks %q:\n%s", want, got)
 		}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/astrabox-dev/astrabox/internal/conformance"
 	"github.com/astrabox-dev/astrabox/internal/explore"
 	"github.com/astrabox-dev/astrabox/internal/report"
+	"github.com/astrabox-dev/astrabox/internal/secrets"
 	"github.com/astrabox-dev/astrabox/internal/simulate"
 )
 
@@ -53,56 +55,66 @@ func parseShard(s string) (int, int, error) {
 	return i, n, nil
 }
 
-// exploreHook returns the After hook that explores with the run's warm workers and folds the result into the
-// report; res receives the exploration result.
-func exploreHook(f *Factory, eo *ExploreOptions, summary bool, jobs int, checks, skip []string, res **explore.Result) (func(context.Context, *conformance.Env, *conformance.Workers, *report.Report) error, error) {
+// exploring tells whether the flags ask for exploration, after checking --shard.
+func exploring(eo *ExploreOptions) (bool, error) {
 	if eo.N <= 0 && !eo.LastFailed {
-		return nil, nil
+		return false, nil
 	}
+	if _, _, err := parseShard(eo.Shard); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// exploreLive explores with an opened run's warm workers and returns the result (with --last-failed and
+// nothing recorded, an empty one); summary prints the exploration summary on stderr. The caller merges the
+// result into its report and asks the run whether its services are still alive.
+func exploreLive(ctx context.Context, f *Factory, live *conformance.Live, eo *ExploreOptions, summary bool, jobs int, checks, skip []string) (*explore.Result, error) {
 	si, sn, err := parseShard(eo.Shard)
 	if err != nil {
 		return nil, err
 	}
-	return func(ctx context.Context, env *conformance.Env, w *conformance.Workers, rep *report.Report) error {
-		o := explore.Options{N: eo.N, Seed: env.Seed, Jobs: jobs, ShardIndex: si, ShardCount: sn, Checks: checks, Skip: skip,
-			Skipped: env.Target.Settings.Skip, FailuresDir: eo.FailuresDir, ShrinkBudget: eo.ShrinkBudget, Project: env.Target.Project.Dir, Fresh: eo.Fresh}
-		if !f.Quiet {
-			o.Log = f.IO.Err
-		}
-		if o.FailuresDir == "" {
-			o.FailuresDir = env.Target.Project.Dir + "/.astrabox/failures"
-		}
-		if eo.LastFailed {
-			scs, _, err := explore.LastFailed(o.FailuresDir)
-			if errors.Is(err, explore.ErrNothingRecorded) {
-				if !f.Quiet {
-					fmt.Fprintln(f.IO.Err, err)
-				}
-				*res = &explore.Result{Seed: env.Seed}
-				return nil
+	env := live.Env
+	o := explore.Options{N: eo.N, Seed: env.Seed, Jobs: jobs, ShardIndex: si, ShardCount: sn, Checks: checks, Skip: skip,
+		Skipped: env.Target.Settings.Skip, FailuresDir: eo.FailuresDir, ShrinkBudget: eo.ShrinkBudget, Project: env.Target.Project.Dir, Fresh: eo.Fresh}
+	if !f.Quiet {
+		o.Log = f.IO.Err
+	}
+	if o.FailuresDir == "" {
+		o.FailuresDir = env.Target.Project.Dir + "/.astrabox/failures"
+	}
+	if eo.LastFailed {
+		scs, _, err := explore.LastFailed(o.FailuresDir)
+		if errors.Is(err, explore.ErrNothingRecorded) {
+			if !f.Quiet {
+				fmt.Fprintln(f.IO.Err, err)
 			}
-			if err != nil {
-				return &exitError{code: ExitUndecided, err: err}
-			}
-			o.Scenarios = scs
+			return &explore.Result{Seed: env.Seed}, nil
 		}
-		if f.IO.ErrTTY && !f.Quiet {
-			o.Progress = fitLine{w: f.IO.Err, width: max(f.IO.ErrWidth, 0)}
-		}
-		if o.Jobs <= 0 {
-			o.Jobs = 2
-		}
-		r, err := explore.Explore(ctx, env, w, o)
 		if err != nil {
-			return &exitError{code: ExitUndecided, err: fmt.Errorf("exploration: %w", err)}
+			return nil, &exitError{code: ExitUndecided, err: err}
 		}
-		*res = r
-		explore.Apply(rep, r)
-		if summary && !f.Quiet {
-			writeExploreSummary(f.IO.Err, r)
-		}
-		return nil
-	}, nil
+		o.Scenarios = scs
+	}
+	if f.IO.ErrTTY && !f.Quiet {
+		o.Progress = fitLine{w: f.IO.Err, width: max(f.IO.ErrWidth, 0)}
+	}
+	if o.Jobs <= 0 {
+		o.Jobs = 2
+	}
+	r, err := explore.Explore(ctx, env, live.Workers, o)
+	if err != nil {
+		return nil, &exitError{code: ExitUndecided, err: live.MaskError(fmt.Errorf("exploration: %w", err))}
+	}
+	if err := live.Alive(); err != nil {
+		return nil, err
+	}
+	if summary && !f.Quiet {
+		var buf bytes.Buffer
+		writeExploreSummary(&buf, r)
+		_, _ = io.WriteString(f.IO.Err, live.Secrets().Mask(buf.String()))
+	}
+	return r, nil
 }
 
 func writeExploreSummary(w io.Writer, r *explore.Result) {
@@ -232,43 +244,62 @@ command that replays it. A failure whose replay does not fail the same way is re
 	return cmd
 }
 
-// runSimulateExplore explores with warm workers and no default suite, then prints the result.
+// runSimulateExplore opens a run, explores with its warm workers (no default suite), closes it and prints
+// the result.
 func runSimulateExplore(parent context.Context, f *Factory, o *SimExploreOptions) error {
 	if parent == nil {
 		parent = context.Background()
 	}
-	var res *explore.Result
-	hook, err := exploreHook(f, &o.Explore, false, o.Jobs, o.Checks, o.Skip, &res)
-	if err != nil {
+	if _, err := exploring(&o.Explore); err != nil {
 		return err
 	}
 	ctx, cancel := signalContext(parent)
 	defer cancel()
 	so := o.Sim
 	seed := so.Seed
-	_, err = conformance.Run(ctx, conformance.Options{Project: so.Project, Python: so.Python, Provider: so.Provider, Seed: &seed,
-		Checks: o.Checks, Skip: o.Skip, Jobs: o.Jobs, Getenv: f.Getenv, NoSuite: true, After: hook, Version: f.Version})
-	if err != nil {
+	undecidedErr := func(err error) error {
 		if ctx.Err() != nil && parent.Err() == nil {
 			return &exitError{code: ExitUndecided, err: errInterrupted}
 		}
 		return asUndecided(err)
 	}
-	return writeExploreResult(f, so.Format, res)
+	live, err := conformance.Open(ctx, conformance.Options{Project: so.Project, Python: so.Python, Provider: so.Provider, Seed: &seed,
+		Checks: o.Checks, Skip: o.Skip, Jobs: o.Jobs, Getenv: f.Getenv, Explore: true, Version: f.Version})
+	if err != nil {
+		return undecidedErr(err)
+	}
+	defer live.Close()
+	if !live.Runnable() {
+		return undecidedErr(errNothingToExplore)
+	}
+	res, err := exploreLive(ctx, f, live, &o.Explore, false, o.Jobs, o.Checks, o.Skip)
+	if err != nil {
+		return undecidedErr(err)
+	}
+	return writeExploreResult(f, so.Format, res, live.Secrets())
 }
 
-// writeExploreResult prints an exploration's result as JSON or as the summary, then its warnings on stderr;
-// the error is errFailed when a check failed.
-func writeExploreResult(f *Factory, format string, res *explore.Result) error {
+// errNothingToExplore is the error of `simulate explore` on a provider that cannot run scenarios
+// (`astrabox conformance run` says why).
+var errNothingToExplore = errors.New("nothing to explore: the provider is not an instantiable subclass of astrabox.seams.RuntimePreparationProvider, so no scenario can run")
+
+// writeExploreResult prints an exploration's result as JSON or as the summary, then its warnings on stderr,
+// every secret of the run (set) masked in what it prints (a scenario the kit could not run can carry a
+// replica's error); the error is errFailed when a check failed.
+func writeExploreResult(f *Factory, format string, res *explore.Result, set *secrets.Set) error {
+	var buf bytes.Buffer
 	if format == string(report.FormatJSON) {
-		if err := writeJSON(f.IO.Out, res); err != nil {
+		if err := writeJSON(&buf, res); err != nil {
 			return err
 		}
 	} else {
-		writeExploreSummary(f.IO.Out, res)
+		writeExploreSummary(&buf, res)
+	}
+	if _, err := io.WriteString(f.IO.Out, set.Mask(buf.String())); err != nil {
+		return err
 	}
 	for _, w := range res.Warnings {
-		fmt.Fprintln(f.IO.Err, f.IO.ErrStyles().Warn.Render("warning:")+" "+errorText(w))
+		fmt.Fprintln(f.IO.Err, f.IO.ErrStyles().Warn.Render("warning:")+" "+errorText(set.Mask(w)))
 	}
 	if len(res.Failures) > 0 {
 		return errFailed

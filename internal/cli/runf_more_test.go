@@ -9,7 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/astrabox-dev/astrabox/internal/conformance"
 	"github.com/astrabox-dev/astrabox/internal/explore"
+	"github.com/astrabox-dev/astrabox/internal/secrets"
 	"github.com/astrabox-dev/astrabox/internal/term"
 	"github.com/astrabox-dev/astrabox/internal/wrapper"
 )
@@ -71,7 +73,7 @@ func TestSimulateExploreOutput(t *testing.T) {
 			Command: "astrabox simulate run .astrabox/failures/TURN-IDEMPOTENT-7-12.yaml"}},
 		Errors: []string{"scenario 3: the harness did not start"}, Warnings: []string{"could not save a failure: read-only"}}
 	f, out, errb := testFactory()
-	err := writeExploreResult(f, "text", res)
+	err := writeExploreResult(f, "text", res, &secrets.Set{})
 	want := "explored 40 scenario(s) with seed 7 in 3s: 900 callbacks (300/s), 1 failing\n  check(s)\n" +
 		"  could not run scenario 3: the harness did not start\n" +
 		"  TURN-IDEMPOTENT failed in scenario 12, shrunk to 3 step(s)\n" +
@@ -81,13 +83,33 @@ func TestSimulateExploreOutput(t *testing.T) {
 	}
 	f, out, _ = testFactory()
 	res.Failures[0].Flaky = true
-	if err := writeExploreResult(f, "json", res); err != errFailed || !strings.Contains(out.String(), `"check": "TURN-IDEMPOTENT"`) ||
+	if err := writeExploreResult(f, "json", res, &secrets.Set{}); err != errFailed || !strings.Contains(out.String(), `"check": "TURN-IDEMPOTENT"`) ||
 		!strings.Contains(out.String(), `"flaky": true`) || !strings.Contains(out.String(), `"seed": 7`) {
 		t.Errorf("json: err %v\n%s", err, out.String())
 	}
 	f, out, _ = testFactory()
-	if err := writeExploreResult(f, "text", &explore.Result{Seed: 1, Scenarios: 2}); err != nil || !strings.Contains(strings.Join(strings.Fields(out.String()), " "), "0 failing check(s)") {
+	if err := writeExploreResult(f, "text", &explore.Result{Seed: 1, Scenarios: 2}, &secrets.Set{}); err != nil || !strings.Contains(strings.Join(strings.Fields(out.String()), " "), "0 failing check(s)") {
 		t.Errorf("no failure: err %v, %s", err, out.String())
+	}
+}
+
+// TestSimulateExploreOutputIsMasked: a scenario the kit could not run, a failure message and a warning that
+// carry one of the run's secrets print it masked, as JSON and as text.
+func TestSimulateExploreOutputIsMasked(t *testing.T) {
+	canary := conformance.NewCanary()
+	set := &secrets.Set{}
+	set.Add(canary, "configuration field secrets.model_api_key")
+	res := &explore.Result{Seed: 7, Failures: []explore.Failure{{Check: "LEAK-LOG", Message: "logged " + canary, Command: "c"}},
+		Errors: []string{"scenario 3: replica r1 did not load: KeyError " + canary}, Warnings: []string{"could not save " + canary}}
+	for _, format := range []string{"text", "json"} {
+		f, out, errb := testFactory()
+		if err := writeExploreResult(f, format, res, set); err != errFailed {
+			t.Fatalf("%s: %v", format, err)
+		}
+		all := out.String() + errb.String()
+		if m := set.FindString(all); len(m) > 0 || !secrets.HasMarker(out.String()) || !secrets.HasMarker(errb.String()) {
+			t.Errorf("%s output not masked:\n%s", format, all)
+		}
 	}
 }
 

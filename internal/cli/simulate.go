@@ -220,7 +220,9 @@ func runSimulation(c *cobra.Command, f *Factory, o *SimOptions, sc *simulate.Sce
 		}
 		return nil
 	}
-	timeline.Write(f.IO.Out, f.IO.OutStyles(), h, ev.Secrets, t.Project.Dir)
+	if err := timeline.Write(f.IO.Out, f.IO.OutStyles(), h, ev.Secrets, t.Project.Dir); err != nil {
+		return asUndecided(err)
+	}
 	ids, msgs := conformance.Failing(ev, nil, nil, t.Settings.Skip)
 	st := f.IO.OutStyles()
 	if len(ids) == 0 {

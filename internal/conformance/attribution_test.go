@@ -14,7 +14,7 @@ import (
 func judgedProject(t *testing.T, dir string) (*report.Report, []*simulate.History) {
 	t.Helper()
 	c := collectSuite(t, dir)
-	return Decide(c.ev, c.target, 1, c.opts), c.ev.Histories
+	return mustDecide(t, c.ev, c.target, 1, c.opts), c.ev.Histories
 }
 
 // lineOf is the 1-based number of the only line of file that contains text.

@@ -42,16 +42,14 @@ func DefaultConfig(seed int64) map[string]any {
 // NewCanary returns a fresh canary: CanaryPrefix and 24 hex digits from the system's random source. Canaries
 // are not a function of the seed (every user of seed 1 would plant the same two, and a provider could learn
 // them); histories and reports stay byte-identical from run to run because every canary is masked to a
-// label that names its encoding, never its value. Each canary is also added to secrets.Process, so that an
-// error message that carries one is masked too.
+// label that names its encoding, never its value. No set holds canaries process-wide: each run masks with
+// its own (Env.Secrets), its report and the errors it returns alike.
 func NewCanary() string {
 	b := make([]byte, 12)
 	if _, err := rand.Read(b); err != nil {
 		panic(fmt.Sprintf("the system random source failed: %v", err)) // crypto/rand never fails on Linux
 	}
-	c := CanaryPrefix + hex.EncodeToString(b)
-	secrets.Process().Add(c, "a configuration canary")
-	return c
+	return CanaryPrefix + hex.EncodeToString(b)
 }
 
 // plantCanaries fills every field under `secrets` and every configured secret field with a unique canary

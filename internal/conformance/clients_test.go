@@ -47,7 +47,7 @@ func judgedWith(t *testing.T, dir, python string) (*report.Report, []*simulate.H
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Decide(ev, tg, 1, o), ev.Histories
+	return mustDecide(t, ev, tg, 1, o), ev.Histories
 }
 
 // TestClientLibrariesTrustTheRunCA runs one provider that reads through requests, hvac, httpx (sync and

@@ -93,12 +93,5 @@ func coverageProfile(ev *Evidence, results []report.Result) *coverage.Profile {
 		}
 	}
 	b.SetChecks(checks)
-	p := b.Profile()
-	for i := range p.Callbacks {
-		for j := range p.Callbacks[i].Unreached {
-			r := &p.Callbacks[i].Unreached[j]
-			r.After = ev.Secrets.Mask(r.After)
-		}
-	}
-	return p
+	return b.Profile() // masked with the rest of the report (maskReport)
 }

@@ -107,7 +107,7 @@ func Describe(ctx context.Context, t *Target, d discovery.Declaration) *Descript
 		out.PlanError = err.Error()
 	case !rep.OK:
 		if rep.Error != nil {
-			out.PlanError = set.Mask(rep.Error.Type + ": " + rep.Error.Message)
+			out.PlanError = rep.Error.Type + ": " + rep.Error.Message
 		}
 	default:
 		res, err := rep.Result()
@@ -116,10 +116,16 @@ func Describe(ctx context.Context, t *Target, d discovery.Declaration) *Descript
 		} else if !simulate.KindPlan.Of(res) {
 			out.PlanError = fmt.Sprintf("plan returned %s, not a RuntimePreparationPlan", res.Type)
 		} else {
-			out.Plan = &PlanSummary{SessionBound: res.SessionBound, Declaration: json.RawMessage(set.MaskJSON(res.Declaration))}
+			out.Plan = &PlanSummary{SessionBound: res.SessionBound, Declaration: json.RawMessage(res.Declaration)}
 		}
 	}
-	return out
+	// The plan was made with canaries in its configuration: mask the whole description in one pass.
+	masked, err := secrets.Masked(&set, out)
+	if err != nil {
+		out.Plan, out.PlanError = nil, err.Error()
+		return out
+	}
+	return masked
 }
 
 // callbackRank orders callbacks as the contract presents them; unknown names sort last.

@@ -64,7 +64,7 @@ func collectProvider(t *testing.T, dir, provider string) (*report.Report, []*sim
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Decide(ev, tg, 1, o), ev.Histories
+	return mustDecide(t, ev, tg, 1, o), ev.Histories
 }
 
 // TestPooledClientsAttributeEachRequest: with each client library, a request on a pooled, kept-alive

@@ -54,16 +54,13 @@ func RecordedResults(results []report.Result) []RecordedResult {
 	return out
 }
 
-// Replay judges the recorded evidence as the run did: every check, with the project's skips, masked.
-func (r *Recording) Replay() []report.Result {
+// Replay judges the recorded evidence as the run did: every check, with the project's skips, masked as
+// Decide masks a report.
+func (r *Recording) Replay() ([]report.Result, error) {
 	if r.NearMiss {
-		return nearMissResults(r.Evidence, Options{})
+		return nearMissResults(r.Evidence, Options{}), nil
 	}
-	var out []report.Result
-	for _, res := range (Verdicts{Skipped: r.Skipped, SkipFile: r.SkipFile}).Judge(r.Evidence) {
-		out = append(out, maskResult(res, r.Evidence.Secrets))
-	}
-	return out
+	return maskResults((Verdicts{Skipped: r.Skipped, SkipFile: r.SkipFile}).Judge(r.Evidence), r.Evidence.Secrets)
 }
 
 // secretsProxy is what a recording keeps of a secret set: its secrets in the order they were added and how

@@ -220,7 +220,11 @@ func TestRecordingReplaysTheLiveReport(t *testing.T) {
 				r.Message = rewrite(r.Message)
 				live[r.Check] = r
 			}
-			replayed := RecordedResults(back.Replay())
+			replayedResults, err := back.Replay()
+			if err != nil {
+				t.Fatal(err)
+			}
+			replayed := RecordedResults(replayedResults)
 			if len(replayed) != len(live) {
 				t.Fatalf("replay judged %d checks, the live run %d", len(replayed), len(live))
 			}

@@ -100,13 +100,11 @@ type Options struct {
 	// (--set KEY=VALUE, VALUE in TOML).
 	ConfigFile string
 	Set        []string
-	// NoSuite skips the default suite (exploration only).
-	NoSuite bool
+	// Explore says the caller will explore after the suite on Live's Workers: Open then prepares as many
+	// worker sets as Jobs allows, not only as many as the suite has scenarios.
+	Explore bool
 	// Coverage turns coverage of the provider's own code on or off (nil = the settings, else on).
 	Coverage *bool
-	// After, when set, runs with the warm workers before they close (exploration), and may add results to
-	// the report.
-	After func(ctx context.Context, env *Env, w *Workers, rep *report.Report) error
 	// Progress, when set, receives a one-line display of the default suite's progress, rewritten in place
 	// ("\r\x1b[K"): for a terminal only.
 	Progress io.Writer
@@ -288,28 +286,71 @@ func (e *LoadFailure) MissingLibrary() bool {
 	return e.ErrorType == discovery.PyModuleNotFoundError || e.ErrorType == discovery.PyImportError
 }
 
-// Run runs the conformance suite and returns the report. Errors are UndecidedError (exit code 2).
+// Run runs the conformance suite and returns the report: Open, Suite and Close, for a caller that neither
+// explores nor suppresses. Errors are UndecidedError (exit code 2).
 func Run(ctx context.Context, o Options) (*report.Report, error) {
+	l, err := Open(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	return l.Suite(ctx)
+}
+
+// Live is an opened run, after go-plugin's Client: its caller owns its lifetime. Open resolves the project,
+// starts the fork servers, loads the provider, starts the declared services and warms the workers; the
+// caller then runs the suite (Suite), explores with Env and Workers if it wants to, merges, suppresses and
+// masks with the run's Secrets as it sees fit, each step returning a new value, and Closes it. Nothing runs inside Live
+// on the caller's behalf.
+type Live struct {
+	// Env and Workers are the run's environment and warm worker sets: what exploration runs on. Both are
+	// nil when the provider cannot run scenarios (Runnable).
+	Env     *Env
+	Workers *Workers
+
+	o         Options
+	seed      int64
+	target    *Target
+	scenarios []*simulate.Scenario
+	nearMiss  *NearMissError
+	logf      func(string, ...any)
+	// secrets are what Mask and MaskError mask: the planted canaries, then (after Suite) the suite's
+	// evidence set.
+	secrets *secrets.Set
+	closers []func()
+}
+
+// Open opens a run: everything up to the first scenario. Errors are UndecidedError (exit code 2); on an
+// error whatever was started is closed again. A project that declared its provider only in a near-miss
+// group opens too: its Suite is the report that says so.
+func Open(ctx context.Context, o Options) (_ *Live, err error) {
 	for _, p := range append(append([]string{}, o.Checks...), o.Skip...) {
 		if err := ValidatePattern(p); err != nil {
 			return nil, undecided(err)
 		}
 	}
-	logf := func(format string, args ...any) {
+	l := &Live{o: o, secrets: &secrets.Set{}, logf: func(format string, args ...any) {
 		if o.Log != nil {
 			fmt.Fprintf(o.Log, format+"\n", args...)
 		}
-	}
+	}}
+	defer func() {
+		if err != nil {
+			l.Close()
+		}
+	}()
 	t, err := Resolve(ctx, o)
 	if err != nil {
 		var nm *NearMissError
 		if errors.As(err, &nm) {
-			return nearMissReport(nm, o), nil
+			l.nearMiss = nm
+			return l, nil
 		}
 		return nil, err
 	}
-	logTarget(t, o, logf)
-	seed := runSeed(t, o)
+	l.target = t
+	logTarget(t, o, l.logf)
+	l.seed = runSeed(t, o)
 	// One fork server per replica name for the whole run, each with that replica's string-hash seed:
 	// inspection and every replica process of every scenario are forked from them (an interpreter start per
 	// replica name instead of one per process). Without one, a process starts its own interpreter.
@@ -317,8 +358,8 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	if o.Verbose {
 		verbose = o.Log
 	}
-	t.Hosts = simulate.NewHosts(ctx, t.Python.Path, t.Project.Dir, seed, verbose)
-	defer t.Hosts.Close()
+	t.Hosts = simulate.NewHosts(ctx, t.Python.Path, t.Project.Dir, l.seed, verbose)
+	l.closers = append(l.closers, t.Hosts.Close)
 	t.Hosts.Prestart(replicaNames(max(3, t.Settings.Replicas))...)
 	t.Zygote = t.Hosts.ForkServer("r1")
 	info, reply, err := Inspect(ctx, t)
@@ -337,22 +378,127 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 			return nil, undecided(fmt.Errorf("start the declared services: %w", err))
 		}
 		t.Services = svcs
-		defer svcs.Close()
+		l.closers = append(l.closers, func() { _ = svcs.Close() })
 	}
 	if err := t.checkWrapper(ctx); err != nil {
 		return nil, err
 	}
-	env, err := NewEnv(t, info, seed)
+	env, err := NewEnv(t, info, l.seed)
 	if err != nil {
 		return nil, err
 	}
 	env.Sim.Coverage = coverageOptions(t.Settings, o, t.Python.Version)
+	l.Env, l.secrets = env, env.Secrets()
 	if !env.Runnable() {
-		rep := Decide(env.Evidence(nil), t, seed, o)
-		rep.Tool = report.Tool{Name: "astrabox", Version: o.Version}
-		return rep, nil
+		return l, nil
 	}
-	return runScenarios(ctx, env, o, seed, logf)
+	if l.scenarios, err = env.suite(o); err != nil {
+		return nil, err
+	}
+	jobs := o.jobs(len(l.scenarios))
+	if o.Explore {
+		jobs = o.jobs(1 << 20)
+	}
+	started := time.Now()
+	w, err := env.NewWorkers(ctx, jobs, maxReplicas(l.scenarios, 3))
+	if err != nil {
+		return nil, l.MaskError(err)
+	}
+	l.Workers = w
+	l.closers = append(l.closers, w.Close)
+	if o.Verbose {
+		l.logf("prepared %d scenario slot(s) in %s (fresh replicas per scenario%s)", jobs, time.Since(started).Round(time.Millisecond), slotServices(t.Settings, jobs))
+	}
+	return l, nil
+}
+
+// Close stops everything Open started (workers, services, fork servers), last started first. It may be
+// called more than once.
+func (l *Live) Close() {
+	for i := len(l.closers) - 1; i >= 0; i-- {
+		l.closers[i]()
+	}
+	l.closers = nil
+}
+
+// Runnable tells whether the provider can run scenarios: Env and Workers are set.
+func (l *Live) Runnable() bool { return l.Workers != nil }
+
+// Alive returns an UndecidedError when a declared service's stand-in died during the run: a fake that died
+// mid-run answered later scenarios with 502s, so nothing judged after it can be trusted. A caller that ran
+// scenarios of its own on Workers (exploration) asks before it trusts them.
+func (l *Live) Alive() error {
+	if l.target == nil {
+		return nil
+	}
+	if err := l.target.Services.Alive(); err != nil {
+		return undecided(l.MaskError(err))
+	}
+	return nil
+}
+
+// maskError masks a run's secrets in the text of an error it returns (a replica's error can carry a canary
+// the provider stashed), keeping an UndecidedError on top so that the exit code stays what it was.
+func maskError(s *secrets.Set, err error) error {
+	if err == nil {
+		return nil
+	}
+	var u *UndecidedError
+	if errors.As(err, &u) && u == err {
+		return &UndecidedError{Err: s.MaskError(u.Err)}
+	}
+	return s.MaskError(err)
+}
+
+// Secrets is the run's secret set, passed to whoever prints text of the run: the planted canaries, and
+// after Suite every secret of the suite's evidence (what its histories planted, what the provider returned).
+func (l *Live) Secrets() *secrets.Set { return l.secrets }
+
+// MaskError masks the run's secrets in an error's text (see maskError).
+func (l *Live) MaskError(err error) error { return maskError(l.secrets, err) }
+
+// Suite plays the scenarios of the run (the default suite, or Options.Scenarios) and returns the report
+// judged over them, masked; for a provider that cannot run scenarios, the report judged without any. The
+// report is a new value every call; Live keeps no reference to it.
+func (l *Live) Suite(ctx context.Context) (*report.Report, error) {
+	if l.nearMiss != nil {
+		return nearMissReport(l.nearMiss, l.o), nil
+	}
+	t, env := l.target, l.Env
+	var hists []*simulate.History
+	if l.Runnable() {
+		started := time.Now()
+		l.Workers.progress = l.o.Progress
+		var err error
+		hists, err = l.Workers.RunAll(ctx, l.scenarios)
+		l.Workers.progress = nil
+		if err != nil {
+			return nil, l.MaskError(err)
+		}
+		if err := l.Alive(); err != nil {
+			return nil, err
+		}
+		if l.o.Verbose {
+			l.logf("ran %d scenario(s) in %s", len(l.scenarios), time.Since(started).Round(time.Millisecond))
+		}
+		if w := stoppedByHang(hists); w != "" {
+			l.logf("warning: %s", l.secrets.Mask(w))
+		}
+		for _, w := range childWaitWarnings(hists) {
+			l.logf("warning: %s", l.secrets.Mask(w))
+		}
+	}
+	ev := env.Evidence(hists)
+	rep, err := Decide(ev, t, l.seed, l.o)
+	if err != nil {
+		return nil, undecided(err)
+	}
+	l.secrets = ev.Secrets
+	rep.Tool = report.Tool{Name: "astrabox", Version: l.o.Version}
+	if rep.Coverage == nil && env.Runnable() {
+		rep.Coverage = coverageOff(t.Settings, l.o, t.Python.Version)
+	}
+	return rep, nil
 }
 
 // checkWrapper checks the project's image wrapper, when the settings name one, as `astrabox image
@@ -399,66 +545,6 @@ func runSeed(t *Target, o Options) int64 {
 		seed = *o.Seed
 	}
 	return seed
-}
-
-// runScenarios plays the suite on a runnable provider's environment and judges the histories.
-func runScenarios(ctx context.Context, env *Env, o Options, seed int64, logf func(string, ...any)) (*report.Report, error) {
-	t := env.Target
-	scenarios, err := env.suite(o)
-	if err != nil {
-		return nil, err
-	}
-	jobs := o.jobs(len(scenarios))
-	if o.After != nil {
-		jobs = o.jobs(1 << 20)
-	}
-	started := time.Now()
-	w, err := env.NewWorkers(ctx, jobs, maxReplicas(scenarios, 3))
-	if err != nil {
-		return nil, err
-	}
-	defer w.Close()
-	if o.Verbose {
-		logf("prepared %d scenario slot(s) in %s (fresh replicas per scenario%s)", jobs, time.Since(started).Round(time.Millisecond), slotServices(t.Settings, jobs))
-	}
-	var hists []*simulate.History
-	if !o.NoSuite {
-		started = time.Now()
-		w.progress = o.Progress
-		hists, err = w.RunAll(ctx, scenarios)
-		w.progress = nil
-		if err != nil {
-			return nil, err
-		}
-		// A fake that died mid-run answered later scenarios with 502s: nothing judged after it can be trusted.
-		if err := t.Services.Alive(); err != nil {
-			return nil, undecided(err)
-		}
-		if o.Verbose {
-			logf("ran %d scenario(s) in %s", len(scenarios), time.Since(started).Round(time.Millisecond))
-		}
-		if w := stoppedByHang(hists); w != "" {
-			logf("warning: %s", w)
-		}
-		for _, w := range childWaitWarnings(hists) {
-			logf("warning: %s", w)
-		}
-	}
-	rep := Decide(env.Evidence(hists), t, seed, o)
-	rep.Tool = report.Tool{Name: "astrabox", Version: o.Version}
-	if rep.Coverage == nil {
-		rep.Coverage = coverageOff(t.Settings, o, t.Python.Version)
-	}
-	if o.After != nil {
-		if err := o.After(ctx, env, w, rep); err != nil {
-			return rep, err
-		}
-		if err := t.Services.Alive(); err != nil {
-			return nil, undecided(err)
-		}
-		rep.Summarize()
-	}
-	return rep, nil
 }
 
 // stoppedByHang says, when a callback hung and so cut the other scenarios short, which one hung and how many
@@ -619,6 +705,17 @@ func NewEnv(t *Target, info *harness.LoadInfo, seed int64) (*Env, error) {
 	return e, nil
 }
 
+// Secrets is a new set of the secrets the run planted before any scenario ran (its configuration canaries):
+// what an error of the run is masked with. A judged run masks its report with its evidence's set, which
+// adds every secret the histories planted and every material the provider returned.
+func (e *Env) Secrets() *secrets.Set {
+	s := &secrets.Set{}
+	for _, p := range e.planted {
+		s.Add(p.Value, p.Origin)
+	}
+	return s
+}
+
 // Runnable tells whether scenarios can run at all (the target is an instantiable provider).
 func (e *Env) Runnable() bool { return e.Info != nil && e.Info.IsSubclass && e.Info.Instantiated }
 
@@ -645,9 +742,7 @@ func (e *Env) Evidence(hists []*simulate.History) *Evidence {
 	if e.Target.Settings != nil {
 		ev.LogLevel = e.Target.Settings.LogLevel
 	}
-	for _, p := range e.planted {
-		ev.Secrets.Add(p.Value, p.Origin)
-	}
+	ev.Secrets = e.Secrets()
 	if !e.Runnable() {
 		ev.Skipped["*"] = "the provider is not an instantiable subclass of astrabox.seams.RuntimePreparationProvider, so no scenario could run"
 		return ev

@@ -28,7 +28,7 @@ func suiteHistories(t *testing.T, dir string) (*harness.LoadInfo, []*simulate.Hi
 		if data, err := os.ReadFile(filepath.Join(dir, "expect.json")); err == nil {
 			_ = json.Unmarshal(data, &exp)
 		}
-		for _, res := range Decide(ev, tg, 1, o).Results {
+		for _, res := range mustDecide(t, ev, tg, 1, o).Results {
 			if res.Status == report.StatusNotExercised && !slices.Contains(exp.NotExercised, res.Check) {
 				t.Errorf("%s was not exercised: %s", res.Check, res.Message)
 			}

@@ -348,8 +348,10 @@ func nearMissResults(ev *Evidence, o Options) []report.Result {
 	return out
 }
 
-// Decide runs the selected checks over the evidence and builds the report, masking every secret.
-func Decide(ev *Evidence, t *Target, seed int64, o Options) *report.Report {
+// Decide runs the selected checks over the evidence and builds the report, with every secret of the
+// evidence masked in every string of it (maskReport); an error only when the report holds a type the
+// masking walker does not know.
+func Decide(ev *Evidence, t *Target, seed int64, o Options) (*report.Report, error) {
 	if o.recordEvidence != nil {
 		o.recordEvidence(ev, t)
 	}
@@ -370,12 +372,10 @@ func Decide(ev *Evidence, t *Target, seed int64, o Options) *report.Report {
 		}
 	}
 	v := Verdicts{Checks: o.Checks, Skip: o.Skip, Skipped: t.Settings.Skip, SkipFile: t.Settings.File}
-	for _, res := range v.Judge(ev) {
-		rep.Results = append(rep.Results, maskResult(res, ev.Secrets))
-	}
+	rep.Results = v.Judge(ev)
 	rep.Coverage = coverageProfile(ev, rep.Results)
 	rep.Summarize()
-	return rep
+	return maskReport(rep, ev.Secrets)
 }
 
 func selected(c *Check, o Options) bool {
@@ -422,7 +422,7 @@ func Failing(ev *Evidence, checks, skip []string, skipped map[string]string) (id
 	for _, r := range (Verdicts{Checks: checks, Skip: skip, Skipped: skipped}).Judge(ev) {
 		if r.Status == report.StatusFailed {
 			ids = append(ids, r.Check)
-			messages[r.Check] = ev.Secrets.Mask(r.Message)
+			messages[r.Check] = ev.Secrets.Mask(r.Message) // a string, not a report: Mask is the walk
 		}
 	}
 	return ids, messages

@@ -7,11 +7,20 @@ import (
 	"github.com/astrabox-dev/astrabox/internal/report"
 )
 
-// Apply folds an exploration's failures into a report: a check that the default suite passed but an explored
-// scenario failed becomes failed (or flaky, when its replay did not fail the same way), with the shrunk steps
-// and the replay command as evidence. What a guided exploration reached of the provider joins the report's
-// coverage.
-func Apply(rep *report.Report, res *Result) {
+// Merge returns a new report: rep with an exploration's failures folded in. A check that the default suite
+// passed but an explored scenario failed becomes failed (or flaky, when its replay did not fail the same
+// way), with the shrunk steps and the replay command as evidence. What a guided exploration reached of the
+// provider joins the report's coverage. rep is left as it was.
+func Merge(in *report.Report, res *Result) *report.Report {
+	rep := *in
+	rep.Results = make([]report.Result, len(in.Results))
+	for i, r := range in.Results {
+		r.Evidence = append([]report.Evidence(nil), r.Evidence...)
+		rep.Results[i] = r
+	}
+	if res == nil {
+		return &rep
+	}
 	for _, f := range res.Failures {
 		for i := range rep.Results {
 			r := &rep.Results[i]
@@ -45,4 +54,5 @@ func Apply(rep *report.Report, res *Result) {
 		rep.Coverage = res.Coverage
 	}
 	rep.Summarize()
+	return &rep
 }

@@ -13,6 +13,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -334,7 +335,7 @@ func label[T ~string | ~[]byte](s *Set, t T, h hit) string {
 }
 
 // Marker is what Mask writes in place of a secret found in the given encoding.
-func Marker(enc string) string { return "‹secret:" + enc + "›" }
+func Marker(enc string) string { return markerStart + enc + "›" }
 
 // Mask replaces every occurrence of every secret, in every encoding, with a marker that says which encoding
 // was there but never the value. Overlapping occurrences are masked as one, named after the longest.
@@ -403,3 +404,27 @@ func (s *Set) Mask(text string) string {
 	out = append(out, text[at:]...)
 	return string(out)
 }
+
+// markerStart opens every marker Mask writes.
+const markerStart = "‹secret:"
+
+// HasMarker tells whether text holds a marker Mask wrote (whatever the encoding it names).
+func HasMarker(text string) bool { return strings.Contains(text, markerStart) }
+
+// MaskError returns err with its text masked (nil for nil). The result unwraps to err, so errors.Is and
+// errors.As still see the cause and its type; only Error() is masked, and that is what gets printed.
+func (s *Set) MaskError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &maskedError{text: s.Mask(err.Error()), err: err}
+}
+
+// maskedError is an error whose text is masked.
+type maskedError struct {
+	text string
+	err  error
+}
+
+func (e *maskedError) Error() string { return e.text }
+func (e *maskedError) Unwrap() error { return e.err }

@@ -60,7 +60,7 @@ func TestMaskRemovesEveryForm(t *testing.T) {
 	if len(s.FindString(masked)) != 0 {
 		t.Fatalf("masked text still holds the secret: %s", masked)
 	}
-	if !strings.Contains(masked, "‹secret:raw›") || !strings.Contains(masked, "‹secret:url-encoded›") {
+	if !strings.Contains(masked, Marker("raw")) || !strings.Contains(masked, Marker("url-encoded")) {
 		t.Fatalf("mask markers missing: %s", masked)
 	}
 	doc := s.MaskJSON([]byte(`{"k": "` + canary + `", "list": ["` + canary + `"]}`))

@@ -27,14 +27,17 @@ var comment = regexp.MustCompile(`#\s*astrabox:\s*ignore\[([^\]]*)\]\s*(.*)$`)
 // MaxFileSize bounds the source files read for suppressions.
 const MaxFileSize = 4 << 20
 
-// Apply suppresses the results of rep whose location (the result's, or one of its evidence's) is a line
-// of a file inside the project that carries an ignore comment naming the check, and recomputes the summary.
-// It returns warnings for comments it could not honour (no reason given, a check that does not exist).
-// known says whether a check ID exists (nil accepts any).
-func Apply(rep *report.Report, known func(string) bool) []string {
-	if rep == nil || rep.Provider.Project == "" {
-		return nil
+// Apply returns a new report: rep with the results suppressed whose location (the result's, or one of its
+// evidence's) is a line of a file inside the project that carries an ignore comment naming the check, and
+// the summary recomputed; rep is left as it was. It also returns warnings for comments it could not honour
+// (no reason given, a check that does not exist). known says whether a check ID exists (nil accepts any).
+// The reason quoted in a suppressed result's message is the provider's source text: mask the report after.
+func Apply(in *report.Report, known func(string) bool) (*report.Report, []string) {
+	if in == nil || in.Provider.Project == "" {
+		return in, nil
 	}
+	rep := *in
+	rep.Results = append([]report.Result(nil), in.Results...)
 	s := &scanner{project: rep.Provider.Project, files: map[string][]string{}, warned: map[string]bool{}, known: known}
 	for i := range rep.Results {
 		res := &rep.Results[i]
@@ -52,7 +55,7 @@ func Apply(rep *report.Report, known func(string) bool) []string {
 		}
 	}
 	rep.Summarize()
-	return s.warnings
+	return &rep, s.warnings
 }
 
 // locations are the places a result points at: its own location, then each evidence location.

@@ -41,7 +41,7 @@ func FuzzComment(f *testing.F) {
 			{Check: check, Status: report.StatusFailed, Message: "finding", Location: &report.Location{Path: path, Line: line}},
 			{Check: check, Status: report.StatusWarning, Message: "finding", Evidence: []report.Evidence{{Location: &report.Location{Path: filepath.Join(project, path), Line: line}}}},
 		}}
-		warnings := Apply(rep, func(id string) bool { return id == "LEAK-LOG" })
+		rep, warnings := Apply(rep, func(id string) bool { return id == "LEAK-LOG" })
 		for _, w := range warnings {
 			if strings.IndexFunc(w, unicode.IsControl) >= 0 {
 				t.Fatalf("a warning with a control character (a line break or a terminal escape from the source): %q", w)

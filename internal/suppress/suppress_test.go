@@ -35,7 +35,12 @@ func TestApply(t *testing.T) {
 		{Check: "GEN-SETTLES", Status: report.StatusPassed, Location: at("p.py", 2)},
 	}}
 	known := func(id string) bool { return id != "LEAK-EROR" }
-	warnings := Apply(rep, known)
+	before := rep.Results[0]
+	in := rep
+	rep, warnings := Apply(in, known)
+	if in.Results[0].Status != before.Status || in.Results[0].Message != before.Message || in.Summary != (report.Summary{}) {
+		t.Errorf("Apply changed the report it was given: %+v", in.Results[0])
+	}
 	want := map[string]report.Status{
 		"LEAK-LOG": report.StatusSkipped, "SYNC-NO-LOG-CONFIG": report.StatusWarning, "LEAK-ERROR": report.StatusSkipped,
 		"LEAK-PLAN": report.StatusFailed, "PLAN-SYNC": report.StatusFailed, "GEN-SETTLES": report.StatusPassed,

@@ -18,32 +18,129 @@ import (
 )
 
 // Write prints h as a timeline on w with the styles s, masking every secret of set. Source locations are shown
-// relative to root (the project directory) when they are inside it.
-func Write(w io.Writer, s term.Styles, h *simulate.History, set *secrets.Set, root string) {
-	fmt.Fprintf(w, "%s  seed %d, %d replicas, engine %s, provider %s\n", s.Heading.Render("scenario "+h.Scenario), h.Seed, h.Replicas, h.Engine, h.Provider)
-	for _, e := range h.Events {
-		writeEvent(w, s, e, set)
+// relative to root (the project directory) when they are inside it. What the timeline shows of h is first
+// gathered into one view and masked in one pass (secrets.Masked, every string of it); an error means the
+// view holds a type the masking walker does not know, and nothing is printed.
+func Write(w io.Writer, s term.Styles, h *simulate.History, set *secrets.Set, root string) error {
+	v, err := secrets.Masked(set, viewOf(h))
+	if err != nil {
+		return fmt.Errorf("mask the timeline: %w", err)
 	}
-	writeRequests(w, s, h.Requests, set)
-	writeEgress(w, s, h.Egress, set, root)
+	fmt.Fprintf(w, "%s  seed %d, %d replicas, engine %s, provider %s\n", s.Heading.Render("scenario "+v.Scenario), v.Seed, v.Replicas, v.Engine, v.Provider)
+	for _, e := range v.Events {
+		writeEvent(w, s, e)
+	}
+	writeRequests(w, s, v.Requests)
+	writeEgress(w, s, v.Egress, root)
 	fmt.Fprintln(w)
+	return nil
+}
+
+// view is what the timeline shows of a history: every string in it is the history's, unmasked until Write
+// masks the whole view.
+type view struct {
+	Scenario, Engine, Provider string
+	Seed                       int64
+	Replicas                   int
+	Events                     []event
+	Requests                   []request
+	Egress                     []egress
+}
+
+// request is what the timeline shows of a request the double received.
+type request struct {
+	Seq                                       int64
+	Replica, Method, Path, Call, Service      string
+	Status                                    int
+	Held, Delayed, Fenced, Dropped, Forbidden bool
+}
+
+// event is what the timeline shows of one event.
+type event struct {
+	At                           float64
+	Step                         int
+	Kind, Replica, Message, Code string
+	Call                         *call
+}
+
+// call is what the timeline shows of a callback: its key, whether it returned, its error and the names of
+// the material it returned (never the material).
+type call struct {
+	Key      string
+	Returned bool
+	Error    string
+	Files    []file
+	EnvNames []string
+}
+
+// file is a delivered file's name and size.
+type file struct {
+	Name string
+	Size int
+}
+
+// egress is what the timeline shows of an egress attempt.
+type egress struct {
+	Replica, Call, Callback, Method string
+	// Target is the scheme, host and path the attempt addressed.
+	Target  string
+	Refused bool
+	File    string
+	Line    int
+}
+
+// viewOf gathers what the timeline shows of h.
+func viewOf(h *simulate.History) view {
+	v := view{Scenario: h.Scenario, Engine: string(h.Engine), Provider: h.Provider, Seed: h.Seed, Replicas: h.Replicas}
+	for _, r := range h.Requests {
+		v.Requests = append(v.Requests, request{Seq: r.Seq, Replica: r.Replica, Method: r.Method, Path: r.Path, Call: r.Call,
+			Service: r.Service, Status: r.Status, Held: r.Held, Delayed: r.Delayed, Fenced: r.Fenced, Dropped: r.Dropped, Forbidden: r.Forbidden})
+	}
+	for _, e := range h.Events {
+		ev := event{At: e.At, Step: e.Step, Kind: string(e.Kind), Replica: e.Replica, Message: e.Message, Code: e.Code}
+		if e.Kind == simulate.EventCall && e.Call != nil {
+			c := &call{Key: e.Call.Key, Returned: e.Call.Outcome == simulate.OutcomeReturned}
+			if e.Call.Error != nil {
+				c.Error = e.Call.Error.Type + ": " + e.Call.Error.Message
+			}
+			if simulate.KindMaterials.Of(e.Call.Result) {
+				for _, fl := range e.Call.Result.Files {
+					c.Files = append(c.Files, file{Name: fl.Name, Size: len(fl.Content)})
+				}
+				c.EnvNames = sortedNames(e.Call.Result.Environment)
+			}
+			ev.Call = c
+		}
+		v.Events = append(v.Events, ev)
+	}
+	for _, a := range h.Egress {
+		target := a.Host
+		if a.Scheme != "" {
+			target = a.Scheme + "://" + a.Host
+		}
+		v.Egress = append(v.Egress, egress{Replica: a.Replica, Call: a.Call, Callback: a.Callback, Method: a.Method,
+			Target: target + a.Path, Refused: a.Refused, File: a.File, Line: a.Line})
+	}
+	return v
 }
 
 // writeEvent prints one event of the history.
-func writeEvent(w io.Writer, s term.Styles, e *simulate.Event, set *secrets.Set) {
+func writeEvent(w io.Writer, s term.Styles, e event) {
 	at := fmt.Sprintf("t+%6.1fs", e.At)
 	rep := e.Replica
 	if rep == "" {
 		rep = "  "
 	}
-	msg := set.Mask(e.Message)
+	msg := e.Message
 	switch e.Kind {
 	case simulate.EventStep:
 		fmt.Fprintf(w, "\n%s %s\n", s.Heading.Render(fmt.Sprintf("%d.", e.Step)), s.Heading.Render(msg))
 		return
 	case simulate.EventCall:
-		writeCall(w, s, e, at, rep, msg, set)
-		return
+		if e.Call != nil {
+			writeCall(w, s, e, at, rep, msg)
+			return
+		}
 	case simulate.EventOutcome:
 		if e.Code != "" {
 			msg = s.Fail.Render(e.Code) + " " + msg
@@ -55,33 +152,31 @@ func writeEvent(w io.Writer, s term.Styles, e *simulate.Event, set *secrets.Set)
 }
 
 // writeCall prints a callback event with its error and the names of the material it returned.
-func writeCall(w io.Writer, s term.Styles, e *simulate.Event, at, rep, msg string, set *secrets.Set) {
+func writeCall(w io.Writer, s term.Styles, e event, at, rep, msg string) {
 	label := s.Pass.Render("call")
-	if e.Call.Outcome != simulate.OutcomeReturned {
+	if !e.Call.Returned {
 		label = s.Warn.Render("call")
 	}
 	fmt.Fprintf(w, "   %s %s %-4s %s %s\n", s.Dim.Render(at), rep, label, s.Code.Render(e.Call.Key), msg)
 	indent := strings.Repeat(" ", len(at))
-	if e.Call.Error != nil {
-		fmt.Fprintf(w, "   %s         %s\n", indent, s.Dim.Render(Truncate(set.Mask(e.Call.Error.Type+": "+e.Call.Error.Message), 120)))
+	if e.Call.Error != "" {
+		fmt.Fprintf(w, "   %s         %s\n", indent, s.Dim.Render(Truncate(e.Call.Error, 120)))
 	}
-	if simulate.KindMaterials.Of(e.Call.Result) {
-		var names []string
-		for _, fl := range e.Call.Result.Files {
-			names = append(names, fmt.Sprintf("%s (%d bytes)", set.Mask(fl.Name), len(fl.Content)))
-		}
-		for _, k := range sortedNames(e.Call.Result.Environment) {
-			names = append(names, set.Mask(k)+"=<redacted>")
-		}
-		if len(names) > 0 {
-			fmt.Fprintf(w, "   %s         %s\n", indent, s.Dim.Render("material: "+strings.Join(names, ", ")))
-		}
+	var names []string
+	for _, fl := range e.Call.Files {
+		names = append(names, fmt.Sprintf("%s (%d bytes)", fl.Name, fl.Size))
+	}
+	for _, k := range e.Call.EnvNames {
+		names = append(names, k+"=<redacted>")
+	}
+	if len(names) > 0 {
+		fmt.Fprintf(w, "   %s         %s\n", indent, s.Dim.Render("material: "+strings.Join(names, ", ")))
 	}
 }
 
 // writeRequests prints the requests the double received, for its own endpoints and for the declared
 // services it stands in front of; a service's request names the service.
-func writeRequests(w io.Writer, s term.Styles, reqs []simulate.Request, set *secrets.Set) {
+func writeRequests(w io.Writer, s term.Styles, reqs []request) {
 	if len(reqs) == 0 {
 		return
 	}
@@ -106,12 +201,12 @@ func writeRequests(w io.Writer, s term.Styles, reqs []simulate.Request, set *sec
 		if r.Service != "" {
 			via = " " + s.Dim.Render("via "+r.Service)
 		}
-		fmt.Fprintf(w, "   #%-3d %-3s %-6s %s %s -> %d%s%s\n", r.Seq, r.Replica, r.Method, set.Mask(r.Path), s.Dim.Render("("+call+")"), r.Status, flags(r), via)
+		fmt.Fprintf(w, "   #%-3d %-3s %-6s %s %s -> %d%s%s\n", r.Seq, r.Replica, r.Method, r.Path, s.Dim.Render("("+call+")"), r.Status, flags(r), via)
 	}
 }
 
 // writeEgress prints the connections replicas made to destinations that are not declared services.
-func writeEgress(w io.Writer, s term.Styles, attempts []simulate.EgressAttempt, set *secrets.Set, root string) {
+func writeEgress(w io.Writer, s term.Styles, attempts []egress, root string) {
 	if len(attempts) == 0 {
 		return
 	}
@@ -125,17 +220,13 @@ func writeEgress(w io.Writer, s term.Styles, attempts []simulate.EgressAttempt, 
 		if !a.Refused {
 			verdict = s.Warn.Render("let through (egress = \"allow\")")
 		}
-		target := a.Host
-		if a.Scheme != "" {
-			target = a.Scheme + "://" + a.Host
-		}
-		line := strings.TrimSpace(a.Method + " " + set.Mask(target+a.Path))
+		line := strings.TrimSpace(a.Method + " " + a.Target)
 		fmt.Fprintf(w, "   %-3s %s %s %s%s\n", a.Replica, line, s.Dim.Render("("+by+")"), verdict, connectedAt(s, a, root))
 	}
 }
 
 // connectedAt is " at FILE:LINE" of the provider's line that opened the connection, when the harness knew it.
-func connectedAt(s term.Styles, a simulate.EgressAttempt, root string) string {
+func connectedAt(s term.Styles, a egress, root string) string {
 	if a.File == "" || a.Line <= 0 {
 		return ""
 	}
@@ -148,7 +239,7 @@ func connectedAt(s term.Styles, a simulate.EgressAttempt, root string) string {
 	return " " + s.Dim.Render(fmt.Sprintf("at %s:%d", file, a.Line))
 }
 
-func flags(r simulate.Request) string {
+func flags(r request) string {
 	var out []string
 	for _, f := range []struct {
 		on   bool

@@ -23,12 +23,14 @@ func TestTimelineMasksNamesAndCutSecrets(t *testing.T) {
 			Error:  &harness.PyError{Type: "RuntimeError", Message: strings.Repeat("x", 100) + canary},
 			Result: &harness.Result{Type: simulate.KindMaterials, Files: []harness.MaterialFile{{Name: canary + ".json", Content: []byte("{}")}}, Environment: map[string]string{"KEY_" + canary: "v"}}}}}}
 	var out bytes.Buffer
-	Write(&out, term.NewStyles(false), h, set, "/proj")
+	if err := Write(&out, term.NewStyles(false), h, set, "/proj"); err != nil {
+		t.Fatal(err)
+	}
 	got := out.String()
 	if strings.Contains(got, canary[:20]) {
 		t.Fatalf("the timeline shows (part of) a canary:\n%s", got)
 	}
-	if !strings.Contains(got, "‹secret:raw›.json") || !strings.Contains(got, "KEY_‹secret:raw›=<redacted>") {
+	if !strings.Contains(got, secrets.Marker("raw")+".json") || !strings.Contains(got, "KEY_"+secrets.Marker("raw")+"=<redacted>") {
 		t.Fatalf("names not shown masked:\n%s", got)
 	}
 }
@@ -51,7 +53,9 @@ func TestServicesAndEgress(t *testing.T) {
 		{Replica: "r1", Host: "mirror.example.org:80", Method: "CONNECT"},
 	}}
 	var out bytes.Buffer
-	Write(&out, term.NewStyles(false), h, set, "/proj")
+	if err := Write(&out, term.NewStyles(false), h, set, "/proj"); err != nil {
+		t.Fatal(err)
+	}
 	got := out.String()
 	for _, want := range []string{
 		"requests: 3 request(s) to the deployment double and the declared services (oauth, vault)\n",
@@ -59,7 +63,7 @@ func TestServicesAndEgress(t *testing.T) {
 		"   #2   r1  POST   /oauth2/token (r1#2) -> 200 [held] via oauth\n",
 		"   #3   r2  GET    /consents/alice (background) -> 200\n",
 		"egress: 3 connection(s) to destinations that are not declared services\n",
-		"   r2  GET https://api.example.com:443/x?k=‹secret:url-encoded› (r2#2 prepare_session) refused at src/acme/telemetry.py:41\n",
+		"   r2  GET https://api.example.com:443/x?k=" + secrets.Marker("url-encoded") + " (r2#2 prepare_session) refused at src/acme/telemetry.py:41\n",
 		"   r2  CONNECT elsewhere.example:443 (no callback in flight) refused at /usr/lib/python3/site.py:7\n",
 		"   r1  CONNECT mirror.example.org:80 (no callback in flight) let through (egress = \"allow\")\n",
 	} {
@@ -76,9 +80,41 @@ func TestServicesAndEgress(t *testing.T) {
 func TestDoubleOnly(t *testing.T) {
 	h := &simulate.History{Scenario: "s", Requests: []simulate.Request{{Seq: 1, Replica: "r1", Method: "PUT", Path: "/records/a", Status: 200, Call: "r1#1"}}}
 	var out bytes.Buffer
-	Write(&out, term.NewStyles(false), h, &secrets.Set{}, "")
+	if err := Write(&out, term.NewStyles(false), h, &secrets.Set{}, ""); err != nil {
+		t.Fatal(err)
+	}
 	got := out.String()
 	if !strings.Contains(got, "double: 1 request(s) to the deployment double\n   #1   r1  PUT    /records/a (r1#1) -> 200\n") || strings.Contains(got, "egress:") {
 		t.Errorf("double-only timeline changed:\n%s", got)
+	}
+}
+
+// TestEveryShownStringIsMasked puts a canary in every string of a history the timeline shows (scenario,
+// provider, engine, messages, codes, call keys, errors, material names, requests, egress attempts and the
+// file that connected) and requires the timeline to show none of it: the view is masked as one, so no field
+// is masked by name.
+func TestEveryShownStringIsMasked(t *testing.T) {
+	c := conformance.NewCanary()
+	set := &secrets.Set{}
+	set.Add(c, "configuration field secrets.model_api_key")
+	h := &simulate.History{Scenario: "s-" + c, Provider: "p-" + c, Engine: "e-" + c, Events: []*simulate.Event{
+		{Kind: simulate.EventStep, Step: 1, Message: "step " + c},
+		{Kind: simulate.EventOutcome, Replica: "r1-" + c, Code: "CODE_" + c, Message: "outcome " + c},
+		{Kind: simulate.EventSandbox, Message: "sandbox " + c},
+		{Kind: simulate.EventCall, Message: "m " + c, Call: &simulate.CallRecord{Key: "r1#" + c, Outcome: simulate.OutcomeRaised,
+			Error:  &harness.PyError{Type: "E" + c, Message: c},
+			Result: &harness.Result{Type: "RuntimeMaterials", Files: []harness.MaterialFile{{Name: c}}, Environment: map[string]string{c: c}}}},
+	}, Requests: []simulate.Request{{Seq: 1, Replica: "r1" + c, Call: "r1#" + c, Method: "GET" + c, Path: "/" + c, Service: "svc" + c}},
+		Egress: []simulate.EgressAttempt{{Replica: "r2" + c, Call: "c" + c, Callback: "cb" + c, Scheme: "https", Host: c + ".example:443",
+			Method: "GET" + c, Path: "/" + c, File: "/proj/" + c + ".py", Line: 3}}}
+	var out bytes.Buffer
+	if err := Write(&out, term.NewStyles(false), h, set, "/proj"); err != nil {
+		t.Fatal(err)
+	}
+	if m := set.FindString(out.String()); len(m) > 0 {
+		t.Fatalf("the timeline shows the canary (%s):\n%s", m[0].Encoding, out.String())
+	}
+	if n := strings.Count(out.String(), secrets.Marker("raw")); n < 20 {
+		t.Errorf("only %d masked strings shown: the test's history did not reach the timeline:\n%s", n, out.String())
 	}
 }

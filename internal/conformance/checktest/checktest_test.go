@@ -52,7 +52,7 @@ var replayed = sync.OnceValues(func() (map[string]*replay, error) {
 			defer func() { <-sem }()
 			r := &replay{}
 			if r.rec, r.err = Load(fx.Recording); r.err == nil {
-				r.results = r.rec.Replay()
+				r.results, r.err = r.rec.Replay()
 			}
 			mu.Lock()
 			out[fx.Name] = r
