@@ -196,4 +196,3 @@ func BenchmarkScenarioCost(b *testing.B) {
 		})
 	}
 }
-
