@@ -15,6 +15,11 @@ awk '
                                 printf "default suite, reference provider:   %s ms wall (%s bare interpreter starts of the same run)\n", m, r }
 /^BenchmarkForkedReplicaCost/ { for (i=1;i<=NF;i++) { if ($i=="ms-cpu/children") c=$(i-1); if ($i=="ms-cpu/kit") k=$(i-1); if ($i=="ms-cpu/server") s=$(i-1); if ($i=="faults/children") f=$(i-1) }
                                 printf "forked replica, CPU per start+load+close: %s ms supervisor and harness, %s ms kit, %s ms fork server; %s page faults\n", c, k, s, f }
+/^BenchmarkReplicaBreakdown\/provider/ { split($1, a, "="); v=a[2]; sub(/-.*/, "", v); for (i=1;i<=NF;i++) { u=$i; x=$(i-1); if (u=="ms-cpu/server") sv=x; if (u=="ms-cpu/harness-start") hs=x; if (u=="faults/harness-start") hf=x; if (u=="ms-cpu/load") ld=x; if (u=="faults/load") lf=x; if (u=="ms-cpu/supervisor") sp=x; if (u=="faults/supervisor") sf=x; if (u=="ms-cpu/close") cl=x; if (u=="ms-cpu/children") ch=x; if (u=="ms-cpu/kit") kt=x; if (u=="ms/interpreter-start") fl=x }
+                                printf "forked replica of the %-9s CPU: %s ms children = harness start %s (%s faults) + load %s (%s faults) + supervisor %s (%s faults) + close %s; fork server %s, kit %s (interpreter start %s ms wall)\n", v ",", ch, hs, hf, ld, lf, sp, sf, cl, sv, kt, fl }
+/^BenchmarkReplicaBreakdown\/double/ { for (i=1;i<=NF;i++) if ($i=="ms-cpu/double") printf "deployment double, start and close:  %s ms CPU\n", $(i-1) }
+/^BenchmarkScenarioCost/      { split($1, a, "="); j=a[2]; sub(/-.*/, "", j); for (i=1;i<=NF;i++) { if ($i=="ms/scenario") w=$(i-1); if ($i=="ms-cpu-kit/scenario") k=$(i-1); if ($i=="ms-cpu-replicas/scenario") r=$(i-1); if ($i=="ms/interpreter-start") f=$(i-1) }
+                                printf "exploration scenario, minimal, %s job(s): %s ms wall, CPU %s ms replicas + %s ms kit (interpreter start %s ms)\n", j, w, r, k, f }
 /^BenchmarkCallbackOverhead/  { for (i=1;i<=NF;i++) { if ($i=="µs/overhead") o=$(i-1); if ($i=="µs/roundtrip") r=$(i-1); if ($i=="µs/floor") f=$(i-1); if ($i=="µs/echo") e=$(i-1) }
                                 printf "callback overhead (median):          %s µs (round trip %s µs, Python floor %s µs; bare pipe echo %s µs)\n", o, r, f, e }
 /^BenchmarkReplicaStart/      { split($1, a, "/"); m=a[2]; sub(/-.*/, "", m); for (i=1;i<=NF;i++) if ($i=="ms/start") printf "replica start and load, %-11s  %s ms (median)\n", m ":", $(i-1) }
@@ -24,8 +29,8 @@ awk '
                                 printf "coverage cost, python %-7s      suite %s ms off, %s ms on: wall x%s, cpu x%s\n", v, f, n, w, c }
 /^BenchmarkEgressProxy/       { for (i=1;i<=NF;i++) { if ($i=="µs/added") added=$(i-1); if ($i=="µs/direct") d=$(i-1); if ($i=="µs/proxied") p=$(i-1) }
                                 printf "declared service through the proxy: %s µs added per request (median; %s µs proxied, %s µs direct)\n", added, p, d }
-/^BenchmarkAttributionCost/   { for (i=1;i<=NF;i++) { if ($i=="µs/added-http.client") a=$(i-1); if ($i=="µs/bare-http.client") p=$(i-1); if ($i=="µs/added-httpx-async") ah=$(i-1); if ($i=="µs/bare-httpx-async") ph=$(i-1) }
-                                printf "attribution per request:            %s µs added to http.client (%s µs bare, proxied), %s µs to httpx async (%s µs bare)\n", a, p, ah, ph }
+/^BenchmarkAttributionCost/   { for (i=1;i<=NF;i++) { if ($i=="µs/added-http.client") ad=$(i-1); if ($i=="µs/bare-http.client") p=$(i-1); if ($i=="µs/added-httpx-async") ah=$(i-1); if ($i=="µs/bare-httpx-async") ph=$(i-1) }
+                                printf "attribution per request:            %s µs added to http.client (%s µs bare, proxied), %s µs to httpx async (%s µs bare)\n", ad, p, ah, ph }
 /^BenchmarkExploreMemory/     { split($1, a, "="); n=a[2]; sub(/-.*/, "", n); for (i=1;i<=NF;i++) { if ($i=="MiB-peak-heap") h=$(i-1); if ($i=="MiB-peak-live") l=$(i-1) }
                                 printf "memory exploring %s scenarios:     peak live heap %s MiB (heap in use %s MiB)\n", n, l, h }
 /^BenchmarkMaskHistory/       { split($1, a, "="); n=a[2]; sub(/-.*/, "", n); for (i=1;i<=NF;i++) { if ($i=="ms/masked") m=$(i-1); if ($i=="ms/floor") f=$(i-1); if ($i=="x-floor") x=$(i-1) }

@@ -33,9 +33,11 @@ type Workers struct {
 	slots    chan *slot
 	all      []*slot
 	replicas int
-	hosts    *simulate.Hosts
-	own      bool // the workers made hosts and so close them
-	closing  sync.WaitGroup
+	// stageSize, when set (StageReplicas), is how many replicas a stage prepared from then on holds.
+	stageSize int
+	hosts     *simulate.Hosts
+	own       bool // the workers made hosts and so close them
+	closing   sync.WaitGroup
 
 	mu sync.Mutex
 	// unstarted counts the scenarios RunAll was given that have not taken a slot yet (-1: unknown, as for
@@ -154,13 +156,34 @@ func (w *Workers) Run(ctx context.Context, sc *simulate.Scenario) (*simulate.His
 	// scenario is left to take it (a slot without a stage starts its scenario's processes itself).
 	s.next = nil
 	if w.stageWanted() {
-		if s.next = w.prepare(max(w.replicas, sc.Replicas)); s.next == nil {
+		if s.next = w.prepare(w.nextStageSize(sc)); s.next == nil {
 			w.mu.Lock()
 			w.staged--
 			w.mu.Unlock()
 		}
 	}
 	return h, err
+}
+
+// StageReplicas sizes the stages prepared from now on at n replicas (at least one). A scenario that needs
+// more starts the rest itself when it begins, before its first step (simulate.Stage): exploration sizes its
+// stages for the fewest replicas its generated scenarios have, so that no replica is forked ahead for a
+// scenario that does not use it.
+func (w *Workers) StageReplicas(n int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stageSize = max(1, n)
+}
+
+// nextStageSize is the size of the stage a slot prepares once its scenario sc ended: StageReplicas's, or
+// else the most replicas the workers were made for or the last scenario had.
+func (w *Workers) nextStageSize(sc *simulate.Scenario) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stageSize > 0 {
+		return w.stageSize
+	}
+	return max(w.replicas, sc.Replicas)
 }
 
 // StandBy is kept for callers that ask for standby processes before exploring: every slot already prepares

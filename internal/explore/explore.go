@@ -134,6 +134,10 @@ func judge(ctx context.Context, env *conformance.Env, w *conformance.Workers, sc
 	return ids, msgs, h, nil
 }
 
+// fewestGeneratedReplicas is the fewest replicas a generated or varied scenario has (generate draws two or
+// three, changeReplicas moves between them): the size of the stages exploration prepares.
+const fewestGeneratedReplicas = 2
+
 // Explore generates (or takes) scenarios, judges each, and shrinks, saves and replays every failure. Memory
 // stays flat: only failures are kept.
 func Explore(ctx context.Context, env *conformance.Env, w *conformance.Workers, o Options) (*Result, error) {
@@ -152,6 +156,9 @@ func Explore(ctx context.Context, env *conformance.Env, w *conformance.Workers, 
 	if o.FailuresDir == "" {
 		o.FailuresDir = filepath.Join(env.Target.Project.Dir, ".astrabox", "failures")
 	}
+	// A slot forks its next scenario's replicas ahead; forking a third that a two-replica scenario never uses
+	// was a sixth of exploration's CPU (docs/performance.md). A three-replica scenario forks its third itself.
+	w.StageReplicas(fewestGeneratedReplicas)
 	indexes := o.indexes()
 	res := &Result{Seed: o.Seed, Scenarios: len(indexes)}
 	g, err := o.guide(env)

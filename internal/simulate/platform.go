@@ -259,8 +259,8 @@ func Run(ctx context.Context, sc *Scenario, o Options) (*History, error) {
 		return nil, err
 	}
 	if staged {
-		for _, r := range p.replicas {
-			p.started(r)
+		if err := p.startReplicasOf(p.unstarted()); err != nil {
+			return nil, err
 		}
 	} else if o.Target != "" {
 		if err := p.startReplicas(); err != nil {

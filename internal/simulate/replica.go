@@ -25,10 +25,25 @@ func ParseReplica(name string) (i int, ok bool) {
 }
 
 // startReplicas starts every replica process at once and records them, in replica order, once all are up.
-func (p *platform) startReplicas() error {
-	errs := make([]error, len(p.replicas))
+func (p *platform) startReplicas() error { return p.startReplicasOf(p.replicas) }
+
+// unstarted are the scenario's replicas without a process: those a stage smaller than the scenario lacked.
+func (p *platform) unstarted() []*replica {
+	var out []*replica
+	for _, r := range p.replicas {
+		if r.proc == nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// startReplicasOf starts the processes of the given replicas at once and, once all are up, records every
+// replica of the scenario as started, in replica order.
+func (p *platform) startReplicasOf(replicas []*replica) error {
+	errs := make([]error, len(replicas))
 	var wg sync.WaitGroup
-	for i, r := range p.replicas {
+	for i, r := range replicas {
 		wg.Add(1)
 		go func(i int, r *replica) {
 			defer wg.Done()

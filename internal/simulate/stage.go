@@ -90,11 +90,14 @@ func (st *Stage) prepare(ctx context.Context, o Options, n int) error {
 	return nil
 }
 
-// take hands the stage to the platform of a scenario of n replicas, or reports false (the stage failed, is
-// too small, or was taken).
+// take hands the stage to the platform of a scenario of n replicas, or reports false (the stage failed or
+// was taken). A stage smaller than the scenario gives it its replicas and the double; the scenario starts the
+// replicas it lacks itself (they have no process yet) before it plays a step, as a scenario without a stage
+// starts all of its own: a stage is sized for the scenarios most likely to take it, and a replica forked
+// ahead that no scenario uses is the one cost of fresh replicas that buys nothing.
 func (st *Stage) take(p *platform, n int) bool {
 	<-st.ready
-	if st.err != nil || len(st.replicas) < n || !st.taken.CompareAndSwap(false, true) {
+	if st.err != nil || !st.taken.CompareAndSwap(false, true) {
 		return false
 	}
 	if err := st.dbl.Reset(p.sc.Seed); err != nil {
@@ -104,8 +107,12 @@ func (st *Stage) take(p *platform, n int) bool {
 	st.clock.Store(p.clock)
 	st.platform.Store(p)
 	p.dbl = st.dbl
-	p.replicas = st.replicas[:n]
-	p.spare = st.replicas[n:]
+	k := min(n, len(st.replicas))
+	p.replicas = append([]*replica(nil), st.replicas[:k]...)
+	p.spare = st.replicas[k:]
+	for i := k; i < n; i++ {
+		p.replicas = append(p.replicas, &replica{name: ReplicaName(i + 1)})
+	}
 	for _, r := range st.replicas {
 		p.takeConns(r.name, r.proc.PID(), &r.loaded)
 	}

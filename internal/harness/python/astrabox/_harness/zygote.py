@@ -364,6 +364,10 @@ PRELOAD = (
     "base64", "concurrent.futures", "ctypes", "dataclasses", "email.message", "email.parser", "hashlib", "hmac",
     "http.client", "json", "logging", "pathlib", "socket", "ssl", "subprocess", "tempfile", "urllib.error",
     "urllib.parse", "urllib.request", "uuid",
+    # The harness's own: every harness imports ``resource`` to set its limits (host.apply_limits), and an
+    # extension module imported after the fork costs its loading and relocation again in every child (about
+    # 190 page faults each, a tenth of a forked replica's, docs/performance.md).
+    "resource",
 )
 
 
