@@ -103,7 +103,7 @@ func TestEveryShownStringIsMasked(t *testing.T) {
 		{Kind: simulate.EventSandbox, Message: "sandbox " + c},
 		{Kind: simulate.EventCall, Message: "m " + c, Call: &simulate.CallRecord{Key: "r1#" + c, Outcome: simulate.OutcomeRaised,
 			Error:  &harness.PyError{Type: "E" + c, Message: c},
-			Result: &harness.Result{Type: "RuntimeMaterials", Files: []harness.MaterialFile{{Name: c}}, Environment: map[string]string{c: c}}}},
+			Result: &harness.Result{Type: harness.KindMaterials, Files: []harness.MaterialFile{{Name: c}}, Environment: map[string]string{c: c}}}},
 	}, Requests: []simulate.Request{{Seq: 1, Replica: "r1" + c, Call: "r1#" + c, Method: "GET" + c, Path: "/" + c, Service: "svc" + c}},
 		Egress: []simulate.EgressAttempt{{Replica: "r2" + c, Call: "c" + c, Callback: "cb" + c, Scheme: "https", Host: c + ".example:443",
 			Method: "GET" + c, Path: "/" + c, File: "/proj/" + c + ".py", Line: 3}}}
