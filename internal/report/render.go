@@ -8,7 +8,9 @@ import (
 	"strings"
 )
 
-// Renderer writes a report in one output format.
+// Renderer writes a report in one output format. Render refuses a nil report with an error ("render FORMAT:
+// no report") and writes nothing: a run that could not decide has no report to render (TestForFormats
+// holds every registered format to it).
 type Renderer interface {
 	Render(w io.Writer, r *Report) error
 }
