@@ -108,7 +108,12 @@ func runStubsServe(cmd *cobra.Command, f *Factory, o *StubsServeOptions) error {
 // serveStubs serves set on ln until ctx ends, logging one line per request on log.
 func serveStubs(ctx context.Context, set *stubs.Set, ln net.Listener, log io.Writer) error {
 	var mu sync.Mutex
+	// inflight counts handlers still running: Shutdown does not wait for one whose connection was taken
+	// over (a fault), whose log line would otherwise be lost when serving ends.
+	var inflight sync.WaitGroup
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inflight.Add(1)
+		defer inflight.Done()
 		rec := &statusWriter{ResponseWriter: w}
 		defer func() {
 			mu.Lock()
@@ -135,6 +140,12 @@ func serveStubs(ctx context.Context, set *stubs.Set, ln net.Listener, log io.Wri
 	_ = srv.Shutdown(shut)
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("stubs serve: %w", err)
+	}
+	finished := make(chan struct{})
+	go func() { inflight.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-shut.Done(): // a handler still stuck after the shutdown's bound is left; serving has ended
 	}
 	return nil
 }
