@@ -47,6 +47,24 @@ func unclaimed(state string) bool {
 	return false
 }
 
+// exInventory needs unclaimed inventory a provider call prepared.
+func exInventory(ev *Evidence) Exercise {
+	t := newTally(callNoun(simulate.CallSynchronize))
+	met := 0
+	for _, h := range ev.Histories {
+		for _, b := range h.Inventory {
+			if unclaimed(b.State) {
+				met++
+			}
+		}
+		for _, cs := range ev.callsIn(h, simulate.CallSynchronize) {
+			t.add(cs)
+		}
+	}
+	t.count("unclaimed boxes", met)
+	return need{reach: "a prewarm step that leaves boxes waiting reaches it"}.result(t, met)
+}
+
 func decideLeakInventory(ev *Evidence) []Finding {
 	var out []Finding
 	for _, h := range ev.Histories {
@@ -135,6 +153,13 @@ func imageDir(p string) string {
 	}
 	return ""
 }
+
+// exBox needs a call that had a sandbox handle (synchronize, prepare_session, prepare_turn).
+var exBox = needCalls(need{calls: judgesBox, label: "with a sandbox",
+	met: func(_ *Evidence, cs callSite) bool {
+		return cs.c.Ctx.SandboxID != "" || cs.c.Outcome == simulate.OutcomeReturned
+	},
+	reach: "prewarm, claim and turn steps reach it"})
 
 func decideImageNoRetrofit(ev *Evidence) []Finding {
 	var out []Finding

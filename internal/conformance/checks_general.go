@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/astrabox-dev/astrabox/internal/harness"
@@ -160,6 +161,43 @@ func (d *noDispatch) forbidden() {
 	}
 }
 
+// lateWrites returns writes attributed to a call that the double applied after the call settled.
+func lateWrites(cs callSite) []simulate.Request {
+	var out []simulate.Request
+	for _, r := range requestsOf(cs) {
+		if r.Applied && r.ApplyOrder > cs.c.ApplyMark {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// issuedAfterEnd returns the applied writes attributed to a call that its work issued after the callback's
+// own code had ended (returned, raised or was cancelled), wherever they landed.
+func issuedAfterEnd(cs callSite) []simulate.Request {
+	var out []simulate.Request
+	for _, r := range requestsOf(cs) {
+		if r.Applied && r.Issuer != nil && r.Issuer.AfterEnd {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// mergeRequests returns the requests of a and b, each once (by Seq), in Seq order.
+func mergeRequests(a, b []simulate.Request) []simulate.Request {
+	seen := map[int64]bool{}
+	var out []simulate.Request
+	for _, r := range append(append([]simulate.Request(nil), a...), b...) {
+		if !seen[r.Seq] {
+			seen[r.Seq] = true
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(x, y simulate.Request) int { return int(x.Seq - y.Seq) })
+	return out
+}
+
 // lateAfterSettled reports writes of a callback that returned or raised on its own that its work issued after
 // the callback's code had ended (a harness fact, wherever they landed) or that landed after the platform took
 // its reply.
@@ -233,6 +271,76 @@ func (d *noDispatch) background() {
 		}
 		d.out = append(d.out, Finding{Message: msg, Evidence: []report.Evidence{bgEvidence(h, r.Replica, msg, nil)}})
 	}
+}
+
+// exCancelled needs a callback the platform cancelled; a provider that never talks to the deployment has
+// nothing a cancellation could leave outstanding.
+func exCancelled(ev *Evidence) Exercise {
+	ex := needCalls(need{label: "cancelled by the platform",
+		met: func(_ *Evidence, cs callSite) bool {
+			return cancelledCall(cs.c) && cs.c.Outcome != simulate.OutcomeHostLoss
+		},
+		reach: "a step with a timeout or cancel fault on a callback the provider defines, while it waits on a request, reaches it"})(ev)
+	if !ex.Met && !ev.providerRequests() {
+		ex.NotApplicable = "the provider made no request to the deployment from any callback: a cancellation has no write of its own it could leave outstanding"
+	}
+	return ex
+}
+
+// unwaited reports whether a request attributed to a call was issued by work the callback did not wait for:
+// after its own code had ended, or by a unit it started (a thread, executor job or task) that it never
+// waited for (joined, took the result of, awaited to a normal end). Both are facts of the harness's own
+// order of events, so they hold whenever the write lands, before the platform took the reply or after.
+func unwaited(c *simulate.CallRecord, r simulate.Request) bool {
+	is := r.Issuer
+	if is == nil {
+		return false
+	}
+	return is.AfterEnd || (is.Started() && !slices.Contains(c.Waited, is.Unit))
+}
+
+// outstandingWrites returns the applied writes attributed to a call that it left outstanding: issued by
+// work it did not wait for (unwaited), or landed after the platform took its reply, in request order.
+func outstandingWrites(cs callSite) []simulate.Request {
+	var out []simulate.Request
+	for _, r := range requestsOf(cs) {
+		if r.Applied && (r.ApplyOrder > cs.c.ApplyMark || unwaited(cs.c, r)) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// describeIssuer says which of a call's work issued a request, or "" when it was the callback's own code.
+func describeIssuer(method simulate.Callback, r simulate.Request) string {
+	is := r.Issuer
+	if is == nil {
+		return ""
+	}
+	var who string
+	switch {
+	case is.Started():
+		who = fmt.Sprintf("%s %d of %s", workNoun(is.Kind), is.Unit, method)
+	case is.Kind == harness.WorkLoop:
+		who = "a loop callback of " + string(method)
+	default:
+		who = string(method) + "'s own task"
+	}
+	if is.AfterEnd {
+		return "issued by " + who + " after " + string(method) + " had ended"
+	}
+	return "issued by " + who + ", which " + string(method) + " never waited for"
+}
+
+// workNoun names a unit kind in a message.
+func workNoun(k harness.WorkKind) string {
+	switch k {
+	case harness.WorkJob:
+		return "executor job"
+	case harness.WorkThread, harness.WorkTimer, harness.WorkTask:
+		return string(k)
+	}
+	return "unit"
 }
 
 func decideGenCancelClean(ev *Evidence) []Finding {
@@ -317,6 +425,17 @@ func processDeath(c *simulate.CallRecord) string {
 		return "could not run: the replica process did not start" + detail
 	}
 }
+
+// exFaultFree needs a fault-free call of a callback the provider defines.
+var exFaultFree = needCalls(need{label: "fault-free",
+	met: func(ev *Evidence, cs callSite) bool { return ev.faultFree(cs) },
+	also: func(ev *Evidence, cs callSite) []string {
+		if ev.faultFree(cs) && cs.c.Outcome != simulate.OutcomeReturned {
+			return []string{"fault-free that did not return"}
+		}
+		return nil
+	},
+	reach: "any step without a fault reaches it"})
 
 // decideGenSettles fails every callback that did not settle: a process death of any kind, and, in a step
 // without an injected fault and with consent granted, a raise, a cancellation at the deadline (prepare_turn

@@ -217,6 +217,18 @@ func withoutUserAction(text string, ua *harness.UserAction) string {
 	return text
 }
 
+// exRaised needs an exception raised by a callback the provider defines; a provider that raised nothing and
+// never talks to the deployment has no error path to judge.
+func exRaised(ev *Evidence) Exercise {
+	ex := needCalls(need{label: "raised",
+		met:   func(_ *Evidence, cs callSite) bool { return cs.c.Error != nil },
+		reach: "a step whose callback raises (a 503 from the deployment, a cancellation, a pending consent) reaches it"})(ev)
+	if !ex.Met && !ev.providerRequests() {
+		ex.NotApplicable = "the provider raised nothing and made no request to the deployment: it has no error path to judge"
+	}
+	return ex
+}
+
 func decideLeakError(ev *Evidence) []Finding {
 	var out []Finding
 	seen := map[string]bool{}

@@ -193,6 +193,67 @@ func init() {
 	)
 }
 
+// exDiscovery is exercised by discovery itself.
+func exDiscovery(ev *Evidence) Exercise {
+	where := "the project's entry-point declarations"
+	if ev.Static.Pyproject != "" {
+		where = "the entry-point groups declared in " + relPath(ev.Static.Pyproject, ev.Project)
+	}
+	return Exercise{Met: true, Over: where}
+}
+
+// exLoaded needs the provider's target to have been loaded.
+func exLoaded(ev *Evidence) Exercise {
+	if ev.Load == nil {
+		return Exercise{Missing: "the target was never loaded"}
+	}
+	return Exercise{Met: true, Over: "the loaded target " + ev.Load.Qualname}
+}
+
+// exName needs a loaded provider class whose name could be read.
+func exName(ev *Evidence) Exercise {
+	if ev.Load == nil || !ev.Load.IsSubclass {
+		return Exercise{Missing: "the target is not a provider class (see EP-SUBCLASS), so its name could not be read"}
+	}
+	return Exercise{Met: true, Over: fmt.Sprintf("the class attribute name of %s and the name reported in %d scenario%s", ev.Load.Qualname, len(ev.Histories), plural(len(ev.Histories)))}
+}
+
+func returnedPlan(_ *Evidence, cs callSite) bool { return cs.c.Returned(simulate.KindPlan) }
+
+var exPlanReturned = needCalls(need{calls: judgesPlan, met: returnedPlan, label: "returned a plan",
+	reach: "every scenario with an Agent plans it; a plan that raises or times out is not judged"})
+
+// exPlanStable needs the same configuration planned twice in one scenario.
+func exPlanStable(ev *Evidence) Exercise {
+	n := need{min: 1, reach: "a scenario that plans one Agent configuration on two replicas (prewarm on two replicas) reaches it"}
+	t := newTally(callNoun(simulate.CallPlan))
+	first := map[string]bool{}
+	repeats := 0
+	for _, cs := range ev.calls(simulate.CallPlan) {
+		if !returnedPlan(ev, cs) {
+			t.add(cs)
+			continue
+		}
+		k := cs.h.Scenario + "\x00" + fmt.Sprintf("%v", cs.c.Args["config"])
+		if first[k] {
+			repeats++
+			t.add(cs, "repeats of a configuration already planned")
+			continue
+		}
+		first[k] = true
+		t.add(cs)
+	}
+	return n.result(t, repeats)
+}
+
+// classLocation is where the provider class is defined.
+func (ev *Evidence) classLocation() *report.Location {
+	if ev.Load == nil || ev.Load.File == "" {
+		return nil
+	}
+	return &report.Location{Path: ev.Load.File, Line: ev.Load.Line}
+}
+
 // canonical is a JSON value as the checks compare it: simulate.CanonicalJSON, trimmed.
 func canonical(raw []byte) []byte {
 	return []byte(strings.TrimSpace(string(simulate.CanonicalJSON(raw))))

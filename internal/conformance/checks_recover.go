@@ -66,6 +66,11 @@ func synchronizeOf(rc callSite) (callSite, bool) {
 	return callSite{}, false
 }
 
+// exRecover needs a recover call for an unresolved operation.
+var exRecover = needCalls(need{calls: judgesRecover, label: "returned an answer",
+	met:   func(_ *Evidence, cs callSite) bool { return cs.c.Returned(simulate.KindBool) },
+	reach: "a synchronize that ends unresolved (timeout, host loss) followed by a recover step reaches it"})
+
 func decideRecoverTruth(ev *Evidence) []Finding {
 	var out []Finding
 	done := map[string]bool{}
@@ -96,6 +101,26 @@ func decideRecoverTruth(ev *Evidence) []Finding {
 		out = append(out, Finding{Message: msg, Location: loc, Evidence: []report.Evidence{ev.evidence(sc, "synchronize of the operation did not complete", ev.methodLocation(simulate.CallSynchronize)), ev.evidence(rc, msg, loc)}})
 	}
 	return out
+}
+
+// exRecoverTwice needs two recover calls for one operation.
+func exRecoverTwice(ev *Evidence) Exercise {
+	t := newTally(callNoun(simulate.CallRecover))
+	met := 0
+	for _, h := range ev.Histories {
+		seen := map[string]int{}
+		for _, cs := range ev.callsIn(h, simulate.CallRecover) {
+			id := operationID(cs.c)
+			seen[id]++
+			label := ""
+			if id != "" && seen[id] == 2 {
+				met++
+				label = "operations recovered twice"
+			}
+			t.add(cs, label)
+		}
+	}
+	return need{reach: "two recover steps for the same unresolved operation reach it"}.result(t, met)
 }
 
 func decideRecoverIdempotent(ev *Evidence) []Finding {

@@ -138,6 +138,39 @@ func shortName(s string) string {
 	return strconv.Quote(s)
 }
 
+// exMaterials needs RuntimeMaterials returned by one of the callbacks.
+func exMaterials(cbs ...simulate.Callback) func(ev *Evidence) Exercise {
+	return needCalls(need{calls: cbs, label: "returned materials",
+		met: func(_ *Evidence, cs callSite) bool { return cs.materials() != nil },
+		also: func(_ *Evidence, cs callSite) []string {
+			if m := cs.materials(); m != nil && len(m.Files) > 0 {
+				return []string{"with files"}
+			}
+			return nil
+		},
+		reach: "claim, cold-start and turn steps with consent granted reach it"})
+}
+
+// exBoundMaterial applies only to a session-bound provider.
+func exBoundMaterial(ev *Evidence) Exercise {
+	bound, plans := 0, 0
+	for _, cs := range ev.calls(simulate.CallPlan) {
+		if cs.c.Returned(simulate.KindPlan) {
+			plans++
+			if cs.c.Result.SessionBound {
+				bound++
+			}
+		}
+	}
+	if plans > 0 && bound == 0 {
+		return Exercise{Over: fmt.Sprintf("%d plan calls", plans), NotApplicable: "every plan returned session_bound=False: the clause concerns session-bound providers only"}
+	}
+	if plans == 0 {
+		return Exercise{Missing: "no plan returned, so it is unknown whether the provider is session-bound; a scenario that prewarms or cold-starts an Agent reaches it"}
+	}
+	return exMaterials(simulate.CallPrepareSession)(ev)
+}
+
 func decideBoundMaterial(ev *Evidence) []Finding {
 	var out []Finding
 	seen := map[string]bool{}
@@ -526,6 +559,26 @@ func sessionTexts(ev *Evidence, h *simulate.History) []sessionText {
 		}
 	}
 	return out
+}
+
+// exCrossSession needs material returned to Sessions of two principals in one scenario.
+func exCrossSession(ev *Evidence) Exercise {
+	t := newTally(callNoun(judgesMaterials...))
+	met := 0
+	for _, h := range ev.Histories {
+		principals := map[string]bool{}
+		for _, cs := range ev.callsIn(h, judgesMaterials...) {
+			if cs.materials() != nil && cs.c.Ctx.Principal != "" {
+				principals[cs.c.Ctx.Principal] = true
+				t.add(cs)
+			}
+		}
+		if len(principals) >= 2 {
+			met++
+			t.mark("scenarios with two or more principals")
+		}
+	}
+	return need{reach: "a scenario with Sessions of two principals on one Agent reaches it"}.result(t, met)
 }
 
 func decideLeakCrossSession(ev *Evidence) []Finding {

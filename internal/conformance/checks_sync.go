@@ -227,6 +227,38 @@ type keyedWrite struct {
 	adds bool
 }
 
+// exSyncIdentity needs synchronize calls of one Agent for two boxes or versions that wrote.
+func exSyncIdentity(ev *Evidence) Exercise {
+	t := newTally(callNoun(simulate.CallSynchronize))
+	met, wrote := 0, 0
+	for _, h := range ev.Histories {
+		contexts := map[string]map[string]bool{} // agent -> version|sandbox of its synchronize calls
+		writers := map[string]bool{}             // agents whose synchronize wrote
+		for _, cs := range ev.callsIn(h, simulate.CallSynchronize) {
+			a := cs.c.Ctx.Agent
+			if contexts[a] == nil {
+				contexts[a] = map[string]bool{}
+			}
+			contexts[a][fmt.Sprintf("%d|%s", cs.c.Ctx.Version, cs.c.Ctx.SandboxID)] = true
+			label := ""
+			if len(writesOf(cs)) > 0 {
+				label, writers[a] = "wrote", true
+				wrote++
+			}
+			t.add(cs, label)
+		}
+		for a := range writers {
+			if len(contexts[a]) >= 2 {
+				met++
+			}
+		}
+	}
+	if wrote == 0 && t.calls > 0 {
+		return Exercise{Tally: t.report(), NotApplicable: "synchronize made no external write: the provider keeps no external identity to judge"}
+	}
+	return need{reach: "an Agent whose synchronize writes, prewarmed into two or more boxes or at two versions, reaches it"}.result(t, met)
+}
+
 func decideSyncIdentity(ev *Evidence) []Finding {
 	var out []Finding
 	seen := map[string]bool{}
@@ -391,6 +423,28 @@ func syncInputs(c *simulate.CallRecord) string {
 	return string(b)
 }
 
+// exSyncUnchanged needs a synchronize whose inputs equal those of an earlier successful one.
+func exSyncUnchanged(ev *Evidence) Exercise {
+	t := newTally(callNoun(simulate.CallSynchronize))
+	met := 0
+	for _, h := range ev.Histories {
+		base := map[string]bool{}
+		for _, cs := range ev.callsIn(h, simulate.CallSynchronize) {
+			in := syncInputs(cs.c)
+			label := ""
+			if in != "" && base[in] {
+				met++
+				label = "with inputs unchanged since a successful synchronize"
+			}
+			if in != "" && cs.c.Outcome == simulate.OutcomeReturned && len(syncLateWrites(cs)) == 0 {
+				base[in] = true
+			}
+			t.add(cs, label)
+		}
+	}
+	return need{reach: "a second synchronize of the same Agent version and inputs (a prewarm of more boxes) reaches it"}.result(t, met)
+}
+
 func decideSyncSkipUnchanged(ev *Evidence) []Finding {
 	var out []Finding
 	for _, h := range ev.Histories {
@@ -476,6 +530,11 @@ func leftoverSummary(l harness.Leftovers) (string, *report.Location) {
 	}
 	return strings.Join(parts, ", "), loc
 }
+
+// exSyncReturned needs a synchronize that returned.
+var exSyncReturned = needCalls(need{calls: judgesSync, label: "that returned",
+	met:   func(_ *Evidence, cs callSite) bool { return cs.c.Outcome == simulate.OutcomeReturned },
+	reach: "a prewarm step without faults reaches it"})
 
 func decideSyncQuiescent(ev *Evidence) []Finding {
 	var out []Finding

@@ -127,6 +127,33 @@ func writeSignature(r simulate.Request) string {
 	return strings.ToUpper(r.Method) + " " + r.Path + " " + string(simulate.CanonicalJSON(body))
 }
 
+// exTurnRetry needs a retry of an attempt that already had material.
+func exTurnRetry(ev *Evidence) Exercise {
+	t := newTally(callNoun(simulate.CallPrepareTurn))
+	met := 0
+	for _, h := range ev.Histories {
+		answered := map[attemptKey]string{} // -> replica of the first answer
+		for _, cs := range ev.callsIn(h, simulate.CallPrepareTurn) {
+			k := attemptKey{h, cs.c.Ctx.Session, cs.c.Ctx.Attempt}
+			var labels []string
+			if cs.c.Ctx.Refresh {
+				labels = append(labels, "refreshes")
+			} else if first, ok := answered[k]; ok {
+				met++
+				labels = append(labels, "retries of an answered attempt")
+				if first != cs.c.Replica {
+					labels = append(labels, "on another replica")
+				}
+			}
+			if _, ok := answered[k]; !ok && cs.materials() != nil {
+				answered[k] = cs.c.Replica
+			}
+			t.add(cs, labels...)
+		}
+	}
+	return need{reach: "a retry step with the same dispatch attempt after a turn returned material reaches it"}.result(t, met)
+}
+
 func decideTurnIdempotent(ev *Evidence) []Finding {
 	type state struct {
 		latest   map[string][]byte
@@ -208,6 +235,11 @@ func (ev *Evidence) callsIn(h *simulate.History, methods ...simulate.Callback) [
 	return out
 }
 
+// exTurnFilesOnly needs a turn's materials returned for a Session whose prepare_session delivered.
+var exTurnFilesOnly = needCalls(need{calls: judgesTurn, label: "returned materials",
+	met:   func(_ *Evidence, cs callSite) bool { return cs.materials() != nil },
+	reach: "a turn with consent granted reaches it"})
+
 func decideTurnFilesOnly(ev *Evidence) []Finding {
 	var out []Finding
 	seen := map[string]bool{}
@@ -266,6 +298,17 @@ func turnProcessFailure(c *simulate.CallRecord) string {
 	}
 	return processFailure(c)
 }
+
+// exFaultFreeTurn needs a fault-free prepare_turn with consent granted.
+var exFaultFreeTurn = needCalls(need{calls: judgesTurn, label: "fault-free",
+	met: func(ev *Evidence, cs callSite) bool { return ev.faultFree(cs) },
+	also: func(_ *Evidence, cs callSite) []string {
+		if cancelledCall(cs.c) {
+			return []string{"cancelled by the platform"}
+		}
+		return nil
+	},
+	reach: "a turn step without a fault, by a principal whose consent is granted, reaches it"})
 
 func decideTurnWithinDeadline(ev *Evidence) []Finding {
 	var out []Finding
@@ -339,6 +382,31 @@ func waitedPastCancel(cs callSite) bool {
 		}
 	}
 	return false
+}
+
+// exRefresh needs a refresh of an attempt that already had material, when the provider sets a validity.
+func exRefresh(ev *Evidence) Exercise {
+	t := newTally(callNoun(simulate.CallPrepareTurn))
+	met, finite := 0, 0
+	longest := 0.0
+	for _, cs := range ev.calls(simulate.CallPrepareTurn) {
+		label := ""
+		if m := cs.materials(); m != nil {
+			if tv := m.Validity(); tv.Valid() {
+				finite++
+				longest = max(longest, tv.Seconds)
+			}
+		}
+		if cs.c.Ctx.Refresh {
+			met++
+			label = "refreshes"
+		}
+		t.add(cs, label)
+	}
+	if finite == 0 && met == 0 {
+		return Exercise{Tally: t.report(), NotApplicable: "prepare_turn never returned a finite turn_validity_seconds, so the platform never refreshes turn material"}
+	}
+	return need{reach: fmt.Sprintf("a write kept live for more than twice the validity the provider returned (up to %gs) reaches it", longest)}.result(t, met)
 }
 
 func decideTurnValidityFresh(ev *Evidence) []Finding {

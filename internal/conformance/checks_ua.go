@@ -144,6 +144,10 @@ func stateProblems(st *harness.Result) []string {
 	return out
 }
 
+var exUAState = needCalls(need{calls: judgesUAState, label: "returned a state",
+	met:   func(_ *Evidence, cs callSite) bool { return stateOf(cs) != nil },
+	reach: "read_user_actions steps (GET user-action) reach it"})
+
 func decideUAState(ev *Evidence) []Finding {
 	var out []Finding
 	seen := map[string]bool{}
@@ -179,6 +183,53 @@ func stateKey(st *harness.Result) string {
 		ids = append(ids, a.ID+"="+a.Label)
 	}
 	return fmt.Sprintf("ready=%v user_action=%s actions=%v", st.Ready, canonical(st.UserAction), ids)
+}
+
+// exUAIdempotent needs one pending requirement performed on two replicas.
+func exUAIdempotent(ev *Evidence) Exercise {
+	t := newTally(callNoun(simulate.CallPerformUserAction))
+	for _, cs := range ev.calls(simulate.CallPerformUserAction) {
+		t.add(cs)
+	}
+	met := 0
+	for _, h := range ev.Histories {
+		for _, g := range performGroups(h) {
+			if len(replicasOf(g)) >= 2 {
+				met++
+				t.mark("pending requirements performed on two or more replicas")
+			}
+		}
+	}
+	reach := "a scenario that performs an operation the provider offers, for one pending requirement, on two replicas reaches it"
+	offered := offeredActions(ev)
+	if len(offered) > 0 {
+		reach += " (the provider offered " + offeredText(offered) + ")"
+	} else if met == 0 && t.calls == 0 && len(ev.calls(simulate.CallReadUserActions)) > 0 {
+		return Exercise{Tally: t.report(), NotApplicable: "no user-action state the provider returned offered an operation, so the host never calls perform_user_action"}
+	}
+	return need{reach: reach}.result(t, met)
+}
+
+// offeredActions counts the operation ids the provider offered in user-action states.
+func offeredActions(ev *Evidence) map[string]int {
+	out := map[string]int{}
+	for _, cs := range ev.calls(judgesUAState...) {
+		if st := stateOf(cs); st != nil {
+			for _, a := range st.Actions {
+				out[a.ID]++
+			}
+		}
+	}
+	return out
+}
+
+// offeredText lists offered operation ids with how often each was offered, sorted by id.
+func offeredText(offered map[string]int) string {
+	var parts []string
+	for _, id := range sortedIntKeys(offered) {
+		parts = append(parts, fmt.Sprintf("%s %d time%s", id, offered[id], plural(offered[id])))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func decideUAIdempotent(ev *Evidence) []Finding {
@@ -463,6 +514,28 @@ func prerequisitePrincipals(h *simulate.History) map[string]bool {
 		}
 	}
 	return out
+}
+
+// exUAAuthority needs a turn for a principal whose consent was pending, when the provider has a consent
+// prerequisite at all.
+func exUAAuthority(ev *Evidence) Exercise {
+	t := newTally(callNoun(simulate.CallPrepareTurn))
+	aware, met := 0, 0
+	for _, h := range ev.Histories {
+		aware += len(prerequisitePrincipals(h))
+		for _, cs := range ev.callsIn(h, simulate.CallPrepareTurn) {
+			label := ""
+			if consentAt(h, cs.e, cs.c.Ctx.Principal) == simulate.ConsentPending {
+				met++
+				label = "for a principal whose consent was pending"
+			}
+			t.add(cs, label)
+		}
+	}
+	if aware == 0 { // see hasPrerequisite
+		return Exercise{Tally: t.report(), NotApplicable: "the provider never consulted a principal's consent nor raised or returned a user action: it has no prerequisite for prepare_turn to enforce"}
+	}
+	return need{reach: "a turn by a principal whose consent is pending reaches it"}.result(t, met)
 }
 
 func decideUAAuthority(ev *Evidence) []Finding {

@@ -82,14 +82,6 @@ func (ev *Evidence) methodLocation(method simulate.Callback) *report.Location {
 	return nil
 }
 
-// classLocation is where the provider class is defined.
-func (ev *Evidence) classLocation() *report.Location {
-	if ev.Load == nil || ev.Load.File == "" {
-		return nil
-	}
-	return &report.Location{Path: ev.Load.File, Line: ev.Load.Line}
-}
-
 // errorLocation is the provider's innermost frame of an exception, else the method definition.
 func (ev *Evidence) errorLocation(cs callSite) *report.Location {
 	if cs.c.Error != nil && len(cs.c.Error.Frames) > 0 {
@@ -136,99 +128,6 @@ func (ev *Evidence) allObservations(cs callSite) harness.Observations {
 
 // requestsOf returns the deployment double requests attributed to a call.
 func requestsOf(cs callSite) []simulate.Request { return cs.h.RequestsOf(cs.c.Key) }
-
-// lateWrites returns writes attributed to a call that the double applied after the call settled.
-func lateWrites(cs callSite) []simulate.Request {
-	var out []simulate.Request
-	for _, r := range requestsOf(cs) {
-		if r.Applied && r.ApplyOrder > cs.c.ApplyMark {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// unwaited reports whether a request attributed to a call was issued by work the callback did not wait for:
-// after its own code had ended, or by a unit it started (a thread, executor job or task) that it never
-// waited for (joined, took the result of, awaited to a normal end). Both are facts of the harness's own
-// order of events, so they hold whenever the write lands, before the platform took the reply or after.
-func unwaited(c *simulate.CallRecord, r simulate.Request) bool {
-	is := r.Issuer
-	if is == nil {
-		return false
-	}
-	return is.AfterEnd || (is.Started() && !slices.Contains(c.Waited, is.Unit))
-}
-
-// issuedAfterEnd returns the applied writes attributed to a call that its work issued after the callback's
-// own code had ended (returned, raised or was cancelled), wherever they landed.
-func issuedAfterEnd(cs callSite) []simulate.Request {
-	var out []simulate.Request
-	for _, r := range requestsOf(cs) {
-		if r.Applied && r.Issuer != nil && r.Issuer.AfterEnd {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// outstandingWrites returns the applied writes attributed to a call that it left outstanding: issued by
-// work it did not wait for (unwaited), or landed after the platform took its reply, in request order.
-func outstandingWrites(cs callSite) []simulate.Request {
-	var out []simulate.Request
-	for _, r := range requestsOf(cs) {
-		if r.Applied && (r.ApplyOrder > cs.c.ApplyMark || unwaited(cs.c, r)) {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// mergeRequests returns the requests of a and b, each once (by Seq), in Seq order.
-func mergeRequests(a, b []simulate.Request) []simulate.Request {
-	seen := map[int64]bool{}
-	var out []simulate.Request
-	for _, r := range append(append([]simulate.Request(nil), a...), b...) {
-		if !seen[r.Seq] {
-			seen[r.Seq] = true
-			out = append(out, r)
-		}
-	}
-	slices.SortFunc(out, func(x, y simulate.Request) int { return int(x.Seq - y.Seq) })
-	return out
-}
-
-// describeIssuer says which of a call's work issued a request, or "" when it was the callback's own code.
-func describeIssuer(method simulate.Callback, r simulate.Request) string {
-	is := r.Issuer
-	if is == nil {
-		return ""
-	}
-	var who string
-	switch {
-	case is.Started():
-		who = fmt.Sprintf("%s %d of %s", workNoun(is.Kind), is.Unit, method)
-	case is.Kind == harness.WorkLoop:
-		who = "a loop callback of " + string(method)
-	default:
-		who = string(method) + "'s own task"
-	}
-	if is.AfterEnd {
-		return "issued by " + who + " after " + string(method) + " had ended"
-	}
-	return "issued by " + who + ", which " + string(method) + " never waited for"
-}
-
-// workNoun names a unit kind in a message.
-func workNoun(k harness.WorkKind) string {
-	switch k {
-	case harness.WorkJob:
-		return "executor job"
-	case harness.WorkThread, harness.WorkTimer, harness.WorkTask:
-		return string(k)
-	}
-	return "unit"
-}
 
 // describeRequest is a one-line description of a double request.
 func describeRequest(r simulate.Request) string {
