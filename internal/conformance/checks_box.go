@@ -13,6 +13,9 @@ import (
 // This file holds the two checks about what a provider leaves inside a box before any Session claims it
 // (LEAK-INVENTORY, IMAGE-NO-RETROFIT).
 
+// judgesBox lists the callbacks that run with a box, which the box checks judge.
+var judgesBox = []simulate.Callback{simulate.CallSynchronize, simulate.CallPrepareSession, simulate.CallPrepareTurn}
+
 func init() {
 	register(
 		&Check{

@@ -11,6 +11,9 @@ import (
 
 // This file holds the checks of recover (RECOVER-*).
 
+// judgesRecover lists the callback the recover checks judge.
+var judgesRecover = []simulate.Callback{simulate.CallRecover}
+
 func init() {
 	register(
 		&Check{

@@ -16,6 +16,9 @@ import (
 	"github.com/astrabox-dev/astrabox/internal/simulate"
 )
 
+// judgesMaterials lists the callbacks that return materials, which the materials checks judge.
+var judgesMaterials = []simulate.Callback{simulate.CallPrepareSession, simulate.CallPrepareTurn}
+
 func init() {
 	register(
 		&Check{

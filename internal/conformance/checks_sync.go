@@ -17,6 +17,9 @@ import (
 // This file holds the checks of synchronize (SYNC-*); checks_recover.go holds RECOVER-*, checks_box.go the
 // checks about what a provider leaves inside a box (LEAK-INVENTORY, IMAGE-NO-RETROFIT).
 
+// judgesSync lists the callbacks the synchronize checks judge.
+var judgesSync = []simulate.Callback{simulate.CallSynchronize}
+
 func init() {
 	register(
 		&Check{

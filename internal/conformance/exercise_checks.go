@@ -6,18 +6,18 @@ import (
 
 // The Exercise functions of the checks: each counts, from typed facts of the histories, what its check
 // must have seen to decide (the check's Needs).
+//
+// Only what the checks of several checks_<area>.go files share lives here: an exercise, callback group or
+// helper that the checks of one area use lives in that area's checks_<area>.go, beside the check, so a
+// new check is one unit (literal, exercise and decision in one file).
 
-// Callback groups the checks judge.
+// Callback groups the checks of several areas judge.
 var (
-	judgesPlan      = []simulate.Callback{simulate.CallPlan}
-	judgesSync      = []simulate.Callback{simulate.CallSynchronize}
-	judgesRecover   = []simulate.Callback{simulate.CallRecover}
-	judgesTurn      = []simulate.Callback{simulate.CallPrepareTurn}
-	judgesMaterials = []simulate.Callback{simulate.CallPrepareSession, simulate.CallPrepareTurn}
-	judgesUAState   = []simulate.Callback{simulate.CallReadUserActions, simulate.CallPerformUserAction}
-	judgesUA        = []simulate.Callback{simulate.CallPrepareSession, simulate.CallPrepareTurn, simulate.CallReadUserActions, simulate.CallPerformUserAction}
-	judgesBox       = []simulate.Callback{simulate.CallSynchronize, simulate.CallPrepareSession, simulate.CallPrepareTurn}
-	judgesAll       = simulate.Callbacks()
+	judgesPlan    = []simulate.Callback{simulate.CallPlan}
+	judgesTurn    = []simulate.Callback{simulate.CallPrepareTurn}
+	judgesUAState = []simulate.Callback{simulate.CallReadUserActions, simulate.CallPerformUserAction}
+	judgesUA      = []simulate.Callback{simulate.CallPrepareSession, simulate.CallPrepareTurn, simulate.CallReadUserActions, simulate.CallPerformUserAction}
+	judgesAll     = simulate.Callbacks()
 )
 
 // exUserActions needs a user action raised or returned (or a user-action state, with states set).

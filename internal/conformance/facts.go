@@ -10,6 +10,9 @@ import (
 	"github.com/astrabox-dev/astrabox/internal/simulate"
 )
 
+// The typed facts the checks of several checks_<area>.go files read from the histories. Only shared
+// helpers live here: a helper that the checks of one area use lives in that area's checks_<area>.go.
+
 // callSite is one recorded callback with the history it belongs to.
 type callSite struct {
 	h *simulate.History
