@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,20 +18,7 @@ func TestAStageSmallerThanItsScenarioStartsTheRest(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
 	defer cancel()
-	abs, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "providers", "correct", "minimal"))
-	o := Options{Project: abs, Python: "python3", Jobs: 1, Getenv: pathOnly}
-	tg, err := Resolve(ctx, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, _, err := Inspect(ctx, tg)
-	if err != nil || info == nil {
-		t.Fatalf("inspect: %v", err)
-	}
-	env, err := NewEnv(tg, info, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, env := minimalEnv(ctx, t, 1)
 	sc, err := simulate.ParseScenario("three.yaml", []byte(`name: three
 seed: 1
 replicas: 3

@@ -16,20 +16,7 @@ func TestRunAllPreparesNoStageItCannotUse(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
 	defer cancel()
-	abs, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "providers", "correct", "minimal"))
-	o := Options{Project: abs, Python: "python3", Jobs: 2, Getenv: pathOnly}
-	tg, err := Resolve(ctx, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, _, err := Inspect(ctx, tg)
-	if err != nil || info == nil {
-		t.Fatalf("inspect: %v", err)
-	}
-	env, err := NewEnv(tg, info, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o, env := minimalEnv(ctx, t, 2)
 	scenarios, err := env.suite(o)
 	if err != nil {
 		t.Fatal(err)
@@ -66,4 +53,25 @@ func TestRunAllPreparesNoStageItCannotUse(t *testing.T) {
 	if prepared != 1 || w.staged != 1 {
 		t.Errorf("after a lone Run: %d slots hold a stage (%d counted), want 1", prepared, w.staged)
 	}
+}
+
+// minimalEnv resolves and inspects the correct/minimal fixture with jobs and returns its options and a
+// seed-1 environment, for tests that drive Workers by hand.
+func minimalEnv(ctx context.Context, t *testing.T, jobs int) (Options, *Env) {
+	t.Helper()
+	abs, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "providers", "correct", "minimal"))
+	o := Options{Project: abs, Python: "python3", Jobs: jobs, Getenv: pathOnly}
+	tg, err := Resolve(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, _, err := Inspect(ctx, tg)
+	if err != nil || info == nil {
+		t.Fatalf("inspect: %v", err)
+	}
+	env, err := NewEnv(tg, info, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o, env
 }
