@@ -65,7 +65,7 @@ func plantCanaries(cfg map[string]any, fields []string, newCanary func() string)
 		for _, k := range keys {
 			v := newCanary()
 			sec[k] = v
-			out = append(out, secrets.Secret{Value: v, Origin: "configuration field secrets." + k})
+			out = append(out, secrets.Secret{Value: v, Origin: "configuration field secrets." + k, Kind: secrets.KindConfigField})
 		}
 	}
 	for _, f := range fields {
@@ -75,7 +75,7 @@ func plantCanaries(cfg map[string]any, fields []string, newCanary func() string)
 			if i == len(parts)-1 {
 				v := newCanary()
 				m[p] = v
-				out = append(out, secrets.Secret{Value: v, Origin: "configuration field " + f})
+				out = append(out, secrets.Secret{Value: v, Origin: "configuration field " + f, Kind: secrets.KindConfigField})
 				break
 			}
 			next, ok := m[p].(map[string]any)

@@ -164,8 +164,8 @@ func decideLeakLog(ev *Evidence) []Finding {
 func handedSecrets(h *simulate.History) *secrets.Set {
 	set := &secrets.Set{}
 	for _, s := range h.Secrets {
-		if strings.HasPrefix(s.Origin, "workload identity token") || strings.HasPrefix(s.Origin, "configuration field") {
-			set.Add(s.Value, s.Origin)
+		if s.Kind.Handed() {
+			set.AddSecret(s)
 		}
 	}
 	return set

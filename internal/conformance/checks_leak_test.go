@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/astrabox-dev/astrabox/internal/harness"
+	"github.com/astrabox-dev/astrabox/internal/secrets"
 	"github.com/astrabox-dev/astrabox/internal/simulate"
 )
 
@@ -75,5 +76,31 @@ func TestLeakUserActionStateOneFindingNamingTheURL(t *testing.T) {
 	}
 	if fs := decideLeakUserAction(leakEvidence(newHist("y").h)); len(fs) != 0 {
 		t.Fatalf("an empty history gave findings: %+v", fs)
+	}
+}
+
+// TestHandedSecretsAreChosenByKind: what a file must never hold is what the platform handed the provider,
+// chosen by each secret's kind; display origins that read alike choose nothing.
+func TestHandedSecretsAreChosenByKind(t *testing.T) {
+	h := &simulate.History{Secrets: []secrets.Secret{
+		{Value: "wid-token-aaaaaaaa", Origin: "a token", Kind: secrets.KindWorkloadToken},
+		{Value: "canary-cccccccccc", Origin: "a canary", Kind: secrets.KindConfigField},
+		{Value: "credential-dddddd", Origin: "workload identity token of session s1", Kind: secrets.KindCredential},
+		{Value: "service-value-eee", Origin: "configuration field secrets.x", Kind: secrets.KindServiceValue},
+		{Value: "returned-ffffffff", Origin: "configuration field secrets.y"},
+	}}
+	set := handedSecrets(h)
+	if set.Len() != 2 {
+		t.Fatalf("handed %d secrets, want the token and the canary", set.Len())
+	}
+	for _, v := range []string{"wid-token-aaaaaaaa", "canary-cccccccccc"} {
+		if len(set.FindString("x "+v+" x")) != 1 {
+			t.Errorf("%s was not handed", v)
+		}
+	}
+	for _, v := range []string{"credential-dddddd", "service-value-eee", "returned-ffffffff"} {
+		if len(set.FindString("x "+v+" x")) != 0 {
+			t.Errorf("%s was taken for a handed secret by its origin text", v)
+		}
 	}
 }

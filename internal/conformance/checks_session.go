@@ -438,9 +438,8 @@ func decideSessionEnvReserved(ev *Evidence) []Finding {
 	return out
 }
 
-// originCredential is the origin of the credentials the double issues (see simulate.History.Secrets). A
-// workload identity token is known by its value: prepare_session's typed context carries it with its Session.
-const originCredential = "credential issued by the deployment double"
+// A credential the double issued is known by its kind (secrets.KindCredential, see simulate.History.Secrets); a
+// workload identity token by its value: prepare_session's typed context carries it with its Session.
 
 // principalToken is a value that belongs to one principal: a credential the double issued for them or the
 // workload identity token of one of their Sessions.
@@ -478,7 +477,7 @@ func principalTokens(h *simulate.History) []*principalToken {
 	var out []*principalToken
 	for _, s := range h.Secrets {
 		switch {
-		case s.Origin == originCredential:
+		case s.Kind == secrets.KindCredential:
 			t := &principalToken{value: s.Value, what: "a credential issued"}
 			creds = append(creds, t)
 			out = append(out, t)
@@ -592,9 +591,14 @@ func decideLeakCrossSession(ev *Evidence) []Finding {
 		if len(tokens) == 0 {
 			continue
 		}
+		// The set numbers the tokens it adds (Match.ID); a value already added (the same token twice) keeps
+		// the first token's number.
 		set := &secrets.Set{}
-		for i, t := range tokens {
-			set.Add(t.value, strconv.Itoa(i))
+		var byID []*principalToken
+		for _, t := range tokens {
+			if set.AddSecret(secrets.Secret{Value: t.value, Origin: t.what}) {
+				byID = append(byID, t)
+			}
 		}
 		for _, st := range sessionTexts(ev, h) {
 			receiver := st.cs.c.Ctx.Principal
@@ -602,11 +606,10 @@ func decideLeakCrossSession(ev *Evidence) []Finding {
 				continue
 			}
 			for _, m := range set.FindString(st.text) {
-				i, err := strconv.Atoi(m.Origin)
-				if err != nil || i < 0 || i >= len(tokens) {
+				if m.ID < 0 || m.ID >= len(byID) {
 					continue
 				}
-				t := tokens[i]
+				t := byID[m.ID]
 				if t.owner == "" {
 					t.owner = receiver // first seen: the receiver is taken as its owner
 					continue

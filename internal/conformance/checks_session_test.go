@@ -165,7 +165,8 @@ func TestLeakCrossSession(t *testing.T) {
 	secretsOf := func(tokens ...string) []secrets.Secret {
 		var out []secrets.Secret
 		for _, t := range tokens {
-			out = append(out, secrets.Secret{Value: t, Origin: originCredential})
+			// The kind decides, not the display origin (which reads like a token's here on purpose).
+			out = append(out, secrets.Secret{Value: t, Origin: "workload identity token of session s-x", Kind: secrets.KindCredential})
 		}
 		return out
 	}
@@ -192,5 +193,10 @@ func TestLeakCrossSession(t *testing.T) {
 	bad.Requests = nil
 	if f := decideLeakCrossSession(evidenceOf(bad)); len(f) != 1 {
 		t.Fatalf("expected one finding by first receipt, got %+v", f)
+	}
+	// A secret whose display origin reads like a credential's but whose kind is another is not one.
+	bad.Secrets = []secrets.Secret{{Value: tokA, Origin: "credential issued by the deployment double"}}
+	if f := decideLeakCrossSession(evidenceOf(bad)); len(f) != 0 {
+		t.Fatalf("a secret of KindOther was taken for a credential by its origin text: %+v", f)
 	}
 }

@@ -99,7 +99,7 @@ func Describe(ctx context.Context, t *Target, d discovery.Declaration) *Descript
 	planted, _ := plantCanaries(cfg, t.Settings.SecretFields, NewCanary)
 	var set secrets.Set
 	for _, p := range planted {
-		set.Add(p.Value, p.Origin)
+		set.AddSecret(p)
 	}
 	rep, err := proc.Call(ctx, string(simulate.CallPlan), map[string]any{"config": cfg}, 10*time.Second)
 	switch {

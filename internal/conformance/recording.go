@@ -20,7 +20,7 @@ const RecordingRoot = "/astrabox-repo"
 
 // RecordingVersion is the shape of a recording; a recording of another version is refused with the
 // command that records it again.
-const RecordingVersion = 1
+const RecordingVersion = 2
 
 // Recording is the evidence a fixture's run handed its judge, with the verdict the run gave, so that the
 // judge can be replayed without Python (the recorded-evidence lane of docs/architecture.md).
@@ -93,7 +93,7 @@ func recordingCodec(rewrite func(string) string) *deepjson.Codec {
 			sp := p.(*secretsProxy)
 			set := v.Addr().Interface().(*secrets.Set)
 			for _, s := range sp.Secrets {
-				if !set.Add(s.Value, s.Origin) {
+				if !set.AddSecret(s) {
 					return fmt.Errorf("a recorded secret from %s could not be added again", s.Origin)
 				}
 			}

@@ -711,7 +711,7 @@ func NewEnv(t *Target, info *harness.LoadInfo, seed int64) (*Env, error) {
 func (e *Env) Secrets() *secrets.Set {
 	s := &secrets.Set{}
 	for _, p := range e.planted {
-		s.Add(p.Value, p.Origin)
+		s.AddSecret(p)
 	}
 	return s
 }
@@ -757,7 +757,7 @@ func (e *Env) Evidence(hists []*simulate.History) *Evidence {
 func (ev *Evidence) AddHistory(h *simulate.History) {
 	ev.Histories = append(ev.Histories, h)
 	for _, s := range h.Secrets {
-		ev.Secrets.Add(s.Value, s.Origin)
+		ev.Secrets.AddSecret(s)
 	}
 	for _, c := range h.Calls() {
 		if c.Result == nil || !simulate.KindMaterials.Of(c.Result) {

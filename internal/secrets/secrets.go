@@ -40,18 +40,47 @@ const (
 	minNeedle = MinLength / 2
 )
 
-// Secret is one secret value and where it came from ("workload identity token of session s1", "configuration
-// field secrets.api_key"): the kit's one secret type, for the secrets a simulated run plants (simulate's
-// History.Secrets), the canaries conformance plants in the configuration, and every Set.
+// Secret is one secret value, where it came from ("workload identity token of session s1", "configuration
+// field secrets.api_key") and its kind: the kit's one secret type, for the secrets a simulated run plants
+// (simulate's History.Secrets), the canaries conformance plants in the configuration, and every Set. Origin
+// is for people; what a check decides on is Kind, never the text of Origin.
 type Secret struct {
 	Value  string
 	Origin string
+	Kind   Kind
 }
+
+// Kind says what a secret is, for the checks that treat kinds apart: LEAK-FILE hunts in files only what the
+// platform handed the provider (workload identity tokens and configuration canaries), LEAK-CROSS-SESSION
+// gives each credential the double issued an owner.
+type Kind uint8
+
+const (
+	// KindOther is a secret no check tells apart from others: a material the provider returned, a test's value.
+	KindOther Kind = iota
+	// KindWorkloadToken is a workload identity token the platform handed a Session.
+	KindWorkloadToken
+	// KindConfigField is a canary planted in a secret field of the configuration.
+	KindConfigField
+	// KindCredential is a credential the deployment double issued.
+	KindCredential
+	// KindServiceValue is a value one of the provider's declared services answered.
+	KindServiceValue
+)
+
+// Handed tells whether the platform handed the provider this kind of secret (a workload identity token or a
+// configuration canary), as against one the provider obtained or made.
+func (k Kind) Handed() bool { return k == KindWorkloadToken || k == KindConfigField }
 
 // Match is one place a secret was found.
 type Match struct {
 	Origin   string
 	Encoding string
+	// Kind is the found secret's kind.
+	Kind Kind
+	// ID is the found secret's number in its Set: the order in which it was added, from 0, counting only the
+	// secrets added (AddSecret reported true).
+	ID int
 	// Offset is the byte offset of the match in the searched text.
 	Offset int
 }
@@ -80,8 +109,16 @@ type Set struct {
 	infos  map[int32]formInfo
 }
 
-// Add adds a secret; values shorter than MinLength are ignored. It reports whether the value was added.
+// Add adds a secret of KindOther; values shorter than MinLength are ignored. It reports whether the value
+// was added.
 func (s *Set) Add(value, origin string) bool {
+	return s.AddSecret(Secret{Value: value, Origin: origin})
+}
+
+// AddSecret adds a secret with its kind; values shorter than MinLength, and values already in the set, are
+// not added. It reports whether the secret was added (it then has the next ID).
+func (s *Set) AddSecret(sec Secret) bool {
+	value := sec.Value
 	if len(value) < MinLength {
 		return false
 	}
@@ -102,7 +139,7 @@ func (s *Set) Add(value, origin string) bool {
 	}
 	s.seen[value] = struct{}{}
 	id := int32(len(s.secrets))
-	s.secrets = append(s.secrets, Secret{Value: value, Origin: origin})
+	s.secrets = append(s.secrets, sec)
 	cut := len(value)
 	if cut > maxShort {
 		cut = prefixCut(value, prefixBytes)
@@ -317,7 +354,8 @@ func find[T ~string | ~[]byte](s *Set, text T) []Match {
 			continue
 		}
 		spans[sp], keys[k] = true, true
-		out = append(out, Match{Origin: s.secrets[rf.secret].Origin, Encoding: label, Offset: h.pos})
+		sec := s.secrets[rf.secret]
+		out = append(out, Match{Origin: sec.Origin, Encoding: label, Kind: sec.Kind, ID: int(rf.secret), Offset: h.pos})
 	}
 	return out
 }

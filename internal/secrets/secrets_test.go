@@ -68,3 +68,35 @@ func TestMaskRemovesEveryForm(t *testing.T) {
 		t.Fatalf("MaskJSON left the secret: %s", doc)
 	}
 }
+
+// TestMatchCarriesKindAndID: a match says which secret it found by the secret's number in its set (the order
+// of the secrets added) and its kind, so that no caller keys anything by the display origin.
+func TestMatchCarriesKindAndID(t *testing.T) {
+	var s Set
+	if !s.AddSecret(Secret{Value: "first-secret-1", Origin: "one", Kind: KindCredential}) {
+		t.Fatal("first not added")
+	}
+	if s.AddSecret(Secret{Value: "short", Origin: "too short"}) || s.AddSecret(Secret{Value: "first-secret-1", Origin: "again"}) {
+		t.Fatal("a short or repeated value was added")
+	}
+	if !s.Add("second-secret-2", "two") {
+		t.Fatal("second not added")
+	}
+	m := s.FindString("a second-secret-2 and first-secret-1")
+	if len(m) != 2 {
+		t.Fatalf("want two matches, got %+v", m)
+	}
+	byOrigin := map[string]Match{}
+	for _, x := range m {
+		byOrigin[x.Origin] = x
+	}
+	if x := byOrigin["one"]; x.ID != 0 || x.Kind != KindCredential {
+		t.Errorf("first: %+v", x)
+	}
+	if x := byOrigin["two"]; x.ID != 1 || x.Kind != KindOther {
+		t.Errorf("second: %+v", x)
+	}
+	if !KindWorkloadToken.Handed() || !KindConfigField.Handed() || KindCredential.Handed() || KindServiceValue.Handed() || KindOther.Handed() {
+		t.Error("Handed is wrong")
+	}
+}

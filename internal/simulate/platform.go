@@ -428,7 +428,7 @@ func (p *platform) finish() {
 		p.hist.Requests = append(p.hist.Requests, hr)
 	}
 	for _, t := range p.dbl.IssuedTokens() {
-		p.hist.Secrets = append(p.hist.Secrets, secrets.Secret{Value: t, Origin: "credential issued by the deployment double"})
+		p.hist.Secrets = append(p.hist.Secrets, secrets.Secret{Value: t, Origin: "credential issued by the deployment double", Kind: secrets.KindCredential})
 	}
 	p.hist.Secrets = append(p.hist.Secrets, p.serviceSecrets(p.dbl.Requests())...)
 	p.hist.Egress = p.egress.sorted()

@@ -342,7 +342,7 @@ func (p *platform) serviceSecrets(reqs []double.Request) []secrets.Secret {
 		for _, v := range services.ResponseSecrets(rq.Answer, spec.SecretFields) {
 			if !seen[v] {
 				seen[v] = true
-				out = append(out, secrets.Secret{Value: v, Origin: fmt.Sprintf("a value service %s answered to %s %s", rq.Service, rq.Method, rq.Path)})
+				out = append(out, secrets.Secret{Value: v, Origin: fmt.Sprintf("a value service %s answered to %s %s", rq.Service, rq.Method, rq.Path), Kind: secrets.KindServiceValue})
 			}
 		}
 	}

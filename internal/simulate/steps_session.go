@@ -104,7 +104,7 @@ func (p *platform) replaceSandbox(st *Step) {
 
 func (p *platform) sessionArgs(s *session, a *agentState, trigger string) map[string]any {
 	tok := p.token("astx_wid_")
-	p.hist.Secrets = append(p.hist.Secrets, secrets.Secret{Value: tok, Origin: "workload identity token of session " + s.id})
+	p.hist.Secrets = append(p.hist.Secrets, secrets.Secret{Value: tok, Origin: "workload identity token of session " + s.id, Kind: secrets.KindWorkloadToken})
 	return map[string]any{"context": map[string]any{
 		"session_id":         s.id,
 		"agent_id":           a.spec.ID,
