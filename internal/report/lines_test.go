@@ -40,7 +40,7 @@ func TestFormatSets(t *testing.T) {
 		{TextOrJSON, "sarif", "", `unknown format "sarif"; use text or json`},
 		{TextOrJSON, "", "", `unknown format ""; use text or json`},
 		{Reports, "Concise", FormatConcise, ""},
-		{Reports, "yaml", "", `unknown output format "yaml": use one of text, json, junit, sarif, github, gitlab, concise`},
+		{Reports, "yaml", "", `unknown output format "yaml": use one of ` + strings.Join(Formats(), ", ")},
 	} {
 		got, err := c.set.Parse(c.in)
 		if got != c.want || (err == nil) != (c.err == "") || (err != nil && err.Error() != c.err) {

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -48,10 +49,22 @@ func TestForFormats(t *testing.T) {
 	}
 	for _, f := range Formats() {
 		rd, _ := For(f, term.NewStyles(false), 80)
-		if err := rd.Render(&bytes.Buffer{}, nil); err == nil {
+		if err := renderNil(rd); err == nil {
 			t.Errorf("%s renders a nil report without error", f)
+		} else if strings.HasPrefix(err.Error(), "panic") {
+			t.Errorf("%s: %v; Render must refuse a nil report with an error (render FORMAT: no report) and write nothing (see Renderer)", f, err)
 		}
 	}
+}
+
+// renderNil renders a nil report with rd, turning a panic into an error that says so.
+func renderNil(rd Renderer) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic rendering a nil report: %v", p)
+		}
+	}()
+	return rd.Render(&bytes.Buffer{}, nil)
 }
 
 func TestTextPlainFitsAndHasContent(t *testing.T) {
