@@ -248,3 +248,56 @@ func TestModelKnowsRefusalsAndCurrentRecords(t *testing.T) {
 		t.Errorf("after a configuration change the synchronize's write was not held with its host lost: pending %v", m.pending)
 	}
 }
+
+// TestAConsentChangeNamesTheReadingsItMakesStale checks the stale feature: withdrawing consent that one
+// replica read granted is a state of its own (at the step of the change), unlike the same change where no
+// replica read it or where the reader lost its host; and such a scenario joins the corpus with its
+// variations inserting right after the change, even when no callback reached anything new.
+func TestAConsentChangeNamesTheReadingsItMakesStale(t *testing.T) {
+	build := func(read, lose bool) *hist {
+		h := newHist(simulate.ConsentState{Principal: "alice", Consent: simulate.ConsentGranted})
+		h.session(simulate.CallPrepareSession, "r1", "s1", "alice")
+		if read {
+			h.session(simulate.CallReadUserActions, "r1", "s1", "alice")
+		} else {
+			h.session(simulate.CallPrepareTurn, "r1", "s1", "alice")
+		}
+		if lose {
+			h.step++
+			h.h.Events = append(h.h.Events, &simulate.Event{Step: h.step, Kind: simulate.EventStep, Op: simulate.OpHostLoss, Replica: "r1"})
+		}
+		h.consent("alice", simulate.ConsentPending)
+		return h
+	}
+	if step, ok := stateAt(stateFeatures(build(true, false).h), stateStale+simulate.ConsentPending, 1); !ok || step != 3 {
+		t.Errorf("withdrawing consent one replica read granted is not a stale state at step 3: %v", stateFeatures(build(true, false).h))
+	}
+	for _, c := range []struct {
+		name       string
+		read, lose bool
+	}{{"never read", false, false}, {"reader lost its host", true, true}} {
+		fs := stateFeatures(build(c.read, c.lose).h)
+		if _, ok := stateAt(fs, stateStale+simulate.ConsentPending, 1); ok {
+			t.Errorf("%s: a stale reading was claimed: %v", c.name, fs)
+		}
+		if _, ok := stateAt(fs, stateStale+simulate.ConsentPending, 0); !ok {
+			t.Errorf("%s: no consent change without a stale reading: %v", c.name, fs)
+		}
+	}
+	g := newGuide(1, nil)
+	withCov := func(h *hist) *simulate.History {
+		h.h.Coverage = reaching(1, 2, 3).Coverage
+		return h.h
+	}
+	before := build(true, false)
+	before.h.Events = before.h.Events[:len(before.h.Events)-1] // the read, no consent change
+	if !g.observe(withSteps(3), withCov(before)) {
+		t.Fatal("the first scenario did not join")
+	}
+	if !g.observe(withSteps(3), withCov(build(true, false))) {
+		t.Fatal("a scenario whose only news is a stale reading did not join the corpus")
+	}
+	if g.at[1] != 3 {
+		t.Errorf("its variations insert after step %d, want 3 (the consent change)", g.at[1])
+	}
+}
