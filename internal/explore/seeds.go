@@ -15,13 +15,6 @@ import (
 // rarity of what it represents, so that no seed starves.
 const uniformShare = 0.2
 
-// stateWeight is how much more a platform state (stateFeatures) weighs than a line, branch direction or
-// order of callbacks in the rarity by which seeds are varied. The deep breaches hide behind data that only
-// the states tell apart, while orders of callbacks are many (several hundred per run) and each new one makes
-// a seed as rare as a new state would: without the weight, the few seeds one condition from a breach are
-// varied no more often than the hundreds that only ran two callbacks in a new order.
-const stateWeight = 8
-
 // guide keeps the corpus of seeds (scenarios that reached something no earlier one had) and chooses each
 // scenario of a guided exploration: a corpus seed to replay, a variation of seeds, or a fresh one.
 //
@@ -43,7 +36,6 @@ type guide struct {
 	ids   map[feature]int // a number per feature reached, in the order first reached
 	hits  []int           // per feature: the judged scenarios that reached it
 	top   []int           // per feature: the seed that represents it
-	state []bool          // per feature: whether it is a platform state (weighs stateWeight in pick)
 	// covered counts the features that are lines and branch directions, states the platform states (the rest
 	// are orders of callbacks).
 	covered, states int
@@ -117,11 +109,7 @@ func (g *guide) pick(rng *rand.Rand) int {
 func (g *guide) weights() []float64 {
 	w := make([]float64, len(g.seeds))
 	for id, e := range g.top {
-		if g.state[id] {
-			w[e] += stateWeight / float64(g.hits[id])
-		} else {
-			w[e] += 1 / float64(g.hits[id])
-		}
+		w[e] += 1 / float64(g.hits[id])
 	}
 	return w
 }
@@ -159,7 +147,6 @@ func (g *guide) observe(sc *simulate.Scenario, h *simulate.History) bool {
 			g.ids[f] = id
 			g.hits = append(g.hits, 0)
 			g.top = append(g.top, -1)
-			g.state = append(g.state, f.key == keyState)
 			fresh = true
 			switch f.key {
 			case keyOrder:

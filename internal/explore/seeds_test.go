@@ -113,34 +113,3 @@ func TestOrderFeaturesNameTwoCallbacksInARow(t *testing.T) {
 		t.Error("a history with no line reached joined a corpus guided by lines only")
 	}
 }
-
-// TestARarePlatformStateOutweighsARareLine checks stateWeight: of two seeds that each alone reached one thing
-// once, the one that reached a new platform state (a second principal's Session on a replica) is varied far
-// more often than the one that reached only a new line.
-func TestARarePlatformStateOutweighsARareLine(t *testing.T) {
-	g := newGuide(1, nil)
-	first := newHist()
-	first.session(simulate.CallPrepareSession, "r1", "s1", "alice")
-	first.h.Coverage = reaching(1, 2).Coverage
-	if !g.observe(withSteps(4), first.h) {
-		t.Fatal("the first scenario did not join")
-	}
-	line := newHist()
-	line.session(simulate.CallPrepareSession, "r1", "s1", "alice")
-	line.h.Coverage = reaching(1, 2, 3).Coverage // a new line, no new state
-	state := newHist()
-	state.session(simulate.CallPrepareSession, "r1", "s1", "alice")
-	state.session(simulate.CallPrepareSession, "r1", "s2", "bob") // a new state, no new line
-	state.h.Coverage = reaching(1, 2).Coverage
-	if !g.observe(withSteps(4), line.h) || !g.observe(withSteps(4), state.h) {
-		t.Fatal("the line's or the state's scenario did not join")
-	}
-	picks := make([]int, len(g.seeds))
-	rng := rand.New(rand.NewSource(1))
-	for i := 0; i < 3000; i++ {
-		picks[g.pick(rng)]++
-	}
-	if picks[2] < 3*picks[1] {
-		t.Errorf("the seed of a rare state was varied %d times, the seed of a rare line %d (want at least three times as often)", picks[2], picks[1])
-	}
-}

@@ -19,7 +19,6 @@ const (
 	stateConsent = "consent:" // a callback about a Session: its owner's consent now and as the replica last read it
 	stateRelease = "release"  // the release of held requests: how many were pending, how many reported recovered
 	stateRefused = "refused:" // a step the platform refused, with its code
-	stateStale   = "stale:"   // a consent change: the new state, and how many replicas last read the old one
 )
 
 // Consent as a replica last read it (stateConsent).
@@ -96,11 +95,7 @@ type stateWalk struct {
 //     state read (never read, granted, pending);
 //   - release: how many operations had held writes at a release (none, one, several) and how many of them a
 //     recover had reported recovered;
-//   - refused: a step the platform refused, and why;
-//   - stale: a consent change, with the new consent and how many replicas' processes last read the principal's
-//     consent as it was before (none, one, several): what each replica would serve from a reading that no
-//     longer holds. It is the step before the turn UA-AUTHORITY judges on such a replica, and no callback
-//     runs at it, so without it a scenario that made a reading stale looks like any other to the corpus.
+//   - refused: a step the platform refused, and why.
 //
 // None of them names a value the scenario chose (Sessions, principals, operations, replicas), so the same
 // situation in another scenario is the same feature.
@@ -122,7 +117,7 @@ func stateFeatures(h *simulate.History) map[feature]int {
 			calls[e.Call.Key] = e.Call
 			w.call(e.Step, e.Call)
 		case e.Consent != nil:
-			w.consentChange(e.Step, e.Consent)
+			w.consent[e.Consent.Principal] = e.Consent.Consent
 		case e.Code != "":
 			w.reach(e.Step, feature{key: keyState, path: stateRefused + e.Op + ":" + e.Code})
 		case e.Op == simulate.OpRelease && e.Kind == simulate.EventPlatform:
@@ -195,23 +190,6 @@ func (w *stateWalk) call(step int, c *simulate.CallRecord) {
 	if c.Outcome == simulate.OutcomeHostLoss || c.Outcome == simulate.OutcomeDied {
 		delete(w.mem, c.Replica)
 	}
-}
-
-// consentChange takes a consent change: its feature (how many replicas' readings it makes stale), then the
-// new consent.
-func (w *stateWalk) consentChange(step int, c *simulate.ConsentState) {
-	now := readGranted
-	if c.Consent == simulate.ConsentPending {
-		now = readPending
-	}
-	stale := 0
-	for _, m := range w.mem {
-		if r := m.read[c.Principal]; r != readNever && r != now {
-			stale++
-		}
-	}
-	w.reach(step, feature{key: keyState, path: stateStale + c.Consent, n: capped(stale)})
-	w.consent[c.Principal] = c.Consent
 }
 
 // release takes a release of held requests: its feature, then the writes it let through.
