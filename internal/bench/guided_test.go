@@ -72,16 +72,17 @@ func benchTarget(b *testing.B, project string) (*conformance.Target, *harness.Lo
 	return t, info
 }
 
-// benchMode is one way to explore: blind, guided by the provider's lines and branches alone ("lines"), or
+// benchMode is one way to explore: blind, blind at guided generation's lengths ("blind-long", the fair
+// baseline for the guide), guided by the provider's lines and branches alone ("lines"), or
 // guided by them and by the orders of callbacks ("guided", the default of --explore).
 type benchMode struct {
-	name             string
-	blind, linesOnly bool
+	name                     string
+	blind, linesOnly, longer bool
 }
 
-// benchModes are the modes ASTRABOX_BENCH_GUIDED_MODES names (comma-separated; default all three).
+// benchModes are the modes ASTRABOX_BENCH_GUIDED_MODES names (comma-separated; default all four).
 func benchModes(b *testing.B) []benchMode {
-	all := []benchMode{{"blind", true, false}, {"lines", false, true}, {"guided", false, false}}
+	all := []benchMode{{"blind", true, false, false}, {"blind-long", true, false, true}, {"lines", false, true, false}, {"guided", false, false, false}}
 	names := os.Getenv("ASTRABOX_BENCH_GUIDED_MODES")
 	if names == "" {
 		return all
@@ -93,7 +94,7 @@ func benchModes(b *testing.B) []benchMode {
 		}
 	}
 	if len(out) == 0 {
-		b.Fatalf("ASTRABOX_BENCH_GUIDED_MODES=%q names none of blind, lines, guided", names)
+		b.Fatalf("ASTRABOX_BENCH_GUIDED_MODES=%q names none of blind, blind-long, lines, guided", names)
 	}
 	return out
 }
@@ -141,7 +142,7 @@ func BenchmarkGuidedVsBlind(b *testing.B) {
 // many scenarios that took (n+1 when none failed) and how long the exploration ran.
 func firstFailure(b *testing.B, t *conformance.Target, info *harness.LoadInfo, seed int64, n int, check string, m benchMode) (int, time.Duration) {
 	b.Helper()
-	return exploreToFailure(b, t, info, seed, n, check, explore.Options{Blind: m.blind, LinesOnly: m.linesOnly, Fresh: true, CorpusDir: b.TempDir()})
+	return exploreToFailure(b, t, info, seed, n, check, explore.Options{Blind: m.blind, LinesOnly: m.linesOnly, Longer: m.longer, Fresh: true, CorpusDir: b.TempDir()})
 }
 
 // exploreToFailure explores with o (its mode and corpus) from seed until the first scenario that fails check
@@ -202,7 +203,7 @@ func BenchmarkGuidedCoverage(b *testing.B) {
 			}
 			for k, m := range modes {
 				start := time.Now()
-				res, err := explore.Explore(ctx, env, w, explore.Options{N: n, Seed: int64(s), Jobs: 2, Blind: m.blind, LinesOnly: m.linesOnly, Fresh: true,
+				res, err := explore.Explore(ctx, env, w, explore.Options{N: n, Seed: int64(s), Jobs: 2, Blind: m.blind, LinesOnly: m.linesOnly, Longer: m.longer, Fresh: true,
 					CorpusDir: b.TempDir(), FailuresDir: b.TempDir(), ShrinkBudget: 1, Replays: 1})
 				if err != nil {
 					b.Fatal(err)

@@ -51,6 +51,9 @@ type Options struct {
 	Log io.Writer
 	// Blind explores without guidance even when coverage is measured (benchmarks compare the two).
 	Blind bool
+	// Longer gives blind exploration's scenarios the lengths of guided generation's fresh ones (benchmarks
+	// compare the two at equal length); guided exploration ignores it.
+	Longer bool
 	// LinesOnly guides by the provider's lines and branches alone, not also by the orders in which callbacks
 	// ran (benchmarks compare the two).
 	LinesOnly bool

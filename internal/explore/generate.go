@@ -34,6 +34,17 @@ const (
 // nil, guidedMoreMin to guidedMoreMax steps more, each preferring a situation of the platform outside novel
 // (novelty.go). With neither it is the same scenario as Generate.
 func generate(seed int64, index int, boost map[string]int, novel map[string]bool) *simulate.Scenario {
+	return generateLen(seed, index, boost, novel, novel != nil)
+}
+
+// generateLong is blind generation at guided generation's lengths: guidedMoreMin to guidedMoreMax steps more
+// than Generate, drawn by weight alone (Options.Longer; benchmarks compare guided and blind at equal length).
+func generateLong(seed int64, index int) *simulate.Scenario {
+	return generateLen(seed, index, nil, nil, true)
+}
+
+// generateLen is generate, with the guided lengths when longer.
+func generateLen(seed int64, index int, boost map[string]int, novel map[string]bool, longer bool) *simulate.Scenario {
 	rng := rand.New(rand.NewSource(seed*7919 + int64(index)*104729 + 1))
 	g := &gen{rng: rng, attempts: map[string][]string{}, boost: boost}
 	g.replicas = 2 + rng.Intn(2)
@@ -52,7 +63,7 @@ func generate(seed int64, index int, boost map[string]int, novel map[string]bool
 		g.seek(newModel(g.replicas, sc.Principals), novel)
 	}
 	n := freshMin + rng.Intn(freshMax-freshMin+1)
-	if novel != nil {
+	if longer {
 		n += guidedMoreMin + rng.Intn(guidedMoreMax-guidedMoreMin+1)
 	}
 	for len(g.steps) < n {

@@ -3,6 +3,7 @@ package explore
 import (
 	"bytes"
 	"context"
+	"reflect"
 	"testing"
 
 	"github.com/astrabox-dev/astrabox/internal/simulate"
@@ -115,5 +116,33 @@ func TestGuidedScenariosAreLonger(t *testing.T) {
 	}
 	if lo, hi := lengths(map[string]bool{}); lo != 6 || hi != 20 {
 		t.Errorf("guided scenarios have %d to %d steps, want 6 to 20", lo, hi)
+	}
+}
+
+// TestLongerBlindScenariosHaveGuidedLengths checks Options.Longer, the benchmarks' baseline at equal length:
+// blind scenarios get guided generation's lengths (freshMin+guidedMoreMin to freshMax+guidedMoreMax steps,
+// spread over that range), stay valid and seeded, and without it blind exploration's scenarios are Generate's.
+func TestLongerBlindScenariosHaveGuidedLengths(t *testing.T) {
+	long, short := Options{Seed: 4, Longer: true}, Options{Seed: 4}
+	lo, hi := freshMax+guidedMoreMax, 0
+	for i := 0; i < 300; i++ {
+		sc := long.scenario(i)
+		if err := sc.Validate(); err != nil {
+			t.Fatalf("scenario %d: %v", i, err)
+		}
+		n := len(sc.Steps)
+		if n < freshMin+guidedMoreMin || n > freshMax+guidedMoreMax {
+			t.Fatalf("scenario %d has %d steps, want %d to %d", i, n, freshMin+guidedMoreMin, freshMax+guidedMoreMax)
+		}
+		lo, hi = min(lo, n), max(hi, n)
+		if !reflect.DeepEqual(sc, long.scenario(i)) {
+			t.Fatalf("scenario %d differs between two calls", i)
+		}
+		if !reflect.DeepEqual(short.scenario(i), Generate(4, i)) {
+			t.Fatalf("without Longer, scenario %d is not Generate's", i)
+		}
+	}
+	if lo > freshMin+guidedMoreMin+2 || hi < freshMax+guidedMoreMax-2 {
+		t.Errorf("lengths span only %d to %d steps", lo, hi)
 	}
 }

@@ -97,6 +97,9 @@ func (o *Options) scenario(idx int) *simulate.Scenario {
 	if len(o.Scenarios) > 0 {
 		return o.Scenarios[idx]
 	}
+	if o.Longer {
+		return generateLong(o.Seed, idx)
+	}
 	return Generate(o.Seed, idx)
 }
 
