@@ -184,3 +184,54 @@ func TestZygoteSupervisorKilled(t *testing.T) {
 	p.Close()
 	assertGone(t, pgid, token)
 }
+
+// TestHostileKillParent: a forked harness's parent is the fork server, whose death would end every replica it
+// forked. A provider that kills its parent (from Python, with the kill command, through the C library) is
+// refused, with a clear error in its own replica only: the server lives on, and another replica of the same
+// server keeps answering.
+func TestHostileKillParent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
+	z := startZygote(t)
+	p := startHostile(t, "killparent", Options{Zygote: z})
+	other, _ := startLoaded(t, fixtureDir(t, "good"), "good_provider.provider:Provider", Options{Zygote: z})
+	if st, _ := readStat(p.PID()); st.ppid != z.pid {
+		t.Fatalf("the harness's parent is %d, not the fork server %d: the fixture kills something else", st.ppid, z.pid)
+	}
+	r, err := call(t, p, "prepare_session", sessionArgs(t.TempDir()), 10*time.Second)
+	if err != nil || r.OK || r.Error == nil {
+		t.Fatalf("prepare_session killed its parent without an error: %v %+v", err, r)
+	}
+	for _, want := range []string{"astrabox refused os.kill", "is the fork server", "must not signal"} {
+		if !strings.Contains(r.Error.Message, want) {
+			t.Errorf("the refusal does not say %q: %s: %s", want, r.Error.Type, r.Error.Message)
+		}
+	}
+	if r.Error.Type != "PermissionError" {
+		t.Errorf("error type %q, want PermissionError", r.Error.Type)
+	}
+	// Below Python: the kill command and the C library are refused by the kernel (the seccomp filter).
+	for _, how := range []string{"command", "libc"} {
+		r, err = call(t, p, "plan", map[string]any{"config": map[string]any{"how": how}}, 10*time.Second)
+		if err != nil || r.OK || r.Error == nil {
+			t.Fatalf("plan (%s) killed its parent without an error: %v %+v", how, err, r)
+		}
+		if !alive(z.pid) {
+			t.Fatalf("the fork server died of a kill %s", how)
+		}
+	}
+	if !alive(z.pid) || !p.Alive() {
+		t.Fatalf("after the refused kills: fork server alive %v, harness alive %v", alive(z.pid), p.Alive())
+	}
+	if r, err := call(t, other, "plan", map[string]any{"config": map[string]any{}}, 5*time.Second); err != nil || !r.OK {
+		t.Fatalf("the other replica of the same fork server: %v %+v", err, r)
+	}
+	pgid, token := p.PID(), p.ReplicaToken()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	other.Close()
+	assertGone(t, pgid, token)
+}
+
