@@ -22,7 +22,7 @@
 //
 // A [Zygote] is one interpreter that has imported the harness and forks ready
 // harness processes on request; a Process started with Options.Zygote is forked
-// from it (through a supervisor: its own session, pipes, environment and
+// from it (with no process in between: its own session, pipes, environment and
 // limits, exactly as a started one) and gets its exit status through it. Replica sets use one to
 // avoid an interpreter start per replica; when it cannot serve, the process is
 // started as its own interpreter.
@@ -48,16 +48,19 @@
 //
 // # Cleanup
 //
-// Every harness has a supervisor that is a child subreaper (PR_SET_CHILD_SUBREAPER):
-// a warden, or one the fork server forks per replica. Every descendant of the
-// harness that loses its parent is re-parented to it, whatever it did to its
-// group, session or environment; when the harness has exited, the supervisor
-// kills everything below it and ends. Close and Kill signal the harness's
-// group, wait (bounded) for the supervisor to end, sweep once more (the group,
+// Every harness has a child subreaper (PR_SET_CHILD_SUBREAPER) above its
+// descendants: its warden, or, when forked, the harness itself and then the
+// fork server. Every descendant of the harness that loses its parent is
+// re-parented to it, whatever it did to its group, session or environment; when
+// the harness has exited, the warden (or the fork server) kills everything left
+// and says so. Close and Kill signal the harness's group, wait (bounded) for
+// that word, sweep once more unless it said nothing is left (the group,
 // everything below the supervisor, every process whose environment carries the
 // replica token), and wait for all of the package's goroutines. No wait is
 // unbounded, and none waits for a pipe that a stray may hold. Harnesses,
-// supervisors and the fork server die with the kit, even killed with SIGKILL.
+// wardens and the fork server die with the kit, even killed with SIGKILL. A
+// forked harness and all it starts cannot signal their fork server (an audit
+// hook and a seccomp filter refuse it; docs/protocol.md).
 //
 // A provider that stops the kit with SIGSTOP is found out: the wardens and the
 // fork server continue a kit stopped by a signal it did not give itself, and

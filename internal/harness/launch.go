@@ -38,8 +38,9 @@ type exitState struct {
 }
 
 // launched is a started harness: its pid (also its process group and session), the pid of the supervisor
-// below which all its descendants stay (0 when there is none), its exit, and the end of its supervisor, after
-// which nothing of the harness is left.
+// below which all its descendants stay (0 when there is none; the harness itself when forked by a fork server,
+// since it is then its own subreaper), its exit, and the end of its tree, after which nothing of the harness
+// is left.
 type launched struct {
 	pid, supervisor int
 	exit            <-chan exitState
@@ -51,7 +52,7 @@ type launched struct {
 	// supervisorStart is the supervisor's start time in clock ticks after boot (0 if unknown).
 	supervisorStart uint64
 	// drained, read once gone is closed, is true when the supervisor said it ended with nothing left below it
-	// (a fork server's supervisor exits 0 only after reaping its last child): no sweep of /proc is needed.
+	// (a fork server says so once it has no child left but live harnesses): no sweep of /proc is needed.
 	drained bool
 }
 

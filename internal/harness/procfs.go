@@ -55,9 +55,14 @@ func (t procTable) below(roots ...int) []int {
 // With a supervisor, the members of the harness's group are below it too (a group lives in one session, and
 // the harness leads its own), so only the supervisor's tree is read, through the children files of /proc
 // (see treeBelow); without them, or without a supervisor, one pass over all of /proc.
+//
+// A forked harness is its own supervisor (supervisor == pid: it is a subreaper); it is counted too.
 func treeRSS(pid, supervisor int) uint64 {
 	if supervisor > 0 {
 		if below, ok := treeBelow(supervisor); ok {
+			if supervisor == pid {
+				below = append(below, pid)
+			}
 			pages := map[int]int64{}
 			for _, p := range below {
 				if info, ok := readStat(p); ok && info.state != 'Z' {
@@ -79,7 +84,7 @@ func treeRSS(pid, supervisor int) uint64 {
 	}
 	pages := map[int]int64{}
 	add := func(p int) {
-		if info, ok := t.infos[p]; ok && p != supervisor {
+		if info, ok := t.infos[p]; ok && (p != supervisor || p == pid) {
 			pages[p] = info.rssPages
 		}
 	}

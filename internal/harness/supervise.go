@@ -52,13 +52,15 @@ func (p *Process) waitLoop() {
 	close(p.waitDone)
 	p.sandboxEnd()
 	p.logf("exited: %+v", e)
-	// Orphans left in the group die with the harness; the supervisor kills the rest below it and then ends.
+	// Orphans left in the group die with the harness; the supervisor (the fork server, for a forked harness)
+	// kills the rest below it and then reports the tree gone.
 	killGroup(p.pid, syscall.SIGKILL)
 	ended := waitAll(treeBound, p.proc.gone)
 	if !ended {
-		p.logf("the supervisor %d did not end within %s; sweeping", p.proc.supervisor, treeBound)
+		p.logf("the tree of %d was not reported gone within %s; sweeping", p.pid, treeBound)
 	}
-	// A supervisor that drained its tree leaves nothing to sweep for: one pass over /proc saved per replica.
+	// A supervisor (or fork server) that drained the tree leaves nothing to sweep for: one pass over /proc saved
+	// per replica.
 	clean := ended && p.proc.drained || p.sweep()
 	if !ended { // a supervisor that does not end (a provider stopped it) is ended too
 		if s := p.supervisorAlive(); s > 0 {

@@ -30,7 +30,7 @@ type Zygote struct {
 	answers chan zygoteMsg
 
 	mu      sync.Mutex
-	waiters map[int]chan exitState // harnesses (pid) and their supervisors, by pid, until each is reaped
+	waiters map[int]*forkedWaiter // forked harnesses, by pid, until the server says each one's tree is gone
 	dead    bool
 	stderr  bytes.Buffer
 
@@ -39,15 +39,31 @@ type Zygote struct {
 }
 
 type zygoteMsg struct {
-	Kind       string `json:"kind"`
-	PID        int    `json:"pid"`
-	Supervisor int    `json:"supervisor"`
-	Status     int    `json:"status"`
-	Message    string `json:"message"`
-	Errno      int    `json:"errno"`
+	Kind    string `json:"kind"`
+	PID     int    `json:"pid"`
+	Status  int    `json:"status"`
+	Drained bool   `json:"drained"`
+	Message string `json:"message"`
+	Errno   int    `json:"errno"`
 
-	exit, gone chan exitState // set by the reader on a spawned answer
+	w *forkedWaiter // set by the reader on a spawned answer
 }
+
+// forkedWaiter receives what the fork server says of one harness it forked: its exit (once), then that its
+// tree is gone (once), with drained true when the server killed and reaped everything the harness left.
+type forkedWaiter struct {
+	exit chan exitState
+	gone chan bool
+}
+
+// Message kinds of the fork server (see _harness/zygote.py).
+const (
+	zygoteReady      = "ready"
+	zygoteSpawned    = "spawned"
+	zygoteExit       = "exit"
+	zygoteGone       = "gone"
+	zygoteKitStopped = "kit-stopped"
+)
 
 // zygoteStart bounds the fork server's start-up (an interpreter start plus the harness imports).
 const zygoteStart = 30 * time.Second
@@ -84,7 +100,7 @@ func StartZygote(ctx context.Context, python, dir string, env ...string) (*Zygot
 		return nil, fmt.Errorf("start the fork server: %w", err)
 	}
 	z := &Zygote{conn: fc.(*net.UnixConn), answers: make(chan zygoteMsg, 1),
-		waiters: map[int]chan exitState{}, done: make(chan struct{})}
+		waiters: map[int]*forkedWaiter{}, done: make(chan struct{})}
 	cmd := exec.Command(python, "-B", filepath.Join(sdk, "astrabox", "_harness", "__main__.py"))
 	cmd.Dir = dir
 	cmd.ExtraFiles = []*os.File{theirs}
@@ -108,7 +124,7 @@ func StartZygote(ctx context.Context, python, dir string, env ...string) (*Zygot
 	defer t.Stop()
 	select {
 	case m := <-z.answers:
-		if m.Kind == "ready" {
+		if m.Kind == zygoteReady {
 			return z, nil
 		}
 		z.Close()
@@ -144,9 +160,9 @@ func (z *Zygote) stderrTail() string {
 	return lastBytes(z.stderr.String(), tailForError)
 }
 
-// read delivers the zygote's messages: answers to spawn requests, and exits of its children. The waiters of a
-// spawned harness and of its supervisor are registered here, before the answer is passed on, so that no exit
-// can come before its waiter.
+// read delivers the zygote's messages: answers to spawn requests, the exits of the harnesses and the ends of
+// their trees. The waiter of a spawned harness is registered here, before the answer is passed on, so that no
+// exit can come before its waiter.
 func (z *Zygote) read() {
 	defer close(z.done)
 	buf := make([]byte, 64<<10)
@@ -159,19 +175,27 @@ func (z *Zygote) read() {
 		if json.Unmarshal(buf[:n], &m) != nil {
 			continue
 		}
-		if m.Kind == "exit" {
-			z.deliver(m.PID, exitState{status: syscall.WaitStatus(m.Status), known: true})
+		switch m.Kind {
+		case zygoteExit:
+			if w := z.waiter(m.PID, false); w != nil {
+				w.exit <- exitState{status: syscall.WaitStatus(m.Status), known: true}
+			}
 			continue
-		}
-		if m.Kind == "kit-stopped" {
+		case zygoteGone:
+			if w := z.waiter(m.PID, true); w != nil {
+				w.gone <- m.Drained
+			}
+			continue
+		case zygoteKitStopped:
 			z.stops.notify()
 			continue
-		}
-		if m.Kind == "spawned" && m.PID > 0 && m.Supervisor > 0 {
-			m.exit, m.gone = make(chan exitState, 1), make(chan exitState, 1)
-			z.mu.Lock()
-			z.waiters[m.PID], z.waiters[m.Supervisor] = m.exit, m.gone
-			z.mu.Unlock()
+		case zygoteSpawned:
+			if m.PID > 0 {
+				m.w = &forkedWaiter{exit: make(chan exitState, 1), gone: make(chan bool, 1)}
+				z.mu.Lock()
+				z.waiters[m.PID] = m.w
+				z.mu.Unlock()
+			}
 		}
 		select {
 		case z.answers <- m:
@@ -181,35 +205,41 @@ func (z *Zygote) read() {
 			}
 		}
 	}
-	// The zygote is gone, and so are the supervisors (nothing else holds the socket): their children were
-	// re-parented and are reaped by someone else. Tell their waiters when each is gone, with the status unknown.
+	// The zygote is gone: its harnesses die with it (their parent-death signal) and are reaped by someone else.
+	// Tell each waiter when its harness is gone, with the status unknown (unless the server reported it) and
+	// the tree not known to be gone: Go sweeps.
 	z.mu.Lock()
 	z.dead = true
 	orphans := z.waiters
-	z.waiters = map[int]chan exitState{}
+	z.waiters = map[int]*forkedWaiter{}
 	z.mu.Unlock()
-	for pid, ch := range orphans {
-		go awaitGone(pid, ch)
+	for pid, w := range orphans {
+		go awaitGone(pid, w)
 	}
 }
 
-func (z *Zygote) deliver(pid int, e exitState) {
+// waiter returns the waiter of harness pid (nil if none), removing it when last: after its tree is gone.
+func (z *Zygote) waiter(pid int, last bool) *forkedWaiter {
 	z.mu.Lock()
-	ch := z.waiters[pid]
-	delete(z.waiters, pid)
-	z.mu.Unlock()
-	if ch != nil {
-		ch <- e
+	defer z.mu.Unlock()
+	w := z.waiters[pid]
+	if last {
+		delete(z.waiters, pid)
 	}
+	return w
 }
 
-// awaitGone reports an unknown exit on ch once pid is gone: for a child whose fork server died before it, and
-// which only its new parent can reap.
-func awaitGone(pid int, ch chan exitState) {
+// awaitGone reports an unknown exit (unless the exit was reported already) and an undrained tree once pid is
+// gone: for a harness whose fork server died before it, and which only its new parent can reap.
+func awaitGone(pid int, w *forkedWaiter) {
 	for alive(pid) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	ch <- exitState{why: errors.New("its fork server was gone: exit status unknown")}
+	select {
+	case w.exit <- exitState{why: errors.New("its fork server was gone: exit status unknown")}:
+	default: // the exit was reported before the server died
+	}
+	w.gone <- false
 }
 
 // alive reports whether pid is a live (non-zombie) process.
@@ -218,9 +248,9 @@ func alive(pid int) bool {
 	return ok && st.state != 'Z'
 }
 
-// launch forks a harness through the fork server (see launcher). The server forks a supervisor, which forks
-// the harness with s.env as its whole environment and s.dir as its working directory, on the child's ends of
-// s.pipes.
+// launch forks a harness through the fork server (see launcher). The server forks the harness with s.env as
+// its whole environment and s.dir as its working directory, on the child's ends of s.pipes. The harness is its
+// own subreaper: it is the "supervisor" below which all its descendants stay while it lives.
 func (z *Zygote) launch(s launchSpec) (*launched, error) {
 	envMap := map[string]string{}
 	for _, kv := range append(append([]string(nil), s.env...), s.zygoteEnv...) {
@@ -255,31 +285,30 @@ func (z *Zygote) launch(s launchSpec) (*launched, error) {
 		killGroup(z.pid, syscall.SIGKILL)
 		return nil, fmt.Errorf("fork a harness: no answer from the fork server within %s", zygoteAnswer)
 	}
-	if m.Kind != "spawned" || m.exit == nil {
+	if m.Kind != zygoteSpawned || m.w == nil {
 		if m.Errno != 0 {
 			return nil, fmt.Errorf("fork a harness: %s: %w", m.Message, syscall.Errno(m.Errno))
 		}
 		return nil, fmt.Errorf("fork a harness: %s", m.Message)
 	}
 	gone := make(chan struct{})
-	l := &launched{pid: m.PID, supervisor: m.Supervisor, exit: m.exit, gone: gone, forked: true, stopped: z.stops.subscribe()}
+	l := &launched{pid: m.PID, supervisor: m.PID, exit: m.w.exit, gone: gone, forked: true, stopped: z.stops.subscribe()}
 	go func() {
-		e := <-m.gone
-		// The supervisor exits 0 only once it has reaped its last child: nothing of the harness is left.
-		l.drained = e.known && e.status.Exited() && e.status.ExitStatus() == 0
+		// The server says drained only once it has no child left but live harnesses: nothing of this one is left.
+		l.drained = <-m.w.gone
 		close(gone)
 	}()
-	if info, ok := readStat(m.Supervisor); ok {
+	if info, ok := readStat(m.PID); ok {
 		l.supervisorStart = info.start
 	}
 	return l, nil
 }
 
-// PID is the fork server's process id (the parent of every supervisor it forks).
+// PID is the fork server's process id (the parent of every harness it forks).
 func (z *Zygote) PID() int { return z.pid }
 
-// Close ends the fork server, and with it every harness it forked that is still running (their supervisors
-// die with it and take their trees along): close those first to have them shut down gracefully.
+// Close ends the fork server, and with it every harness it forked that is still running and everything below
+// them (the server kills them before it exits): close those first to have them shut down gracefully.
 func (z *Zygote) Close() error {
 	z.conn.Close()
 	done := make(chan struct{})

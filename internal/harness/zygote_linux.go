@@ -10,7 +10,9 @@ func zygoteSocketpair() ([2]int, error) {
 	return syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
 }
 
-// zygoteAttr starts the fork server in its own session, dying with the kit.
+// zygoteAttr starts the fork server in its own session, dying with the kit: its parent-death signal is SIGTERM,
+// on which it kills every replica's tree before it exits (its harnesses' own parent-death signal would leave
+// what they started behind).
 func zygoteAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	return &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGTERM}
 }

@@ -151,14 +151,13 @@ func TestZygoteSilentServerIsStopped(t *testing.T) {
 	p.Close()
 }
 
-// TestZygoteSupervisorKilled: when provider code kills its replica's supervisor, the harness dies with it
-// (parent-death signal) and what it left is re-parented to the fork server, itself a subreaper, which kills
-// it: even a descendant that escaped with setsid and an empty environment.
-func TestZygoteSupervisorKilled(t *testing.T) {
+// TestZygoteHarnessKilled: a forked harness is its own subreaper, so what it started stays below it however it
+// escaped (double fork, setsid, an empty environment); when the harness is killed from outside, that is
+// re-parented to the fork server, itself a subreaper, which kills it and says the tree is gone (no sweep).
+func TestZygoteHarnessKilled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Python (skipped under -short)")
 	}
-	skipShort(t)
 	marker := newMarker()
 	p := startHostile(t, "escape", Options{Zygote: startZygote(t), Env: []string{"ASTRABOX_TEST_MARKER=" + marker}})
 	pgid, token := p.PID(), p.ReplicaToken()
@@ -166,21 +165,106 @@ func TestZygoteSupervisorKilled(t *testing.T) {
 		t.Fatalf("session: %v %+v", err, r)
 	}
 	escaped := waitForComm(t, marker)
-	if err := syscall.Kill(p.proc.supervisor, syscall.SIGKILL); err != nil {
+	for _, pid := range escaped {
+		if st, ok := readStat(pid); !ok || st.ppid != p.PID() {
+			t.Errorf("escaped process %d is not re-parented to its harness %d (a subreaper): %+v", pid, p.PID(), st)
+		}
+	}
+	if err := syscall.Kill(p.PID(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 250 && p.Alive(); i++ {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if p.Alive() {
-		t.Fatal("the harness outlived its supervisor")
-	}
-	for i := 0; i < 250 && len(pidsWithComm(marker)) > 0; i++ {
-		time.Sleep(20 * time.Millisecond)
+	if !waitAll(10*time.Second, p.exited) {
+		t.Fatal("the killed harness was never reported gone")
 	}
 	if left := pidsWithComm(marker); len(left) > 0 {
-		t.Fatalf("escaped processes %v (of %v) outlived the killed supervisor", left, escaped)
+		t.Fatalf("escaped processes %v (of %v) outlived their killed harness", left, escaped)
+	}
+	p.mu.Lock()
+	swept := p.st.swept
+	p.mu.Unlock()
+	if !swept || !p.proc.drained {
+		t.Errorf("the fork server did not report the tree drained (drained %v, clean %v)", p.proc.drained, swept)
 	}
 	p.Close()
+	assertGone(t, pgid, token)
+}
+
+// TestZygoteReplicasKeepTheirOwn: the end of one forked replica kills what it left and nothing of another
+// replica of the same fork server, even processes of that other replica that escaped the same way.
+func TestZygoteReplicasKeepTheirOwn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
+	z := startZygote(t)
+	mine, theirs := newMarker(), newMarker()
+	a := startHostile(t, "escape", Options{Zygote: z, Env: []string{"ASTRABOX_TEST_MARKER=" + mine}})
+	b := startHostile(t, "escape", Options{Zygote: z, Env: []string{"ASTRABOX_TEST_MARKER=" + theirs}})
+	for _, p := range []*Process{a, b} {
+		if r, err := call(t, p, "prepare_session", sessionArgs(t.TempDir()), 10*time.Second); err != nil || !r.OK {
+			t.Fatalf("session: %v %+v", err, r)
+		}
+	}
+	waitForComm(t, mine)
+	kept := waitForComm(t, theirs)
+	closeWithin(t, a, 20*time.Second)
+	if left := pidsWithComm(mine); len(left) > 0 {
+		t.Fatalf("the closed replica's escaped processes %v are still running", left)
+	}
+	if now := pidsWithComm(theirs); len(now) != len(kept) {
+		t.Fatalf("closing one replica killed another's processes: %v before, %v after", kept, now)
+	}
+	closeWithin(t, b, 20*time.Second)
+	if left := pidsWithComm(theirs); len(left) > 0 {
+		t.Fatalf("escaped processes %v left running after Close", left)
+	}
+}
+
+// TestHostileKillParent: a forked harness's parent is the fork server, whose death would end every replica it
+// forked. A provider that kills its parent (from Python, with the kill command, through the C library) is
+// refused, with a clear error in its own replica only: the server lives on, and another replica of the same
+// server keeps answering.
+func TestHostileKillParent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
+	z := startZygote(t)
+	p := startHostile(t, "killparent", Options{Zygote: z})
+	other, _ := startLoaded(t, fixtureDir(t, "good"), "good_provider.provider:Provider", Options{Zygote: z})
+	if st, _ := readStat(p.PID()); st.ppid != z.pid {
+		t.Fatalf("the harness's parent is %d, not the fork server %d: the fixture kills something else", st.ppid, z.pid)
+	}
+	r, err := call(t, p, "prepare_session", sessionArgs(t.TempDir()), 10*time.Second)
+	if err != nil || r.OK || r.Error == nil {
+		t.Fatalf("prepare_session killed its parent without an error: %v %+v", err, r)
+	}
+	for _, want := range []string{"astrabox refused os.kill", "is the fork server", "must not signal"} {
+		if !strings.Contains(r.Error.Message, want) {
+			t.Errorf("the refusal does not say %q: %s: %s", want, r.Error.Type, r.Error.Message)
+		}
+	}
+	if r.Error.Type != "PermissionError" {
+		t.Errorf("error type %q, want PermissionError", r.Error.Type)
+	}
+	// Below Python: the kill command and the C library are refused by the kernel (the seccomp filter).
+	for _, how := range []string{"command", "libc"} {
+		r, err = call(t, p, "plan", map[string]any{"config": map[string]any{"how": how}}, 10*time.Second)
+		if err != nil || r.OK || r.Error == nil {
+			t.Fatalf("plan (%s) killed its parent without an error: %v %+v", how, err, r)
+		}
+		if !alive(z.pid) {
+			t.Fatalf("the fork server died of a kill %s", how)
+		}
+	}
+	if !alive(z.pid) || !p.Alive() {
+		t.Fatalf("after the refused kills: fork server alive %v, harness alive %v", alive(z.pid), p.Alive())
+	}
+	if r, err := call(t, other, "plan", map[string]any{"config": map[string]any{}}, 5*time.Second); err != nil || !r.OK {
+		t.Fatalf("the other replica of the same fork server: %v %+v", err, r)
+	}
+	pgid, token := p.PID(), p.ReplicaToken()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	other.Close()
 	assertGone(t, pgid, token)
 }

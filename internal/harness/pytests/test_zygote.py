@@ -96,12 +96,41 @@ class Helpers(unittest.TestCase):
         self.addCleanup(lambda: (parent.kill(), parent.communicate(timeout=WAIT)))
         grandchild = int(parent.stdout.readline())
         self.assertIn(parent.pid, zygote._children_of()[os.getpid()])
-        self.assertEqual(zygote._below(parent.pid), [grandchild])
-        self.assertIn(grandchild, zygote._below(os.getpid()))
-        zygote._kill_below(parent.pid)
+        self.assertIn(parent.pid, zygote._children(os.getpid()))
+        self.assertEqual(zygote._children(parent.pid), [grandchild])
+        zygote._kill_tree(parent.pid)
         wait_until(lambda: state(grandchild) in (None, b"Z"), "the grandchild to die")
-        self.assertEqual(zygote._below(parent.pid), [])  # a zombie is not a live child
-        self.assertIsNone(parent.poll())  # the root itself is left alone
+        wait_until(lambda: parent.poll() is not None, "the root to die")
+        self.assertEqual(parent.returncode, -signal.SIGKILL)
+
+    def test_guard_refuses_signals_to_the_server_only(self):
+        # In a child of a child (the "server"): the guard refuses kill of the server from Python (audit hook)
+        # and below it (the kill command: the seccomp filter), and lets other signals through.
+        code = ("import json, os, signal, subprocess\n"
+                "server = os.getpid()\n"
+                "zygote._PROGRAM.append(zygote._seccomp_program(server))\n"
+                "r, w = os.pipe()\n"
+                "if os.fork() == 0:\n"
+                "    out = {'seccomp': zygote._guard(server)}\n"
+                "    try:\n"
+                "        os.kill(server, signal.SIGKILL)\n"
+                "    except PermissionError as exc:\n"
+                "        out['python'] = str(exc)\n"
+                "    out['command'] = subprocess.run(['kill', '-KILL', str(server)], capture_output=True).returncode\n"
+                "    out['group'] = subprocess.run(['kill', '-KILL', '--', str(-server)], capture_output=True).returncode\n"
+                "    s = subprocess.Popen(['sleep', '30'])\n"
+                "    os.kill(s.pid, signal.SIGKILL)\n"
+                "    out['other'] = s.wait()\n"
+                "    os.write(w, json.dumps(out).encode())\n"
+                "    os._exit(0)\n"
+                "os.close(w)\n"
+                "print(os.read(r, 65536).decode())\n")
+        out = self.run_child(code)
+        self.assertTrue(out["seccomp"], out)
+        self.assertIn("is the fork server", out.get("python", ""))
+        self.assertNotEqual(out["command"], 0)
+        self.assertNotEqual(out["group"], 0)
+        self.assertEqual(out["other"], -signal.SIGKILL)
 
     def test_stopped_by_someone_else(self):
         sleeper = subprocess.Popen(["sleep", "30"])
@@ -197,7 +226,7 @@ class Serve(unittest.TestCase):
         self.assertEqual(facts["env"], {"PATH": env["PATH"], "ONLY": "this"})  # the limit is applied, not passed
         self.assertEqual(facts["nproc"], [3000, 3000])
         self.assertTrue(facts["session_leader"])
-        self.assertEqual(facts["ppid"], spawned["supervisor"])
+        self.assertEqual(facts["ppid"], self.server.pid)  # no process in between
         self.assertEqual(facts["stdin"], os.devnull)
         self.assertEqual(facts["fds"][:5], [0, 1, 2, 3, 4])
         self.assertLessEqual(len(facts["fds"]), 6)  # nothing else but the one listdir itself opened
@@ -207,19 +236,19 @@ class Serve(unittest.TestCase):
         self.assertEqual(exits[0]["kind"], "exit")
         self.assertEqual(exits[0]["pid"], spawned["pid"])
         self.assertTrue(os.WIFEXITED(exits[0]["status"]) and os.WEXITSTATUS(exits[0]["status"]) == 5, exits[0])
-        # Then the supervisor: status 0, it reaped its last child.
-        self.assertEqual(exits[1], {"kind": "exit", "pid": spawned["supervisor"], "status": 0})
+        # Then its tree: gone, and the server had nothing left to kill.
+        self.assertEqual(exits[1], {"kind": "gone", "pid": spawned["pid"], "drained": True})
 
-    def test_what_a_harness_left_behind_dies_with_its_supervisor(self):
+    def test_what_a_harness_left_behind_dies_before_it_is_reported_gone(self):
         ends = self.spawn(dict(BASE_ENV, SCENARIO="leave"), "/")
         spawned = self.next_message()
         ends["req"].write(b"go\n")
         ends["req"].flush()
         left = json.loads(ends["rep"].readline())["left"]
         kinds = [self.next_message(), self.next_message()]
-        self.assertEqual([m["pid"] for m in kinds], [spawned["pid"], spawned["supervisor"]])
-        self.assertEqual(kinds[1]["status"], 0)
-        # Its own session did not save it: gone before the supervisor exited (not even a zombie: reaped).
+        self.assertEqual([(m["kind"], m["pid"]) for m in kinds], [("exit", spawned["pid"]), ("gone", spawned["pid"])])
+        self.assertTrue(kinds[1]["drained"])
+        # Its own session did not save it: gone before the harness was reported gone (not even a zombie: reaped).
         self.assertIsNone(state(left))
 
     def test_a_bad_request_is_answered_and_the_server_goes_on(self):

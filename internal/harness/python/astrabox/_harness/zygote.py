@@ -6,23 +6,22 @@ a hundred milliseconds of CPU); a fork of this process costs a few. Go talks to 
 
 - Go sends ``{"kind": "spawn", "env": {...}, "dir": "..."}`` with four descriptors attached (``SCM_RIGHTS``):
   the request pipe's read end, the reply pipe's write end, and the write ends of the stdout and stderr pipes.
-- The server forks a *supervisor* (``_supervise``): a child subreaper in a session of its own, which forks the
-  harness. The harness leads its own session (no controlling terminal), dies with its supervisor, puts the
-  four descriptors at 3, 4, 1 and 2 (``/dev/null`` at 0), closes everything else, takes ``env`` as its whole
-  environment and ``dir`` as its working directory, and runs the harness exactly as a freshly started one
-  would (``runner.main``): the hello, the limits, the observer and the provider load all happen in it.
-- The supervisor answers ``{"kind": "spawned", "pid": H, "supervisor": S}`` (or ``{"kind": "error",
-  "message": ...}``) and later ``{"kind": "exit", "pid": H, "status": W}`` with the raw wait status when the
-  harness ends: only the parent can reap a child, and Go needs the status to say how a replica died. Then it
-  kills everything left below it (every descendant of the harness, wherever it went: they are re-parented to
-  the supervisor) and exits; the server reports ``{"kind": "exit", "pid": S, ...}``, after which nothing of
-  the replica is left. It exits with status 0 only once it has reaped its last child (a subreaper without a
-  child has no descendant), so that Go needs no pass over /proc to know the tree is gone; killed, or with its
-  drain failed, it leaves that to Go's sweep.
+- The server forks the harness itself (``_child``): it leads its own session (no controlling terminal), is a
+  child subreaper, dies with the server, refuses every signal to the server (``_guard``), puts the four
+  descriptors at 3, 4, 1 and 2 (``/dev/null`` at 0), closes everything else, takes ``env`` as its whole
+  environment and ``dir`` as its working directory, and runs the harness exactly as a freshly started one would
+  (``runner.main``): the hello, the limits, the observer and the provider load all happen in it.
+- The server answers ``{"kind": "spawned", "pid": H}`` (or ``{"kind": "error", "message": ...}``), and when
+  it reaps the harness ``{"kind": "exit", "pid": H, "status": W}`` with the raw wait status (only the parent
+  can reap a child, and Go needs the status to say how a replica died). Then it kills every child of its own
+  that is not a live harness, and all below (the harness's descendants, wherever they went, were re-parented
+  to the harness and, once it ended, to the server), and says ``{"kind": "gone", "pid": H, "drained": D}``:
+  ``drained`` true means the server has no child left but live harnesses, so that nothing of the replica is
+  left anywhere and Go needs no pass over /proc (see ``_drain``).
 
 The server never imports a provider, never starts a thread and installs no hook, so a fork copies nothing but
-the interpreter and the harness's modules. End of input (Go went away) ends the server; it also dies with the
-kit (Go gives it a parent-death signal) and takes every supervisor along (theirs is tied to the server).
+the interpreter and the harness's modules. End of input (Go went away), a failed send and SIGTERM (the parent-
+death signal Go gives it: the kit died) end the server after it has killed every replica's tree (``_end_all``).
 
 Ten times a second the server looks at the kit: a kit stopped by a signal it did not give itself (a provider's
 ``SIGSTOP``; see ``stopped_by_someone_else``) is continued and Go is told ``{"kind": "kit-stopped"}``.
@@ -52,65 +51,137 @@ def _tell(sock: socket.socket, msg: Dict[str, Any]) -> bool:
 
 
 def _send(sock: socket.socket, msg: Dict[str, Any]) -> None:
-    """Send one message to Go from the fork server, which ends when Go is gone (its supervisors then get their
-    parent-death signal and end their trees)."""
+    """Send one message to Go from the fork server, which ends when Go is gone, and takes every replica's tree
+    along (see _end_all)."""
     if not _tell(sock, msg):
-        os._exit(0)
+        _end_all()
 
 
-#: The pids of the supervisors the server forked and has not reaped yet: its only legitimate children.
-SUPERVISORS: Set[int] = set()
+#: The pids of the harnesses the server forked and has not reaped yet: its only legitimate children. Any
+#: other child is a stray: a descendant of a harness that ended, re-parented here (the server is a subreaper).
+HARNESSES: Set[int] = set()
+
+#: Set when a drain gave up (a stray kept coming back past its bound): the next round tries again.
+_PENDING = [False]
+
+#: How long one drain may take before the server reports the tree not gone and leaves the rest to Go's sweep.
+DRAIN_BOUND = 2.0
 
 
 def _reap(sock: socket.socket) -> None:
-    """Reap every child that ended and report it. A supervisor that did not end cleanly (it was killed) left
-    the descendants of its harness to the server, a subreaper: kill them."""
-    strays = False
+    """Reap every child that ended. A harness's exit is reported with its raw wait status at once; then every
+    stray is killed (_drain) and each ended harness is reported ``gone``, with ``drained`` true when the
+    server has no child left but live harnesses: nothing of an ended replica is then left anywhere (see
+    _drain)."""
+    ended: List[int] = []
+    _collect(sock, ended)
+    if not ended and not _PENDING[0]:
+        return
+    drained = _drain(sock, ended)
+    _PENDING[0] = not drained
+    for pid in ended:
+        _send(sock, {"kind": "gone", "pid": pid, "drained": drained})
+
+
+def _collect(sock: socket.socket, ended: List[int]) -> None:
+    """Reap what has ended without waiting; report each harness's exit and note it in ``ended``."""
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            break
+            return
         except InterruptedError:
             continue
         if pid == 0:
-            break
-        if pid in SUPERVISORS:
-            SUPERVISORS.discard(pid)
-            strays = strays or not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0)
-        _send(sock, {"kind": "exit", "pid": pid, "status": status})
-    if strays:
-        _kill_strays(sock)
+            return
+        if pid in HARNESSES:
+            HARNESSES.discard(pid)
+            ended.append(pid)
+            _send(sock, {"kind": "exit", "pid": pid, "status": status})
 
 
-def _kill_strays(sock: socket.socket) -> None:
-    """Kill every child of the server that is not a supervisor, and everything below it, until none is left
-    (bounded: a stray cannot be re-parented here faster than it is killed for long)."""
+def _children(pid: int) -> List[int]:
+    """The children of ``pid`` from the kernel's per-thread children files; a pass over /proc without them."""
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return []
+    out: List[int] = []
+    for tid in tids:
+        try:
+            with open("/proc/%d/task/%s/children" % (pid, tid), "rb") as fh:
+                out.extend(int(c) for c in fh.read().split())
+        except FileNotFoundError:
+            if pid == os.getpid():  # no children files in this kernel
+                return _children_of().get(pid, [])
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+def _kill_tree(root: int) -> None:
+    """SIGKILL everything below ``root``, then ``root``."""
+    seen: List[int] = []
+    stack = [root]
+    while stack:
+        for c in _children(stack.pop()):
+            if c not in seen:
+                seen.append(c)
+                stack.append(c)
+    for pid in seen + [root]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _drain(sock: socket.socket, ended: List[int]) -> bool:
+    """Kill every child of the server that is not a live harness, and everything below it, until none is left;
+    at most DRAIN_BOUND. True when none is left.
+
+    Every harness is a child subreaper: while it lives, whatever it started stays below it, however it left
+    its group, session or environment. When it ends, its children are re-parented to the server (the nearest
+    subreaper above) before it can be reaped, and a process killed below them re-parents its own children
+    here in turn. So a server whose only children are live harnesses has no descendant of an ended harness
+    left anywhere, and the strays of one replica are never those of another (a live harness keeps its own).
+    Harnesses that end meanwhile are reported and added to ``ended``.
+    """
     import time
 
     me = os.getpid()
-    for _ in range(500):
-        children = _children_of().get(me, [])
-        strays = [pid for pid in children if pid not in SUPERVISORS]
+    deadline = time.monotonic() + DRAIN_BOUND
+    while True:
+        strays = [pid for pid in _children(me) if pid not in HARNESSES]
         if not strays:
-            return
+            return True
+        if time.monotonic() > deadline:
+            return False
         for pid in strays:
-            _kill_below(pid)
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
+            _kill_tree(pid)
+        time.sleep(0.001)
+        _collect(sock, ended)
+
+
+def _end_all() -> None:
+    """End every replica of this server and the server itself: Go is gone (end of input, a failed send, or the
+    kit's death, which sends the server SIGTERM). Each harness's tree is killed below it, then whatever was
+    re-parented here, until the server has no child (at most DRAIN_BOUND)."""
+    import time
+
+    me = os.getpid()
+    deadline = time.monotonic() + DRAIN_BOUND
+    while time.monotonic() < deadline:
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:
                 pass
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except (ChildProcessError, InterruptedError):
-                break
-            if pid == 0:
-                break
-            if pid in SUPERVISORS:
-                SUPERVISORS.discard(pid)
-                _send(sock, {"kind": "exit", "pid": pid, "status": status})
-        time.sleep(0.002)
+        except ChildProcessError:
+            break
+        except InterruptedError:
+            continue
+        for pid in _children(me):
+            _kill_tree(pid)
+        time.sleep(0.001)
+    os._exit(0)
 
 
 TOKEN_VAR = "ASTRABOX_REPLICA_TOKEN"
@@ -150,17 +221,30 @@ def stamp_token(token: str) -> bool:
 
 
 PR_SET_PDEATHSIG = 1
+PR_SET_SECCOMP = 22
 PR_SET_CHILD_SUBREAPER = 36
+PR_SET_NO_NEW_PRIVS = 38
+SECCOMP_MODE_FILTER = 2
+
+#: The C library, opened once in the server (each ``CDLL(None)`` is a ``dlopen``), shared by every fork.
+_LIBC: List[Any] = []
 
 
-def _prctl(option: int, value: int) -> bool:
-    """prctl(option, value) through ctypes; False where it is not available (not Linux, no ctypes)."""
+def _libc() -> Any:
+    if not _LIBC:
+        import ctypes
+
+        _LIBC.append(ctypes.CDLL(None, use_errno=True))
+    return _LIBC[0]
+
+
+def _prctl(option: int, value: int, arg3: Any = 0) -> bool:
+    """prctl(option, value, arg3) through ctypes; False where it is not available (not Linux, no ctypes)."""
     try:
         import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(option, ctypes.c_ulong(value), 0, 0, 0) == 0
-    except (OSError, AttributeError, ImportError):
+        return _libc().prctl(option, ctypes.c_ulong(value), arg3, 0, 0) == 0
+    except (OSError, AttributeError, ImportError, TypeError):
         return False
 
 
@@ -201,99 +285,95 @@ def _children_of() -> Dict[int, List[int]]:
     return children
 
 
-def _below(root: int) -> List[int]:
-    """Every live descendant of ``root``."""
-    children = _children_of()
-    out: List[int] = []
-    stack = [root]
-    while stack:
-        for c in children.get(stack.pop(), ()):
-            if c not in out:
-                out.append(c)
-                stack.append(c)
-    return out
+# The guard: a harness's parent is the fork server, whose death would end every replica it forked (their
+# parent-death signal). So no process of a replica may signal it. Two layers: an audit hook in the harness turns
+# ``os.kill``/``os.killpg`` aimed at it into a PermissionError that names the breach, and a seccomp filter, which
+# every descendant inherits across fork and exec, refuses the system calls themselves (whatever makes them: a
+# ``kill`` command, ctypes). ``kill(-1, ...)`` (every process the user may signal) is refused too.
+
+#: System call numbers by audit architecture: kill, tkill, tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo and
+#: pidfd_open take a pid first; pidfd_send_signal (refused with ENOSYS, as on a kernel without it) could reach
+#: the server through a descriptor of its /proc directory, which no filter can tell apart.
+_SIGNAL_CALLS = {
+    0xC000003E: ((62, 200, 234, 129, 297, 434), 424),  # x86_64
+    0xC00000B7: ((129, 130, 131, 138, 240, 434), 424),  # aarch64
+}
+_X32_BIT = 0x40000000
 
 
-def _kill_below(root: int) -> None:
-    for pid in _below(root):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
+def _seccomp_program(server: int) -> Any:
+    """The classic BPF program of the guard for this machine's architecture (None when unknown)."""
+    import ctypes
+    import platform
+    import struct
+
+    arch = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}.get(platform.machine())
+    if arch is None:
+        return None
+    pid_calls, pidfd_signal = _SIGNAL_CALLS[arch]
+    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
+    allow, eperm, enosys = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38
+    prog = []  # (code, jt, jf, k); jumps are filled in relative to the labels below
+
+    def op(code: int, k: int, jt: Any = 0, jf: Any = 0) -> None:
+        prog.append([code, jt, jf, k])
+
+    op(ld, 4)  # arch
+    op(jeq, arch, 0, "allow")
+    op(ld, 0)  # nr
+    if arch == 0xC000003E:
+        op(jge, _X32_BIT, "deny", 0)  # the x32 numbers of the same calls
+    for nr in pid_calls:
+        op(jeq, nr, "check", 0)
+    op(jeq, pidfd_signal, "enosys", 0)
+    labels = {"allow": len(prog)}
+    op(ret, allow)
+    labels["check"] = len(prog)
+    op(ld, 16)  # the low word of the first argument: a pid_t
+    for target in (server, (-server) & 0xFFFFFFFF, 0xFFFFFFFF):
+        op(jeq, target, "deny", 0)
+    op(ret, allow)
+    labels["deny"] = len(prog)
+    op(ret, eperm)
+    labels["enosys"] = len(prog)
+    op(ret, enosys)
+    raw = b""
+    for i, (code, jt, jf, k) in enumerate(prog):
+        jt = labels[jt] - i - 1 if isinstance(jt, str) else jt
+        jf = labels[jf] - i - 1 if isinstance(jf, str) else jf
+        raw += struct.pack("=HBBI", code, jt, jf, k)
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    buf = ctypes.create_string_buffer(raw, len(raw))
+    return (SockFprog(len(prog), ctypes.cast(buf, ctypes.c_void_p)), buf)
 
 
-def _drain() -> None:
-    """Kill everything below this process and reap until it has no child left (it is a subreaper: orphans of
-    killed processes become its children).
+#: The guard's program, built once by the server for its own pid (see serve).
+_PROGRAM: List[Any] = []
 
-    A subreaper without a child has no descendant at all: a process whose parent ends is re-parented to its
-    nearest living subreaper ancestor before that parent can be reaped, and an ended child stays a child
-    until it is reaped. So /proc is read only while some child is left, and a harness that left nothing
-    behind costs no scan.
-    """
-    import time
-
-    me = os.getpid()
-    while True:
-        while True:
-            try:
-                pid, _ = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                break
-        _kill_below(me)
-        time.sleep(0.002)
+#: What the audit hook and the troubleshooting entry say when a provider signals the fork server.
+GUARD_MESSAGE = ("astrabox refused os.%s(%d, %d): pid %d is the fork server, the parent of every replica of "
+                 "this run; a provider must not signal the processes of the platform")
 
 
-def _supervise(runner: Any, sock: socket.socket, wake: List[int], fds: List[int], env: Dict[str, str], cwd: str,
-               server: int) -> None:
-    """In the forked child: become the supervisor of one harness. Never returns.
+def _guard(server: int) -> bool:
+    """In a harness: refuse every signal to the fork server (see above). True when the seccomp filter is on."""
 
-    The supervisor is a child subreaper in a session of its own: every descendant of the harness that loses its
-    parent becomes its child, whatever it did to its group, session or environment. It forks the harness,
-    reports its pid and, once reaped, its wait status; then it kills everything left below it, reaps until it
-    has no child, and exits, which the fork server reports. It dies with the fork server (SIGTERM, handled
-    like the harness's end). The provider's parent is this supervisor: neither the fork server nor the kit.
-    """
-    try:
-        os.setsid()
-        signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        for fd in wake:
-            os.close(fd)
-        _prctl(PR_SET_CHILD_SUBREAPER, 1)
-        signal.signal(signal.SIGTERM, lambda *_: _kill_below(os.getpid()))
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        _die_with(server, signal.SIGTERM)
-        try:
-            pid = os.fork()
-        except OSError as exc:
-            _tell(sock, {"kind": "error", "message": "fork failed: %s" % exc.strerror, "errno": exc.errno or 0})
-            os._exit(0)
-        if pid == 0:
-            _child(runner, sock, fds, env, cwd, os.getppid())
-        for fd in fds:
-            os.close(fd)
-        # Go may be gone at any point from here (the kit killed: the harness then ends on its closed pipes,
-        # possibly before this process's parent-death signal arrives), so no failed report may skip the drain:
-        # the harness's orphans are this process's children, and nobody else would end them.
-        _tell(sock, {"kind": "spawned", "pid": pid, "supervisor": os.getpid()})
-        while True:
-            try:
-                got, status = os.waitpid(-1, 0)
-            except ChildProcessError:
-                break
-            if got == pid:
-                _tell(sock, {"kind": "exit", "pid": pid, "status": status})
-                break
-    except BaseException:  # noqa: B036 - the supervisor must never return into the server loop
-        pass
-    try:
-        _drain()
-    except BaseException:  # noqa: B036
-        os._exit(1)  # Go then sweeps /proc for what may be left
-    os._exit(0)  # nothing is left below it: Go need not look
+    def hook(event: str, args: Any) -> None:
+        if event in ("os.kill", "os.killpg") and len(args) >= 2 and isinstance(args[0], int):
+            pid = args[0]
+            if abs(pid) == server or pid == -1:
+                raise PermissionError(GUARD_MESSAGE % (event[3:], pid, args[1], server))
+
+    sys.addaudithook(hook)
+    if not _PROGRAM or _PROGRAM[0] is None:
+        return False
+    import ctypes
+
+    return _prctl(PR_SET_NO_NEW_PRIVS, 1) and _prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER,
+                                                   ctypes.byref(_PROGRAM[0][0]))
 
 
 def _limit_procs(value: str) -> None:
@@ -320,13 +400,23 @@ def _take_environ(env: Dict[str, str]) -> None:
             os.environ[name] = value
 
 
-def _child(runner: Any, sock: socket.socket, fds: List[int], env: Dict[str, str], cwd: str, parent: int) -> None:
-    """In the supervisor's child: become a harness process like one Go started itself. Never returns."""
+def _child(runner: Any, sock: socket.socket, wake: List[int], fds: List[int], env: Dict[str, str], cwd: str,
+           server: int) -> None:
+    """In the server's child: become a harness process like one Go started itself. Never returns.
+
+    It leads a session of its own, is a child subreaper (whatever it starts stays below it, see _drain), dies
+    with the server, and refuses every signal to the server (_guard)."""
     try:
         os.setsid()  # its own session and group, with no controlling terminal
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.set_wakeup_fd(-1)
+        for fd in wake:
+            os.close(fd)
+        for sig in (signal.SIGCHLD, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        _die_with(parent, signal.SIGKILL)
+        _prctl(PR_SET_CHILD_SUBREAPER, 1)
+        _die_with(server, signal.SIGKILL)
+        _guard(server)
         sock.close()
         # Move the received descriptors above the targets before putting them in place, so that no source
         # is overwritten by an earlier dup2.
@@ -426,9 +516,15 @@ def serve(runner: Any) -> None:
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
+    # The kit's death (the server's parent-death signal) and a polite stop end every replica first.
+    signal.signal(signal.SIGTERM, lambda *_: _end_all())
     me, kit = os.getpid(), os.getppid()
-    # Descendants of a harness whose supervisor was killed come here, and are killed (_reap).
+    # Descendants of a harness that ended come here (every harness is a subreaper too), and are killed (_reap).
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    try:
+        _PROGRAM.append(_seccomp_program(me))
+    except Exception:  # noqa: BLE001 - no filter then; the audit hook still guards
+        _PROGRAM.append(None)
     import gc
     gc.collect()
     gc.freeze()
@@ -453,9 +549,9 @@ def serve(runner: Any) -> None:
         except InterruptedError:
             continue
         except OSError:
-            os._exit(0)
+            _end_all()
         if not data:
-            os._exit(0)  # Go closed the socket
+            _end_all()  # Go closed the socket
         try:
             msg = json.loads(data.decode("utf-8"))
             env = msg["env"]
@@ -475,8 +571,8 @@ def serve(runner: Any) -> None:
             _send(sock, {"kind": "error", "message": "fork failed: %s" % exc.strerror, "errno": exc.errno or 0})
             continue
         if pid == 0:
-            _supervise(runner, sock, [wake_r, wake_w], fds, env, cwd, me)
-        SUPERVISORS.add(pid)
+            _child(runner, sock, [wake_r, wake_w], fds, env, cwd, me)
+        HARNESSES.add(pid)
         for fd in fds:
             os.close(fd)
-        # The supervisor answers the request itself ("spawned", with the harness's pid) once it has forked it.
+        _send(sock, {"kind": "spawned", "pid": pid})
