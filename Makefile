@@ -16,7 +16,7 @@ lint:
 	$(GO) vet $(PKGS)
 
 test: lint
-	$(GO) test -count=1 -timeout 30m $(PKGS)
+	$(GO) test -count=1 -timeout 60m $(PKGS)
 
 # The long lane: the tests (or their subtests) that call testutil.LongLane, which skip in `make test` unless
 # ASTRABOX_LONG=1: every fixture live (its verdict against expect.json and its recording), every correct
