@@ -1,11 +1,12 @@
 # astrabox developer targets. `make demo` runs the main job on the bundled example provider; `make test` runs
-# every test. Long explorations and benchmarks have their own targets.
+# every test but the long lane, which `make long` runs (CI runs both). Long explorations and benchmarks have
+# their own targets.
 GO      ?= go
 BIN     ?= bin/astrabox
 PKGS    := ./...
 EXAMPLE := examples/providers/reference
 
-.PHONY: build test lint demo completions docs bench explore repro clean dist
+.PHONY: build test long lint demo completions docs bench explore repro clean dist
 
 build:
 	$(GO) build -o $(BIN) ./cmd/astrabox
@@ -15,7 +16,16 @@ lint:
 	$(GO) vet $(PKGS)
 
 test: lint
-	$(GO) test -count=1 -timeout 80m $(PKGS)
+	$(GO) test -count=1 -timeout 60m $(PKGS)
+
+# The long lane: the tests (or their subtests) that call testutil.LongLane, which skip in `make test` unless
+# ASTRABOX_LONG=1: every fixture live (its verdict against expect.json and its recording), every correct
+# provider explored, repeated runs. `make test` keeps a live sample of each. LONG_TESTS and LONG_PKGS name
+# exactly those tests and their packages (TestLongTargetRunsEveryLongTest fails when they drift).
+LONG_TESTS := TestFixtures|TestRealClientFixtures|TestVerdictsRepeat|TestServiceVerdictsDoNotDependOnTheSlot|TestPooledClientsAttributeEachRequest|TestCorrectProvidersSurviveExploration|TestExploreFindsOrderDependentBugs
+LONG_PKGS  := ./internal/conformance ./internal/explore
+long:
+	ASTRABOX_LONG=1 $(GO) test -count=1 -timeout 90m -run '^($(LONG_TESTS))$$' $(LONG_PKGS)
 
 demo: build
 	$(BIN) conformance run --project $(EXAMPLE)
@@ -53,12 +63,12 @@ fuzz:
 
 # Long exploration: every correct provider must pass 500 generated scenarios with no failure and no flaky result.
 explore:
-	ASTRABOX_EXPLORE_N=500 $(GO) test -count=1 -timeout 60m -run TestCorrectProvidersSurviveExploration -v ./internal/explore
+	ASTRABOX_LONG=1 ASTRABOX_EXPLORE_N=500 $(GO) test -count=1 -timeout 60m -run TestCorrectProvidersSurviveExploration -v ./internal/explore
 
 # Reproducibility: every fixture ten times with the same seed must give the same status and clauses for every
-# check (`make test` does this for the fixtures with background work and timing only).
+# check (`make long` does this for the fixtures with background work and timing only).
 repro:
-	ASTRABOX_REPRO=all $(GO) test -count=1 -timeout 90m -run TestVerdictsRepeat -v ./internal/conformance
+	ASTRABOX_LONG=1 ASTRABOX_REPRO=all $(GO) test -count=1 -timeout 90m -run TestVerdictsRepeat -v ./internal/conformance
 
 # Release files in dist/: archives for linux and darwin × amd64 and arm64, astrabox-kit wheels for the same
 # platforms, and checksums.txt (SHA-256). VERSION is the release version without a leading v (PEP 440 subset).

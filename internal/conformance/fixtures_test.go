@@ -13,6 +13,7 @@ import (
 
 	"github.com/astrabox-dev/astrabox/internal/harness"
 	"github.com/astrabox-dev/astrabox/internal/report"
+	"github.com/astrabox-dev/astrabox/internal/testutil"
 )
 
 // expectation is a fixture's expect.json.
@@ -103,9 +104,19 @@ func pathOnly(k string) string {
 	return ""
 }
 
+// liveSample are the fixtures `make test` runs live, one correct and one broken, so that the live path (Python,
+// the suite, the recording's staleness check) is exercised there; checktest replays every fixture's recorded
+// verdict under -short, and the long lane (`make long`) runs every fixture live.
+var liveSample = map[string]bool{
+	"correct/minimal":              true,
+	"broken/turn-idempotent":       true,
+	"broken/turn-idempotent-httpx": true, // TestRealClientFixtures' sample
+}
+
 // TestFixtures runs the suite against every fixture provider and checks that broken ones fail exactly the
 // checks they were written to break and that correct ones pass with no failure; the same run holds the
 // fixture's recorded evidence to its live verdict, or records it again with -update (holdRecording).
+// `make test` runs liveSample; the long lane runs every fixture.
 func TestFixtures(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Python for every fixture")
@@ -120,6 +131,9 @@ func TestFixtures(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if ownedByRealClients(name) {
 				t.Skip("a real-client fixture: TestRealClientFixtures runs it in Debian's interpreter with its environment and proves it from its fake's record")
+			}
+			if !liveSample[name] {
+				testutil.LongLane(t, "every fixture live")
 			}
 			var exp expectation
 			data, err := os.ReadFile(filepath.Join(dir, "expect.json"))

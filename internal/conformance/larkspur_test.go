@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/astrabox-dev/astrabox/internal/report"
@@ -57,6 +58,25 @@ func runLarkspur(t *testing.T, dir string) (*report.Report, []journalLine) {
 	return rep, out
 }
 
+// correctLarkspur is the one run of correct/larkspur that both tests below read (a report and a journal are
+// only read, never changed): the run is the same default suite with the same seed for both.
+var correctLarkspur struct {
+	sync.Mutex
+	rep   *report.Report
+	lines []journalLine
+}
+
+// runCorrectLarkspur runs correct/larkspur as runLarkspur does, once per test binary.
+func runCorrectLarkspur(t *testing.T) (*report.Report, []journalLine) {
+	t.Helper()
+	correctLarkspur.Lock()
+	defer correctLarkspur.Unlock()
+	if correctLarkspur.rep == nil {
+		correctLarkspur.rep, correctLarkspur.lines = runLarkspur(t, "../../testdata/providers/correct/larkspur")
+	}
+	return correctLarkspur.rep, correctLarkspur.lines
+}
+
 // firstMints counts, per dispatch attempt of one scenario (one fake between resets), the token requests of
 // non-refresh prepare_turn calls that the token API answered with a new token, and the replays.
 func firstMints(lines []journalLine) (minted map[string]int, replays int) {
@@ -81,7 +101,7 @@ func firstMints(lines []journalLine) (minted map[string]int, replays int) {
 // per call: the journal shows two tokens minted for one attempt, and TURN-IDEMPOTENT fails naming the new
 // key.
 func TestLarkspurKeyedRetriesAreOneWrite(t *testing.T) {
-	rep, lines := runLarkspur(t, "../../testdata/providers/correct/larkspur")
+	rep, lines := runCorrectLarkspur(t)
 	minted, replays := firstMints(lines)
 	if replays == 0 {
 		t.Fatalf("no retry of an attempt asked the token API again: the suite did not exercise the key (%d lines)", len(lines))
@@ -140,7 +160,7 @@ func TestLarkspurSecretPerVersion(t *testing.T) {
 	if r := resultOf(t, rep.Results, "SYNC-IDENTITY"); r.Status != report.StatusFailed || !strings.Contains(r.Message, "secrets larkspur/agents/agent-1-v") {
 		t.Fatalf("SYNC-IDENTITY of the twin: %+v", r)
 	}
-	rep, lines = runLarkspur(t, "../../testdata/providers/correct/larkspur")
+	rep, lines = runCorrectLarkspur(t)
 	for n := range secretsOf(lines) {
 		if strings.Contains(n, "-v") {
 			t.Errorf("the correct provider created %s", n)

@@ -12,6 +12,7 @@ import (
 	"github.com/astrabox-dev/astrabox/internal/harness"
 	"github.com/astrabox-dev/astrabox/internal/report"
 	"github.com/astrabox-dev/astrabox/internal/simulate"
+	"github.com/astrabox-dev/astrabox/internal/testutil"
 )
 
 // pooledClient is one provider of testdata/attribution/pools: a client library with one client (one
@@ -32,6 +33,9 @@ var pooledClients = []pooledClient{
 	{"pool-aiohttp", "aiohttp", "/v1/aiohttp/", harness.WorkTask},
 	{"pool-botocore", "boto3", "/pooled-ledger/botocore/", harness.WorkJob},
 }
+
+// pooledSample is the pooled client `make test` runs (the standard library's: no module to install).
+const pooledSample = "pool-httpclient"
 
 // requireModule skips the test when the system interpreter cannot import module (outside CI, which installs
 // every one of them: there a missing module fails).
@@ -71,7 +75,8 @@ func collectProvider(t *testing.T, dir, provider string) (*report.Report, []*sim
 // connection (opened by another call, over TLS through the proxy's CONNECT tunnel or a direct listener) is
 // attributed to the call whose work issued it, on its replica, by the unit that issued it: never to the
 // call that opened the connection, to another replica, or to the background. And each provider, which keeps
-// every clause, passes the default suite with no warning.
+// every clause, passes the default suite with no warning. `make test` runs the standard library's client
+// (pooledSample); the long lane runs every library.
 func TestPooledClientsAttributeEachRequest(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Python")
@@ -79,6 +84,9 @@ func TestPooledClientsAttributeEachRequest(t *testing.T) {
 	requireFile(t, systemPython)
 	for _, pc := range pooledClients {
 		t.Run(pc.provider, func(t *testing.T) {
+			if pc.provider != pooledSample {
+				testutil.LongLane(t, "every client library's pool")
+			}
 			requireModule(t, pc.module)
 			rep, hists := collectProvider(t, "../../testdata/attribution/pools", pc.provider)
 			seen, reused := 0, 0

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/astrabox-dev/astrabox/internal/report"
+	"github.com/astrabox-dev/astrabox/internal/testutil"
 )
 
 // fakeRecord is one line a fixture's fake wrote to $FAKE_RECORD_DIR/<service>-<pid>.jsonl: a request as the
@@ -69,7 +70,8 @@ var realClientFixtures = []realClientFixture{
 }
 
 // TestRealClientFixtures runs each real-client fixture, holds its verdict to expect.json and finds the
-// breach of each twin in its own fake's record of requests, not in the kit's verdict. With
+// breach of each twin in its own fake's record of requests, not in the kit's verdict. `make test` runs the
+// one in liveSample; the long lane runs them all. With
 // ASTRABOX_REALCLIENTS_REPEAT=N every fixture runs N times, and with ASTRABOX_REPRO=all the timing-sensitive
 // ones run ten times; each must give the same verdict every time.
 func TestRealClientFixtures(t *testing.T) {
@@ -86,6 +88,9 @@ func TestRealClientFixtures(t *testing.T) {
 	for _, fx := range realClientFixtures {
 		fx := fx
 		t.Run(fx.dir, func(t *testing.T) {
+			if !liveSample[fx.dir] {
+				testutil.LongLane(t, "every real-client fixture live")
+			}
 			if err := exec.Command(systemPython, "-c", "import "+fx.module).Run(); err != nil {
 				t.Skipf("%s has no %s module (.ci/run installs python3-%s)", systemPython, fx.module, fx.module)
 			}

@@ -9,12 +9,13 @@ import (
 	"testing"
 
 	"github.com/astrabox-dev/astrabox/internal/report"
+	"github.com/astrabox-dev/astrabox/internal/testutil"
 )
 
 // reproRuns is how many times each fixture runs in the reproducibility test.
 const reproRuns = 10
 
-// reproFixtures are the fixtures `make test` proves reproducible: work that outlives its callback (an
+// reproFixtures are the fixtures the long lane (`make long`) proves reproducible: work that outlives its callback (an
 // executor job, a timer that prints a secret, a thread writing over a raw socket while the next callback
 // runs, attributed by its connection; one written on a kept-alive connection, attributed by the send that
 // carried it) and string-hash order across replicas, the
@@ -39,11 +40,12 @@ func verdict(rep *report.Report) string {
 }
 
 // TestVerdictsRepeat runs fixtures ten times each with the same seed and requires the same status and clauses
-// for every check in every run.
+// for every check in every run. It is in the long lane: ten runs of each fixture.
 func TestVerdictsRepeat(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Python, many times")
 	}
+	testutil.LongLane(t, "ten runs of each fixture")
 	dirs := reproFixtures
 	if os.Getenv("ASTRABOX_REPRO") == "all" {
 		dirs = fixtureDirs(t)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/astrabox-dev/astrabox/internal/report"
 	"github.com/astrabox-dev/astrabox/internal/simulate"
+	"github.com/astrabox-dev/astrabox/internal/testutil"
 )
 
 // fakeProcesses lists the pids whose command line names marker.
@@ -102,11 +103,13 @@ func TestServiceFakeLifecycle(t *testing.T) {
 // TestServiceVerdictsDoNotDependOnTheSlot: a provider that writes to its own services gets the same verdicts,
 // message for message, whether its scenarios run one at a time on one instance of each fake (-j 1) or two at
 // a time, each slot with its own instances (-j 2). The twin chosen fails RECOVER-TRUTH through the Vault, so a
-// failing verdict, which depends on the fake's state (a fence it holds or not), is compared too.
+// failing verdict, which depends on the fake's state (a fence it holds or not), is compared too. It is in
+// the long lane: two whole runs of one fixture, compared.
 func TestServiceVerdictsDoNotDependOnTheSlot(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Python")
 	}
+	testutil.LongLane(t, "two runs of one fixture compared")
 	proj, _ := filepath.Abs("../../testdata/providers/broken/recover-truth-vault")
 	verdicts := map[int]map[string]string{}
 	for _, jobs := range []int{1, 2} {

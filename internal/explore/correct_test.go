@@ -9,11 +9,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/astrabox-dev/astrabox/internal/testutil"
 )
 
+// exploreSample is the correct provider `make test` explores.
+const exploreSample = "minimal"
+
 // TestCorrectProvidersSurviveExploration explores generated scenarios against every correct provider and
-// requires no failure and no flaky result: the kit must never cry wolf. `make test` explores 40 scenarios per
-// provider; `make explore` sets ASTRABOX_EXPLORE_N=500.
+// requires no failure and no flaky result: the kit must never cry wolf. `make test` explores 40 scenarios of
+// exploreSample only; the long lane (`make long`) explores 40 per provider, and `make explore` 500
+// (ASTRABOX_EXPLORE_N=500).
 func TestCorrectProvidersSurviveExploration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Python (skipped under -short)")
@@ -30,6 +36,9 @@ func TestCorrectProvidersSurviveExploration(t *testing.T) {
 	for _, dir := range dirs {
 		dir := dir
 		t.Run(filepath.Base(dir), func(t *testing.T) {
+			if filepath.Base(dir) != exploreSample {
+				testutil.LongLane(t, "exploration of every correct provider")
+			}
 			if strings.HasPrefix(filepath.Base(dir), "lib-") {
 				// The real-client fixtures need Debian's interpreter and their credentials
 				// (internal/conformance's TestRealClientFixtures runs them).

@@ -9,6 +9,7 @@ import (
 
 	"github.com/astrabox-dev/astrabox/internal/conformance"
 	"github.com/astrabox-dev/astrabox/internal/simulate"
+	"github.com/astrabox-dev/astrabox/internal/testutil"
 )
 
 // setup resolves a fixture project and starts warm workers for it.
@@ -51,7 +52,7 @@ func setup(t *testing.T, dir string, seed int64) (*conformance.Env, *conformance
 
 // TestExploreFindsOrderDependentBugs proves that exploration finds, from a fixed seed, each broken fixture
 // whose bug needs a particular order, shrinks it to a handful of steps, and that the saved file replays the
-// failure.
+// failure. `make test` explores the first case; the long lane every case.
 func TestExploreFindsOrderDependentBugs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Python (skipped under -short)")
@@ -61,9 +62,12 @@ func TestExploreFindsOrderDependentBugs(t *testing.T) {
 		{"leak-cross-session", "LEAK-CROSS-SESSION"}, // two principals' sessions on one agent
 		{"recover-truth", "RECOVER-TRUTH"},           // host loss with a held write, recover, release
 	}
-	for _, c := range cases {
+	for i, c := range cases {
 		c := c
 		t.Run(c.check, func(t *testing.T) {
+			if i > 0 {
+				testutil.LongLane(t, "exploration of every order-dependent fixture")
+			}
 			env, w := setup(t, filepath.Join("..", "..", "testdata", "providers", "broken", c.fixture), 5)
 			dir := t.TempDir()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

@@ -1,0 +1,162 @@
+package testutil
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+)
+
+const repoRoot = "../.."
+
+// TestLongLaneSkipsUnlessItIsOn proves that LongLane skips, naming the target that runs the test, when
+// ASTRABOX_LONG is unset or anything but 1, and lets the test run when it is 1.
+func TestLongLaneSkipsUnlessItIsOn(t *testing.T) {
+	for _, c := range []struct {
+		value   string
+		skipped bool
+	}{{"", true}, {"0", true}, {"yes", true}, {"1", false}} {
+		t.Run("ASTRABOX_LONG="+c.value, func(t *testing.T) {
+			t.Setenv(LongEnv, c.value)
+			var inner *testing.T
+			ran := false
+			t.Run("lane", func(t *testing.T) {
+				inner = t
+				LongLane(t, "a test of the lane")
+				ran = true
+			})
+			if inner.Skipped() != c.skipped || ran == c.skipped {
+				t.Fatalf("skipped %v, ran past LongLane %v; want skipped %v", inner.Skipped(), ran, c.skipped)
+			}
+		})
+	}
+}
+
+// longTests finds, in every _test.go file of the repository, the top-level test functions that call
+// LongLane (in their body or a subtest's), keyed by "./<package dir> <TestName>".
+func longTests(t *testing.T) map[string]bool {
+	t.Helper()
+	found := map[string]bool{}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != repoRoot && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, "_test.go") || filepath.Dir(path) == "." {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(repoRoot, filepath.Dir(path))
+		if err != nil {
+			return err
+		}
+		for _, decl := range f.Decls {
+			fn, ok := decl.(*ast.FuncDecl)
+			if !ok || fn.Recv != nil || fn.Body == nil || !strings.HasPrefix(fn.Name.Name, "Test") {
+				continue
+			}
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				call, ok := n.(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				if sel, ok := call.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "LongLane" {
+					found["./"+filepath.ToSlash(rel)+" "+fn.Name.Name] = true
+				}
+				return true
+			})
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
+
+// makeVar reads the value of a `NAME := value` line of the Makefile.
+func makeVar(t *testing.T, makefile, name string) string {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^` + name + `\s*:=\s*(.*)$`).FindStringSubmatch(makefile)
+	if m == nil {
+		t.Fatalf("the Makefile has no %s := line", name)
+	}
+	return strings.TrimSpace(m[1])
+}
+
+// TestLongTargetRunsEveryLongTest holds the Makefile's long lane to the tests that call LongLane: every such
+// test is in LONG_TESTS and its package in LONG_PKGS (else `make long` would never run it, and no lane would),
+// and LONG_TESTS names no test that does not call it (which `make test` already runs in full). It also holds
+// CI to running both lanes.
+func TestLongTargetRunsEveryLongTest(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(repoRoot, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	makefile := string(data)
+	if !regexp.MustCompile(`(?m)^long:`).MatchString(makefile) || !strings.Contains(makefile, LongEnv+"=1 $(GO) test") {
+		t.Fatalf("the Makefile has no long target that sets %s=1", LongEnv)
+	}
+	names := map[string]bool{}
+	for _, n := range strings.Split(makeVar(t, makefile, "LONG_TESTS"), "|") {
+		names[n] = true
+	}
+	pkgs := map[string]bool{}
+	for _, p := range strings.Fields(makeVar(t, makefile, "LONG_PKGS")) {
+		pkgs[p] = true
+	}
+	long := longTests(t)
+	if len(long) == 0 {
+		t.Fatal("no test calls LongLane: the walk found nothing")
+	}
+	usedNames, usedPkgs := map[string]bool{}, map[string]bool{}
+	var keys []string
+	for k := range long {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		pkg, name, _ := strings.Cut(k, " ")
+		usedNames[name], usedPkgs[pkg] = true, true
+		if !names[name] {
+			t.Errorf("%s (%s) calls LongLane but the Makefile's LONG_TESTS does not name it: add it", name, pkg)
+		}
+		if !pkgs[pkg] {
+			t.Errorf("%s calls LongLane in %s, which the Makefile's LONG_PKGS does not list: add it", name, pkg)
+		}
+	}
+	for n := range names {
+		if !usedNames[n] {
+			t.Errorf("LONG_TESTS names %s, which calls no LongLane: `make test` runs it already; remove it", n)
+		}
+	}
+	for p := range pkgs {
+		if !usedPkgs[p] {
+			t.Errorf("LONG_PKGS lists %s, where no test calls LongLane: remove it", p)
+		}
+	}
+	ci, err := os.ReadFile(filepath.Join(repoRoot, ".ci", "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{"make test", LongTarget} {
+		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(target) + `\s*$`).Match(ci) {
+			t.Errorf(".ci/run does not run %q on a line of its own: CI must run both lanes", target)
+		}
+	}
+}
