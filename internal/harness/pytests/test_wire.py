@@ -81,6 +81,23 @@ class EncodeFrame(unittest.TestCase):
         self.assertIn("%d bytes" % size, str(cm.exception))
 
 
+def no_die(message, status):
+    raise AssertionError("the harness would have ended with status %d: %s" % (status, message))
+
+
+_no_die = mock.patch.object(wire, "die", no_die)
+
+
+def setUpModule():
+    # In this process a regression that ends the process would end the whole test run: make it the failure of
+    # the test that met it. Child interpreters import their own, real ``die``.
+    _no_die.start()
+
+
+def tearDownModule():
+    _no_die.stop()
+
+
 class FrameReader(unittest.TestCase):
     def test_nothing_to_read_yet_is_no_message(self):
         pipe = Pipe(self)
@@ -171,6 +188,25 @@ class CorruptStream(unittest.TestCase):
 
 
 class Writer(unittest.TestCase):
+    def pipe(self, *senders):
+        """A pipe with a Writer on its write end, and threads that send through it. Cleanup closes the read end
+        first, so that a sender still blocked on a failed test meets a closed pipe and ends, then joins them."""
+        r, w = os.pipe()
+        os.set_blocking(r, False)
+        writer = wire.Writer(w)
+        threads = [threading.Thread(target=send, args=(writer,)) for send in senders]
+
+        def cleanup():
+            os.close(r)
+            for t in threads:
+                t.join(WAIT)
+            os.close(w)
+
+        self.addCleanup(cleanup)
+        for t in threads:
+            t.start()
+        return r, writer, threads
+
     def read_frames(self, fd, count):
         reader = wire.FrameReader()
         out = []
@@ -181,32 +217,19 @@ class Writer(unittest.TestCase):
         return out
 
     def test_frames_round_trip_and_written_counts_every_byte(self):
-        r, w = os.pipe()
-        self.addCleanup(os.close, r)
-        self.addCleanup(os.close, w)
-        os.set_blocking(r, False)
-        writer = wire.Writer(w)
         small = {"kind": "reply", "id": 1, "ok": True, "value": None}
         big = {"kind": "reply", "id": 2, "ok": True, "value": "v" * (200 << 10)}  # past the one-write size
         sizes = [4 + len(wire.encode_frame(m)[1]) for m in (small, big)]
-        done = threading.Thread(target=lambda: (writer.send(small), writer.send(big)))
-        done.start()
+        r, writer, (sender,) = self.pipe(lambda writer: (writer.send(small), writer.send(big)))
         self.assertEqual(self.read_frames(r, 2), [small, big])
-        done.join(WAIT)
+        sender.join(WAIT)
         self.assertEqual(writer.written, sum(sizes))
 
     def test_frames_from_several_threads_never_interleave(self):
-        r, w = os.pipe()
-        self.addCleanup(os.close, r)
-        self.addCleanup(os.close, w)
-        os.set_blocking(r, False)
-        writer = wire.Writer(w)
-        threads = [threading.Thread(target=lambda t=t: [writer.send({"kind": "k", "t": t, "i": i,
-                                                                     "pad": "p" * (70000 if i % 3 == 0 else 10)})
-                                                        for i in range(12)])
-                   for t in range(4)]
-        for t in threads:
-            t.start()
+        r, writer, threads = self.pipe(*[
+            lambda writer, t=t: [writer.send({"kind": "k", "t": t, "i": i, "pad": "p" * (70000 if i % 3 == 0 else 10)})
+                                 for i in range(12)]
+            for t in range(4)])
         got = self.read_frames(r, 48)
         for t in threads:
             t.join(WAIT)
@@ -214,11 +237,7 @@ class Writer(unittest.TestCase):
             self.assertEqual([m["i"] for m in got if m["t"] == t], list(range(12)))
 
     def test_a_closed_writer_sends_nothing(self):
-        r, w = os.pipe()
-        self.addCleanup(os.close, r)
-        self.addCleanup(os.close, w)
-        os.set_blocking(r, False)
-        writer = wire.Writer(w)
+        r, writer, _ = self.pipe()
         writer.close()
         writer.send({"kind": "reply", "id": 1})
         with self.assertRaises(BlockingIOError):
