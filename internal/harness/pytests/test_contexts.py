@@ -186,7 +186,13 @@ class Recorder:
 
 
 def run(coro):
-    return asyncio.run(asyncio.wait_for(coro, WAIT))
+    # A loop of its own, never set as the thread's: asyncio.run would leave the main thread without an implicit
+    # loop, which later suites of the same run (under 3.9) still ask for.
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(asyncio.wait_for(coro, WAIT))
+    finally:
+        loop.close()
 
 
 class Sandbox(unittest.TestCase):
