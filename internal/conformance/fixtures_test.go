@@ -80,14 +80,7 @@ func collectSuite(t *testing.T, dir string) collected {
 	defer cancel()
 	abs, _ := filepath.Abs(dir)
 	o := Options{Project: abs, Python: "python3", Jobs: 2, Getenv: pathOnly}
-	tg, err := Resolve(ctx, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, _, err := Inspect(ctx, tg)
-	if err != nil || info == nil {
-		t.Fatalf("inspect: %v", err)
-	}
+	tg, info := resolveInspect(ctx, t, o)
 	ev, err := Collect(ctx, tg, info, 1, o)
 	if err != nil {
 		t.Fatal(err)

@@ -56,14 +56,7 @@ func collectProvider(t *testing.T, dir, provider string) (*report.Report, []*sim
 	defer cancel()
 	abs, _ := filepath.Abs(dir)
 	o := Options{Project: abs, Python: systemPython, Provider: provider, Jobs: 2, Getenv: pathOnly}
-	tg, err := Resolve(ctx, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, _, err := Inspect(ctx, tg)
-	if err != nil || info == nil {
-		t.Fatalf("inspect: %v", err)
-	}
+	tg, info := resolveInspect(ctx, t, o)
 	ev, err := Collect(ctx, tg, info, 1, o)
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/astrabox-dev/astrabox/internal/harness"
 )
 
 // TestRunAllPreparesNoStageItCannotUse: the default suite's slots prepare a replica set for a next scenario
@@ -55,12 +57,9 @@ func TestRunAllPreparesNoStageItCannotUse(t *testing.T) {
 	}
 }
 
-// minimalEnv resolves and inspects the correct/minimal fixture with jobs and returns its options and a
-// seed-1 environment, for tests that drive Workers by hand.
-func minimalEnv(ctx context.Context, t *testing.T, jobs int) (Options, *Env) {
+// resolveInspect resolves the project o names and inspects its provider, failing the test on either error.
+func resolveInspect(ctx context.Context, t *testing.T, o Options) (*Target, *harness.LoadInfo) {
 	t.Helper()
-	abs, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "providers", "correct", "minimal"))
-	o := Options{Project: abs, Python: "python3", Jobs: jobs, Getenv: pathOnly}
 	tg, err := Resolve(ctx, o)
 	if err != nil {
 		t.Fatal(err)
@@ -69,6 +68,16 @@ func minimalEnv(ctx context.Context, t *testing.T, jobs int) (Options, *Env) {
 	if err != nil || info == nil {
 		t.Fatalf("inspect: %v", err)
 	}
+	return tg, info
+}
+
+// minimalEnv resolves and inspects the correct/minimal fixture with jobs and returns its options and a
+// seed-1 environment, for tests that drive Workers by hand.
+func minimalEnv(ctx context.Context, t *testing.T, jobs int) (Options, *Env) {
+	t.Helper()
+	abs, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "providers", "correct", "minimal"))
+	o := Options{Project: abs, Python: "python3", Jobs: jobs, Getenv: pathOnly}
+	tg, info := resolveInspect(ctx, t, o)
 	env, err := NewEnv(tg, info, 1)
 	if err != nil {
 		t.Fatal(err)
