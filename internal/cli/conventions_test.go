@@ -321,6 +321,17 @@ func TestInlineSuppression(t *testing.T) {
 	if code != ExitFailed {
 		t.Fatalf("unsuppressed: exit %d, want 1", code)
 	}
+	unsuppressed, err := report.ReadJSON(strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := false
+	for _, r := range unsuppressed.Results {
+		failed = failed || (r.Check == "LEAK-LOG" && r.Status == report.StatusFailed)
+	}
+	if !failed {
+		t.Fatal("unsuppressed: LEAK-LOG did not fail, so the suppression below proves nothing")
+	}
 	body, _ := os.ReadFile(src)
 	marked := strings.Replace(string(body), "context.principal_id)\n", "context.principal_id)  # astrabox: ignore[LEAK-LOG] reviewed: the fixture's token\n", 1)
 	if marked == string(body) {

@@ -19,10 +19,7 @@ func codeBlocks(t *testing.T, doc, heading string) []string {
 		t.Fatalf("no section %q", heading)
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
-	var blocks []string
-	for _, part := range strings.Split(section, "```")[1:] {
-		blocks = append(blocks, part)
-	}
+	blocks := strings.Split(section, "```")[1:]
 	var out []string
 	for i := 0; i < len(blocks); i += 2 {
 		_, body, _ := strings.Cut(blocks[i], "\n")

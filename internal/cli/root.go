@@ -112,6 +112,7 @@ file and line.`,
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.Err)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		//lint:ignore ST1005 a usage error is printed as it is, with cobra's own second line
 		return &usageError{fmt.Errorf("%s\nRun '%s --help' for usage.", cleanFlagError(err.Error()), cmd.CommandPath())}
 	})
 	root.AddCommand(

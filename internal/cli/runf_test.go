@@ -17,6 +17,8 @@ import (
 
 // execute runs a command built by a NewCmdX with args and returns its error and outputs; no Python starts
 // when the command was given a runF.
+//
+//lint:ignore ST1008 the error comes first so that a test reads as err, stdout, stderr, in the order cobra reports them
 func execute(t *testing.T, build func(*Factory) *cobra.Command, args ...string) (error, string, string) {
 	t.Helper()
 	io, out, errb := term.Test()

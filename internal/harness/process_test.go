@@ -262,7 +262,7 @@ func TestFakeCancelAndHang(t *testing.T) {
 		t.Errorf("signal %q", pe.Signal)
 	}
 	_, err = call(t, p, "echo", nil, time.Second)
-	pe = asProcessError(t, err, KindClosed, "died earlier", "did not settle")
+	asProcessError(t, err, KindClosed, "died earlier", "did not settle")
 	assertGone(t, pgid, token)
 	if err := p.Close(); err != nil {
 		t.Errorf("close after a reported death: %v", err)

@@ -26,7 +26,7 @@ type ciWorkflow struct {
 // readmeTestCommand is the README's test command: the `make` line of its set-up block that runs the tests.
 func readmeTestCommand(t *testing.T) string {
 	t.Helper()
-	m := regexp.MustCompile("(?m)^(make test)\\b").FindStringSubmatch(string(readRepoFile(t, "README.md")))
+	m := regexp.MustCompile(`(?m)^(make test)\b`).FindStringSubmatch(string(readRepoFile(t, "README.md")))
 	if m == nil {
 		t.Fatal("README.md has no `make test` line in its set-up block")
 	}

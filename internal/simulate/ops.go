@@ -185,17 +185,6 @@ func Generated() []GenOp {
 	return out
 }
 
-// NotGenerated returns the ops exploration never draws, each with the reason.
-func NotGenerated() map[string]string {
-	out := map[string]string{}
-	for name, s := range opRegistry {
-		if s.gen == nil {
-			out[name] = s.notGenerated
-		}
-	}
-	return out
-}
-
 // Simplified returns a copy of the step with simpler values, as its op's simplify hook gives them (the
 // shrinker keeps the copy when the scenario still fails); a step whose op has no hook is returned as it is.
 func (st Step) Simplified() Step {
