@@ -34,7 +34,7 @@ PROTOCOL = 1
 # FOLD_BYTES. Otherwise ``returned`` goes first, as soon as the callback ended or, at the latest, once one of
 # these no longer holds.
 FOLD_MARGIN_S = 1.0
-FOLD_WAIT_NS = 5_000_000
+FOLD_WAIT_NS = 100_000_000
 FOLD_BYTES = 65536
 
 
