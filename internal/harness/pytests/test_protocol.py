@@ -415,6 +415,9 @@ class CallTest(unittest.TestCase):
         self.assertIs(reply["error"]["cancelled"], True)
         self.assertIn({"file": GOOD, "line": marker_line(GOOD, "SLEEP_LINE"), "function": "prepare_session"},
                       reply["error"]["frames"])
+        # Go's grace runs once its cancel reached the call: the end of the callback's code is said at once, even
+        # with the deadline (10 s) far away.
+        self.assertReturnedFirst(self.h.last_kinds)
 
     def test_self_cancel_is_not_a_host_cancel(self):
         e = self.h.call("prepare_session", session_args("self-cancel"))["error"]

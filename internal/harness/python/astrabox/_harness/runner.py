@@ -296,13 +296,16 @@ class Runner:
         (``value``, when not encoded yet) and sends the reply, so that the callback's deadline counts the
         provider's time only and encoding a large material is the kit's (docs/protocol.md, "returned").
 
-        When the deadline is far (at least FOLD_MARGIN_S away, or there is none) and ``value`` is not a large
-        material, the frame is owed instead: the reply carries it (:meth:`_send_reply`), one wake-up of the Go
-        side fewer per call, unless the reply turns out slow or large, in which case ``returned`` goes first."""
+        When no cancel reached the call, its deadline is far (at least FOLD_MARGIN_S away, or there is none) and
+        ``value`` is not a large material, the frame is owed instead: the reply carries it (:meth:`_send_reply`),
+        one wake-up of the Go side fewer per call, unless the reply turns out slow or large, in which case
+        ``returned`` goes first."""
         self._returned_ns = time.perf_counter_ns()
         if self._call is None:
             return
-        far = self._deadline_at is None or (self.loop is not None and self._deadline_at - self.loop.time() >= FOLD_MARGIN_S)
+        # A cancel that reached the call means Go's grace is running: say at once that the code ended.
+        far = not self.cancel_requested and (
+            self._deadline_at is None or (self.loop is not None and self._deadline_at - self.loop.time() >= FOLD_MARGIN_S))
         if far and not material_larger_than(value, FOLD_BYTES):
             self._returned_owed = self._call.id
             return
