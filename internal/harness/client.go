@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -22,7 +23,7 @@ func (p *Process) send(v any, d time.Duration) error {
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
 	_ = p.reqW.SetWriteDeadline(time.Now().Add(d))
-	return WriteFrame(p.reqW, json.RawMessage(body))
+	return writeBody(p.reqW, body) // marshalled once: WriteFrame would copy and compact a RawMessage again
 }
 
 func (p *Process) drain(f *os.File, s *stream, done chan struct{}) {
@@ -45,8 +46,10 @@ func (p *Process) readLoop() {
 	defer p.wg.Done()
 	defer close(p.readDone)
 	first := true
+	// Buffered: a frame's length and body, and the frames the harness writes together, come in one read.
+	r := bufio.NewReaderSize(p.respR, 64<<10)
 	for {
-		body, err := ReadFrame(p.respR)
+		body, err := ReadFrame(r)
 		if err != nil {
 			p.readFailed(err)
 			return

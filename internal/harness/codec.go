@@ -21,6 +21,11 @@ func WriteFrame(w io.Writer, v any) error {
 	if err != nil {
 		return fmt.Errorf("encode frame: %w", err)
 	}
+	return writeBody(w, body)
+}
+
+// writeBody writes body, already JSON, as one frame in a single Write.
+func writeBody(w io.Writer, body []byte) error {
 	if len(body) > MaxFrame {
 		return fmt.Errorf("encode frame of %d bytes: %w", len(body), ErrFrameTooLarge)
 	}

@@ -139,15 +139,18 @@ class Harness:
         assert msg["kind"] == "hello", msg
         return msg
 
-    def call(self, method: str, args: Dict[str, Any], sandbox=None, on_sent=None) -> Dict[str, Any]:
-        """Send a call and return its reply; background messages are kept, sandbox requests answered."""
+    def call(self, method: str, args: Dict[str, Any], sandbox=None, on_sent=None, timeout_s: float = 10.0) -> Dict[str, Any]:
+        """Send a call and return its reply; background messages are kept, sandbox requests answered. The kinds
+        of the messages of this call, in the order they came, are left in ``last_kinds``."""
         self.next_id += 1
         call_id = self.next_id
-        self.send({"kind": "call", "id": call_id, "method": method, "args": args, "timeout_s": 10.0})
+        self.last_kinds: List[str] = []
+        self.send({"kind": "call", "id": call_id, "method": method, "args": args, "timeout_s": timeout_s})
         if on_sent is not None:
             on_sent(call_id)
         while True:
             msg = self.recv()
+            self.last_kinds.append(msg["kind"])
             if msg["kind"] == "background":
                 self.backgrounds.append(msg)
             elif msg["kind"] == "sandbox":

@@ -242,6 +242,39 @@ class CallTest(unittest.TestCase):
         self.assertEqual(reply["value"]["type"], "coroutine")
         self.assertEqual(reply["observations"]["warnings"], [])  # closed, so never "never awaited"
 
+    # -- the returned frame (protocol.md, "returned") ---------------------------------------------------------
+
+    def assertReturnedFirst(self, kinds):
+        self.assertIn("returned", kinds)
+        self.assertLess(kinds.index("returned"), kinds.index("reply"), kinds)
+
+    def test_returned_is_folded_into_a_quick_small_reply_far_from_the_deadline(self):
+        for method, args, timeout in (("plan", {"config": {"mode": "default"}}, 10.0),
+                                      ("prepare_session", session_args("plain"), 10.0),
+                                      ("prepare_session", session_args("plain"), 0)):  # no deadline
+            with self.subTest(method=method, timeout=timeout):
+                reply = self.h.call(method, args, timeout_s=timeout)
+                self.assertTrue(reply["ok"], reply)
+                self.assertNotIn("returned", self.h.last_kinds)
+
+    def test_returned_comes_first_when_the_deadline_is_near(self):
+        for method, args in (("plan", {"config": {"mode": "default"}}), ("prepare_session", session_args("plain"))):
+            with self.subTest(method=method):
+                reply = self.h.call(method, args, timeout_s=0.5)
+                self.assertTrue(reply["ok"], reply)
+                self.assertReturnedFirst(self.h.last_kinds)
+
+    def test_returned_comes_first_for_a_large_material(self):
+        reply = self.h.call("prepare_session", session_args("bundle"), timeout_s=10.0)
+        self.assertReturnedFirst(self.h.last_kinds)
+        self.assertEqual(base64.b64decode(reply["value"]["files"][0]["content_b64"]), bytes(200 * 1024))
+
+    def test_returned_comes_first_when_the_reply_is_slow_to_make(self):
+        reply = self.h.call("prepare_session", session_args("slow-repr"), timeout_s=10.0)
+        self.assertEqual(reply["value"]["repr"], "SlowRepr()")
+        self.assertReturnedFirst(self.h.last_kinds)
+        self.assertLess(reply["duration_ns"], 250_000_000)  # the repr is the kit's time, not the callback's
+
     def test_declaration_errors(self):
         for mode, text in (("nan", "nan"), ("nonjson", "not JSON-serialisable")):
             v = self.plan(mode)["value"]
@@ -382,6 +415,9 @@ class CallTest(unittest.TestCase):
         self.assertIs(reply["error"]["cancelled"], True)
         self.assertIn({"file": GOOD, "line": marker_line(GOOD, "SLEEP_LINE"), "function": "prepare_session"},
                       reply["error"]["frames"])
+        # Go's grace runs once its cancel reached the call: the end of the callback's code is said at once, even
+        # with the deadline (10 s) far away.
+        self.assertReturnedFirst(self.h.last_kinds)
 
     def test_self_cancel_is_not_a_host_cancel(self):
         e = self.h.call("prepare_session", session_args("self-cancel"))["error"]

@@ -23,9 +23,19 @@ from astrabox._harness.leftovers import IdleWatch
 from astrabox._harness.loader import METHODS, Loaded, load
 from astrabox._harness.observe import CURRENT_CALL, Observer, Snapshot
 from astrabox._harness.records import KIND_COROUTINE, KIND_OTHER, Leftovers, LeftoverThread, Observations, Result
-from astrabox._harness.values import encode_error, encode_value, harness_error, material_too_large, safe_repr, type_name
+from astrabox._harness.values import (encode_error, encode_value, harness_error, material_larger_than, material_too_large,
+                                      safe_repr, type_name)
 
 PROTOCOL = 1
+
+# When the harness may leave out the separate ``returned`` frame and let the reply say it (docs/protocol.md,
+# "returned"): the call's deadline is at least FOLD_MARGIN_S away when the callback's own code ends, the reply is
+# ready within FOLD_WAIT_NS of that, and its frame (which Go reads and decodes before it sees it) is below
+# FOLD_BYTES. Otherwise ``returned`` goes first, as soon as the callback ended or, at the latest, once one of
+# these no longer holds.
+FOLD_MARGIN_S = 1.0
+FOLD_WAIT_NS = 100_000_000
+FOLD_BYTES = 65536
 
 
 def safe_encode_value(result: Any, method: str) -> Dict[str, Any]:
@@ -90,6 +100,8 @@ class Runner:
         self._call: Optional[CallInFlight] = None
         self._started = 0
         self._returned_ns: Optional[int] = None
+        # The call whose ``returned`` frame is still owed (folded into its reply unless that gets slow or large).
+        self._returned_owed: Optional[int] = None
         # The deadline of the call in flight on the loop's clock (None without one), whether the loop ran while
         # the call was pending once that deadline had passed, and when the callback's own code ended.
         self._deadline_at: Optional[float] = None
@@ -256,14 +268,17 @@ class Runner:
         self.observer.begin_call(call_id)
         if method != "load" and method != "settle":  # what runs while settling is still the last callback's
             self.coverage.begin(method if isinstance(method, str) else "")
-        # The harness's own deadline timer, armed before the snapshot so that it is never a leftover.
-        self._watch_deadline(msg.get("timeout_s") if method != "load" and method != "settle" else None)
+        # The harness's own deadline timer, armed before the snapshot so that it is never a leftover. `plan` runs
+        # to its reply inside this loop iteration, so the loop cannot run before it ends: no timer is needed.
+        self._watch_deadline(msg.get("timeout_s") if method != "load" and method != "settle" else None,
+                             arm=method != "plan")
         before = self.observer.snapshot(loop)  # never raises
         ctx = contextvars.copy_context()
         ctx.run(CURRENT_CALL.set, call_id)
         self._call = CallInFlight(call_id, before, ctx, method if isinstance(method, str) else "")
         self._started = time.perf_counter_ns()
         self._returned_ns = None
+        self._returned_owed = None
         if method != "load" and method != "settle":
             # Modules the provider imported when it loaded are found (and hooked) before its first callback runs.
             ctx.run(self.observer.scan_native)
@@ -276,13 +291,36 @@ class Runner:
             self._returned()
             self._reply(*outcome)
 
-    def _returned(self) -> None:
-        """Tell Go that the callback's own code has ended, before the harness inspects what it left, encodes its
-        value and sends the reply: the callback's deadline counts the provider's time only, and encoding a
-        large material is the kit's (docs/protocol.md, "returned")."""
+    def _returned(self, value: Any = None) -> None:
+        """The callback's own code has ended: tell Go before the harness inspects what it left, encodes its value
+        (``value``, when not encoded yet) and sends the reply, so that the callback's deadline counts the
+        provider's time only and encoding a large material is the kit's (docs/protocol.md, "returned").
+
+        When no cancel reached the call, its deadline is far (at least FOLD_MARGIN_S away, or there is none) and
+        ``value`` is not a large material, the frame is owed instead: the reply carries it (:meth:`_send_reply`),
+        one wake-up of the Go side fewer per call, unless the reply turns out slow or large, in which case
+        ``returned`` goes first."""
         self._returned_ns = time.perf_counter_ns()
-        if self._call is not None:
-            self.writer.send({"kind": "returned", "id": self._call.id})
+        if self._call is None:
+            return
+        # A cancel that reached the call means Go's grace is running: say at once that the code ended.
+        far = not self.cancel_requested and (
+            self._deadline_at is None or (self.loop is not None and self._deadline_at - self.loop.time() >= FOLD_MARGIN_S))
+        if far and not material_larger_than(value, FOLD_BYTES):
+            self._returned_owed = self._call.id
+            return
+        self.writer.send({"kind": "returned", "id": self._call.id})
+
+    def _send_reply(self, reply: Dict[str, Any]) -> None:
+        """Send ``reply``, preceded by the ``returned`` frame still owed when the reply took longer than
+        FOLD_WAIT_NS after the callback ended or is FOLD_BYTES or more: both go in one write."""
+        header, body = wire.encode_frame(reply)
+        owed, self._returned_owed = self._returned_owed, None
+        before = b""
+        if owed is not None and self._returned_ns is not None and (
+                len(body) >= FOLD_BYTES or time.perf_counter_ns() - self._returned_ns > FOLD_WAIT_NS):
+            before = b"".join(wire.encode_frame({"kind": "returned", "id": owed}))
+        self.writer.write_frame(header, body, before)
 
     def _reply(self, ok: bool, value: Any, error: Any) -> None:
         """Send the reply of the call in flight, with what it left behind."""
@@ -317,16 +355,16 @@ class Runner:
         if self._exit_after is not None:
             reply["exit"] = self._exit_after
         try:
-            self.writer.send(reply)
+            self._send_reply(reply)
         except wire.FrameTooLarge as exc:
             reply.update(ok=False, value=None,
                          error=harness_error("astrabox.harness.ReplyTooLarge", "the reply could not be sent: %s" % exc))
             try:
-                self.writer.send(reply)
+                self._send_reply(reply)
             except wire.FrameTooLarge:
                 reply["observations"] = Observations(dropped=len(obs.logs) + len(obs.warnings) + len(obs.audit),
                                                      connections=obs.connections, sends=obs.sends).wire()
-                self.writer.send(reply)
+                self._send_reply(reply)
         if self._exit_after is not None:
             self._end_process(self._exit_after)
         pending = self.observer.end_call()
@@ -408,7 +446,7 @@ class Runner:
 
     # -- the deadline, judged on the loop ----------------------------------------------------------------
 
-    def _watch_deadline(self, timeout_s: Any) -> None:
+    def _watch_deadline(self, timeout_s: Any, arm: bool = True) -> None:
         """Note the call's deadline on the loop's clock and arm a timer that tells whether the loop got to run
         once it passed while the call was still pending. Whether a callback held the loop through its deadline
         is then a fact of the loop's own order of events, not of how fast Go's cancel travelled."""
@@ -419,7 +457,8 @@ class Runner:
         if self.loop is None or not isinstance(timeout_s, (int, float)) or isinstance(timeout_s, bool) or timeout_s <= 0:
             return
         self._deadline_at = self.loop.time() + float(timeout_s)
-        self._deadline_handle = self.loop.call_at(self._deadline_at, self._deadline_passed)
+        if arm:
+            self._deadline_handle = self.loop.call_at(self._deadline_at, self._deadline_passed)
 
     def _deadline_passed(self) -> None:
         """Timer at the deadline: the loop runs, so a callback still pending yields to it (it does not hold it)."""
@@ -531,7 +570,7 @@ class Runner:
         """Done callback of the call's task: encode its outcome, reply, and start the next queued call."""
         assert self._call is not None
         method = self._call.method
-        self._returned()
+        self._returned(_returned_value(task))
         try:
             outcome = self._async_outcome(task, method)
         except Exception as exc:  # a harness bug must still produce exactly one reply
@@ -565,6 +604,17 @@ class Runner:
         if was_sync:
             value["was_sync"] = True
         return True, value, None
+
+
+def _returned_value(task: "asyncio.Task[Any]") -> Any:
+    """What the call's task returned (before it is encoded), or None (never raises)."""
+    try:
+        if task.cancelled():
+            return None
+        outcome = task.result()
+        return outcome[1] if outcome[0] == "ok" else None
+    except BaseException:  # noqa: B036
+        return None
 
 
 class _Stepped:

@@ -11,7 +11,7 @@ import math
 import traceback
 import types
 from collections.abc import Mapping
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from astrabox import seams
 from astrabox._harness.records import (KIND_BOOL, KIND_MATERIALS, KIND_NONE, KIND_OTHER, KIND_PLAN,
@@ -171,22 +171,33 @@ def freeze(obj: Any) -> Any:
 MATERIAL_LIMIT = 32 * 1024 * 1024
 
 
-def material_too_large(value: Any) -> Optional[str]:
-    """Why RuntimeMaterials ``value`` is too large for the kit to carry, or None."""
+def _material_sizes(value: Any) -> List[Tuple[int, Any]]:
+    """The byte size and name of each file of RuntimeMaterials ``value`` (empty for anything else; never raises)."""
     if not isinstance(value, seams.RuntimeMaterials):
-        return None
+        return []
     try:
         files = value.files
         if not isinstance(files, (tuple, list)):
-            return None
+            return []
         sizes = []
         for item in files:
             content = getattr(item, "content", None)
             if isinstance(content, (bytes, bytearray, memoryview)):
                 sizes.append((len(memoryview(content).cast("B")) if isinstance(content, memoryview) else len(content),
                               getattr(item, "name", "?")))
+        return sizes
     except BaseException:  # noqa: B036 - a provider object whose attributes raise is reported elsewhere
-        return None
+        return []
+
+
+def material_larger_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` is RuntimeMaterials whose files hold more than ``limit`` bytes (never raises)."""
+    return sum(n for n, _ in _material_sizes(value)) > limit
+
+
+def material_too_large(value: Any) -> Optional[str]:
+    """Why RuntimeMaterials ``value`` is too large for the kit to carry, or None."""
+    sizes = _material_sizes(value)
     total = sum(n for n, _ in sizes)
     if total <= MATERIAL_LIMIT:
         return None

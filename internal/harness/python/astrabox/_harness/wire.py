@@ -51,12 +51,16 @@ class Writer:
 
     def send(self, msg: Dict[str, Any]) -> None:
         header, body = encode_frame(msg)
+        self.write_frame(header, body)
+
+    def write_frame(self, header: bytes, body: bytes, before: bytes = b"") -> None:
+        """Write one encoded frame (``encode_frame``), after ``before`` (whole frames, or nothing)."""
         with self._lock:
             if self.closed:
                 return
-            # Small frames go in one write (Go reads a frame with two reads either way); a large body is
-            # written from where it lies.
-            parts = [header + body] if len(body) < 65536 else [header, body]
+            # Small frames go in one write, with the frames before them: each write wakes the Go reader once.
+            # A large body is written from where it lies.
+            parts = [before + header + body] if len(body) < 65536 else [before + header, body]
             for data in parts:
                 view = memoryview(data)
                 while view:
