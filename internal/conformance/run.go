@@ -112,6 +112,8 @@ type Options struct {
 	// recordEvidence, when set (the recorded-evidence tests), receives the evidence Decide judges, with its
 	// target (nil for a project that declared no provider in the group).
 	recordEvidence func(ev *Evidence, t *Target)
+	// trace is the run's developer timeline (TraceEnv), nil when off.
+	trace *tracer
 }
 
 // Target is a resolved provider project: everything needed to load and simulate the provider.
@@ -186,15 +188,18 @@ func Resolve(ctx context.Context, o Options) (*Target, error) {
 			setting += " in " + where
 		}
 	}
+	o.trace.mark("resolve: project and settings read")
 	py, err := discovery.FindInterpreter(discovery.InterpreterOptions{Flag: o.Python, Setting: settings.Python, SettingReason: setting,
 		Getenv: o.Getenv, ProjectDir: proj.Dir, LookPath: o.LookPath})
 	if err != nil {
 		return nil, undecided(err)
 	}
+	o.trace.mark("resolve: interpreter %s chosen (via %q)", py.Path, py.Via)
 	installed, err := discovery.InstalledEntryPoints(ctx, py.Path, proj.Dir)
 	if err != nil {
 		return nil, undecided(err)
 	}
+	o.trace.mark("resolve: installed entry points listed")
 	res, err := discovery.Resolve(proj, installed, o.Provider)
 	if err != nil {
 		var np *discovery.NoProviderError
@@ -329,6 +334,10 @@ func Open(ctx context.Context, o Options) (_ *Live, err error) {
 			return nil, undecided(err)
 		}
 	}
+	if o.trace == nil {
+		o.trace = newTracer(o.Getenv)
+	}
+	o.trace.mark("open")
 	l := &Live{o: o, secrets: &secrets.Set{}, logf: func(format string, args ...any) {
 		if o.Log != nil {
 			fmt.Fprintf(o.Log, format+"\n", args...)
@@ -361,11 +370,21 @@ func Open(ctx context.Context, o Options) (_ *Live, err error) {
 	t.Hosts = simulate.NewHosts(ctx, t.Python.Path, t.Project.Dir, l.seed, verbose)
 	l.closers = append(l.closers, t.Hosts.Close)
 	t.Hosts.Prestart(replicaNames(max(3, t.Settings.Replicas))...)
+	if o.trace != nil {
+		for _, name := range replicaNames(max(3, t.Settings.Replicas)) {
+			go func() {
+				t.Hosts.ForkServer(name)
+				o.trace.mark("fork server %s ready", name)
+			}()
+		}
+	}
 	t.Zygote = t.Hosts.ForkServer("r1")
+	o.trace.mark("inspect: start")
 	info, reply, err := Inspect(ctx, t)
 	if err != nil {
 		return nil, err
 	}
+	o.trace.mark("inspect: provider loaded")
 	if info == nil {
 		return nil, LoadError(t, reply)
 	}
@@ -379,6 +398,7 @@ func Open(ctx context.Context, o Options) (_ *Live, err error) {
 		}
 		t.Services = svcs
 		l.closers = append(l.closers, func() { _ = svcs.Close() })
+		o.trace.mark("services started (%d declared)", len(t.Settings.Services))
 	}
 	if err := t.checkWrapper(ctx); err != nil {
 		return nil, err
@@ -400,11 +420,14 @@ func Open(ctx context.Context, o Options) (_ *Live, err error) {
 		jobs = o.jobs(1 << 20)
 	}
 	started := time.Now()
+	o.trace.mark("workers: %d slot(s) for %d scenario(s)", jobs, len(l.scenarios))
 	w, err := env.NewWorkers(ctx, jobs, maxReplicas(l.scenarios, 3))
 	if err != nil {
 		return nil, l.MaskError(err)
 	}
+	w.trace = o.trace
 	l.Workers = w
+	o.trace.mark("workers: ready (first stages preparing)")
 	l.closers = append(l.closers, w.Close)
 	if o.Verbose {
 		l.logf("prepared %d scenario slot(s) in %s (fresh replicas per scenario%s)", jobs, time.Since(started).Round(time.Millisecond), slotServices(t.Settings, jobs))
@@ -475,6 +498,7 @@ func (l *Live) Suite(ctx context.Context) (*report.Report, error) {
 		if err != nil {
 			return nil, l.MaskError(err)
 		}
+		l.o.trace.mark("scenarios: all ended")
 		if err := l.Alive(); err != nil {
 			return nil, err
 		}
@@ -489,10 +513,12 @@ func (l *Live) Suite(ctx context.Context) (*report.Report, error) {
 		}
 	}
 	ev := env.Evidence(hists)
+	l.o.trace.mark("judge: evidence gathered")
 	rep, err := Decide(ev, t, l.seed, l.o)
 	if err != nil {
 		return nil, undecided(err)
 	}
+	l.o.trace.mark("judge: decided, masked")
 	l.secrets = ev.Secrets
 	rep.Tool = report.Tool{Name: "astrabox", Version: l.o.Version}
 	if rep.Coverage == nil && env.Runnable() {

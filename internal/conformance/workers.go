@@ -27,6 +27,8 @@ import (
 type Workers struct {
 	// progress, when set, receives RunAll's progress line (Options.Progress, for the default suite).
 	progress io.Writer
+	// trace is the run's developer timeline (TraceEnv), nil when off.
+	trace *tracer
 
 	env      *Env
 	ctx      context.Context
@@ -150,7 +152,9 @@ func (w *Workers) Run(ctx context.Context, sc *simulate.Scenario) (*simulate.His
 	o := w.options()
 	o.Stage, o.Closing = s.next, &w.closing
 	o.Services = s.services // this slot's stand-ins: a scenario at once on another slot never shares them
+	w.trace.mark("scenario %s: start (staged %t)", sc.Name, s.next != nil)
 	h, err := simulate.Run(ctx, sc, o)
+	w.trace.mark("scenario %s: end", sc.Name)
 	// The next scenario's stage is prepared once this one has ended, never while it runs: preparing forks
 	// processes, and CPU taken from a running scenario would shift its timing. None is prepared when no
 	// scenario is left to take it (a slot without a stage starts its scenario's processes itself).
