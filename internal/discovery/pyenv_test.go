@@ -63,7 +63,6 @@ func writeMode(t *testing.T, path, text string, mode os.FileMode) {
 	}
 }
 
-
 // TestPyenvTargetRules checks each rule of pyenvTarget: the interpreter behind a pyenv shim is named only
 // when pyenv's own files decide it, and the shim is left to decide (the probe runs it) in every other case.
 func TestPyenvTargetRules(t *testing.T) {
