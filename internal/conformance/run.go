@@ -141,6 +141,23 @@ type Target struct {
 
 // Resolve discovers the project, its provider declaration, its interpreter and its settings.
 func Resolve(ctx context.Context, o Options) (*Target, error) {
+	c, err := chooseInterpreter(o)
+	if err != nil {
+		return nil, err
+	}
+	return c.resolve(ctx, o)
+}
+
+// chosen is a project read, its settings parsed and its interpreter chosen: what a run's fork servers need,
+// before the installed entry points are listed and the provider declaration is resolved (chosen.resolve).
+type chosen struct {
+	proj     *discovery.Project
+	settings *Settings
+	py       *discovery.Interpreter
+}
+
+// chooseInterpreter reads the project and its settings and chooses the interpreter (Resolve's first half).
+func chooseInterpreter(o Options) (*chosen, error) {
 	start := o.Project
 	if start == "" {
 		wd, err := os.Getwd()
@@ -195,11 +212,17 @@ func Resolve(ctx context.Context, o Options) (*Target, error) {
 		return nil, undecided(err)
 	}
 	o.trace.mark("resolve: interpreter %s chosen (via %q)", py.Path, py.Via)
+	return &chosen{proj: proj, settings: settings, py: py}, nil
+}
+
+// resolve lists the installed entry points on the chosen interpreter and resolves the provider declaration
+// (Resolve's second half).
+func (c *chosen) resolve(ctx context.Context, o Options) (*Target, error) {
+	proj, settings, py := c.proj, c.settings, c.py
 	installed, err := discovery.InstalledEntryPoints(ctx, py.Path, proj.Dir)
 	if err != nil {
 		return nil, undecided(err)
 	}
-	o.trace.mark("resolve: installed entry points listed")
 	res, err := discovery.Resolve(proj, installed, o.Provider)
 	if err != nil {
 		var np *discovery.NoProviderError
@@ -348,28 +371,37 @@ func Open(ctx context.Context, o Options) (_ *Live, err error) {
 			l.Close()
 		}
 	}()
-	t, err := Resolve(ctx, o)
+	c, err := chooseInterpreter(o)
+	if err != nil {
+		return nil, err
+	}
+	l.seed = runSeed(c.settings, o)
+	// One fork server per replica name for the whole run, each with that replica's string-hash seed:
+	// inspection and every replica process of every scenario are forked from them (an interpreter start per
+	// replica name instead of one per process). Without one, a process starts its own interpreter. They
+	// need only the interpreter, the project and the seed, so they start before the installed entry points
+	// are listed (an interpreter start of its own) and the two run side by side.
+	var verbose io.Writer
+	if o.Verbose {
+		verbose = o.Log
+	}
+	hosts := simulate.NewHosts(ctx, c.py.Path, c.proj.Dir, l.seed, verbose)
+	l.closers = append(l.closers, hosts.Close)
+	hosts.Prestart(replicaNames(max(3, c.settings.Replicas))...)
+	t, err := c.resolve(ctx, o)
 	if err != nil {
 		var nm *NearMissError
 		if errors.As(err, &nm) {
+			l.Close() // no scenario runs: the fork servers are not needed
 			l.nearMiss = nm
 			return l, nil
 		}
 		return nil, err
 	}
+	o.trace.mark("resolve: installed entry points listed, provider resolved")
 	l.target = t
 	logTarget(t, o, l.logf)
-	l.seed = runSeed(t, o)
-	// One fork server per replica name for the whole run, each with that replica's string-hash seed:
-	// inspection and every replica process of every scenario are forked from them (an interpreter start per
-	// replica name instead of one per process). Without one, a process starts its own interpreter.
-	var verbose io.Writer
-	if o.Verbose {
-		verbose = o.Log
-	}
-	t.Hosts = simulate.NewHosts(ctx, t.Python.Path, t.Project.Dir, l.seed, verbose)
-	l.closers = append(l.closers, t.Hosts.Close)
-	t.Hosts.Prestart(replicaNames(max(3, t.Settings.Replicas))...)
+	t.Hosts = hosts
 	if o.trace != nil {
 		for _, name := range replicaNames(max(3, t.Settings.Replicas)) {
 			go func() {
@@ -562,10 +594,10 @@ func logTarget(t *Target, o Options, logf func(string, ...any)) {
 }
 
 // runSeed is the run's seed: --seed, else the seed setting, else 1.
-func runSeed(t *Target, o Options) int64 {
+func runSeed(s *Settings, o Options) int64 {
 	seed := int64(1)
-	if t.Settings.Seed != nil {
-		seed = *t.Settings.Seed
+	if s.Seed != nil {
+		seed = *s.Seed
 	}
 	if o.Seed != nil {
 		seed = *o.Seed
