@@ -101,3 +101,43 @@ func TestOpenInterpreterStarts(t *testing.T) {
 		t.Errorf("interpreter starts %q, want %q", got, want)
 	}
 }
+
+// TestInOrderStartsByIndex checks RunAll's dispatch: at most n runs at a time, handed out in index order,
+// the next one only when a run has returned (so the default suite's longest scenario is always in the first
+// wave, whatever goroutine the scheduler wakes first).
+func TestInOrderStartsByIndex(t *testing.T) {
+	const count = 4
+	started := make(chan int, count)
+	release := make([]chan struct{}, count)
+	for i := range release {
+		release[i] = make(chan struct{})
+	}
+	done := make(chan struct{})
+	go func() {
+		inOrder(2, count, func(i int) {
+			started <- i
+			<-release[i]
+		})
+		close(done)
+	}()
+	first := map[int]bool{<-started: true, <-started: true}
+	if !first[0] || !first[1] {
+		t.Fatalf("first wave %v, want 0 and 1", first)
+	}
+	select {
+	case i := <-started:
+		t.Fatalf("run %d started while two were running", i)
+	default:
+	}
+	close(release[1])
+	if i := <-started; i != 2 {
+		t.Fatalf("after run 1 returned, run %d started, want 2", i)
+	}
+	close(release[0])
+	if i := <-started; i != 3 {
+		t.Fatalf("after run 0 returned, run %d started, want 3", i)
+	}
+	close(release[2])
+	close(release[3])
+	<-done
+}
