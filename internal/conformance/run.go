@@ -388,6 +388,15 @@ func Open(ctx context.Context, o Options) (_ *Live, err error) {
 	hosts := simulate.NewHosts(ctx, c.py.Path, c.proj.Dir, l.seed, verbose)
 	l.closers = append(l.closers, hosts.Close)
 	hosts.Prestart(replicaNames(max(3, c.settings.Replicas))...)
+	if o.trace != nil {
+		for _, name := range replicaNames(max(3, c.settings.Replicas)) {
+			go func() {
+				if hosts.ForkServer(name) != nil {
+					o.trace.mark("fork server %s ready", name)
+				}
+			}()
+		}
+	}
 	t, err := c.resolve(ctx, o)
 	if err != nil {
 		var nm *NearMissError
@@ -402,14 +411,6 @@ func Open(ctx context.Context, o Options) (_ *Live, err error) {
 	l.target = t
 	logTarget(t, o, l.logf)
 	t.Hosts = hosts
-	if o.trace != nil {
-		for _, name := range replicaNames(max(3, t.Settings.Replicas)) {
-			go func() {
-				t.Hosts.ForkServer(name)
-				o.trace.mark("fork server %s ready", name)
-			}()
-		}
-	}
 	t.Zygote = t.Hosts.ForkServer("r1")
 	o.trace.mark("inspect: start")
 	info, reply, err := Inspect(ctx, t)
