@@ -26,6 +26,8 @@ var Environment = []EnvVar{
 	{"PATH", "where python3 is looked up last, and where the image wrapper check finds the real CLI"},
 	{"PYENV_VERSION", "a pyenv version pin: it wins over the project's .python-version, as in pyenv"},
 	{"PYENV_ROOT", "where pyenv keeps its Pythons (default ~/.pyenv): searched for a pinned version and for a .venv file's environment name"},
+	{"PYENV_DIR", "pyenv's directory to search for .python-version from: when set, a pyenv shim is run to learn its interpreter (docs/configuration.md)"},
+	{"PYENV_HOOK_PATH", "pyenv's extra hook directories: a hook there the kit does not know makes it run a pyenv shim to learn its interpreter"},
 	{"WORKON_HOME", "virtualenvwrapper's environments: a .venv file's environment name is looked up there"},
 	{"ASDF_DATA_DIR", "where asdf keeps its Pythons (default ~/.asdf): searched for a pinned version"},
 	{"MISE_DATA_DIR", "where mise keeps its Pythons (default ~/.local/share/mise): searched for a pinned version"},
@@ -41,6 +43,7 @@ var Environment = []EnvVar{
 	{"SSL_CERT_FILE", "the system's trusted roots: added after the run's certificate authority in the bundle replicas trust (default: the distribution's bundle)"},
 	{"TMPDIR", "where scratch directories for the interpreter and the harness are made"},
 	{"ASTRABOX_PROFILE_DIR", "a developer knob: harness processes write a cProfile of themselves there (docs/performance.md)"},
+	{"ASTRABOX_TRACE", "a developer knob: 1 prints the run's timeline (resolution, fork servers, inspection, each scenario, judging) to standard error (docs/performance.md)"},
 }
 
 // HarnessVariables are the prefixes of the variables the kit sets for its own harness and replica

@@ -112,6 +112,8 @@ type Options struct {
 	// recordEvidence, when set (the recorded-evidence tests), receives the evidence Decide judges, with its
 	// target (nil for a project that declared no provider in the group).
 	recordEvidence func(ev *Evidence, t *Target)
+	// trace is the run's developer timeline (TraceEnv), nil when off.
+	trace *tracer
 }
 
 // Target is a resolved provider project: everything needed to load and simulate the provider.
@@ -139,6 +141,23 @@ type Target struct {
 
 // Resolve discovers the project, its provider declaration, its interpreter and its settings.
 func Resolve(ctx context.Context, o Options) (*Target, error) {
+	c, err := chooseInterpreter(o)
+	if err != nil {
+		return nil, err
+	}
+	return c.resolve(ctx, o)
+}
+
+// chosen is a project read, its settings parsed and its interpreter chosen: what a run's fork servers need,
+// before the installed entry points are listed and the provider declaration is resolved (chosen.resolve).
+type chosen struct {
+	proj     *discovery.Project
+	settings *Settings
+	py       *discovery.Interpreter
+}
+
+// chooseInterpreter reads the project and its settings and chooses the interpreter (Resolve's first half).
+func chooseInterpreter(o Options) (*chosen, error) {
 	start := o.Project
 	if start == "" {
 		wd, err := os.Getwd()
@@ -186,11 +205,20 @@ func Resolve(ctx context.Context, o Options) (*Target, error) {
 			setting += " in " + where
 		}
 	}
+	o.trace.mark("resolve: project and settings read")
 	py, err := discovery.FindInterpreter(discovery.InterpreterOptions{Flag: o.Python, Setting: settings.Python, SettingReason: setting,
 		Getenv: o.Getenv, ProjectDir: proj.Dir, LookPath: o.LookPath})
 	if err != nil {
 		return nil, undecided(err)
 	}
+	o.trace.mark("resolve: interpreter %s chosen (via %q)", py.Path, py.Via)
+	return &chosen{proj: proj, settings: settings, py: py}, nil
+}
+
+// resolve lists the installed entry points on the chosen interpreter and resolves the provider declaration
+// (Resolve's second half).
+func (c *chosen) resolve(ctx context.Context, o Options) (*Target, error) {
+	proj, settings, py := c.proj, c.settings, c.py
 	installed, err := discovery.InstalledEntryPoints(ctx, py.Path, proj.Dir)
 	if err != nil {
 		return nil, undecided(err)
@@ -329,6 +357,10 @@ func Open(ctx context.Context, o Options) (_ *Live, err error) {
 			return nil, undecided(err)
 		}
 	}
+	if o.trace == nil {
+		o.trace = newTracer(o.Getenv)
+	}
+	o.trace.mark("open")
 	l := &Live{o: o, secrets: &secrets.Set{}, logf: func(format string, args ...any) {
 		if o.Log != nil {
 			fmt.Fprintf(o.Log, format+"\n", args...)
@@ -339,33 +371,53 @@ func Open(ctx context.Context, o Options) (_ *Live, err error) {
 			l.Close()
 		}
 	}()
-	t, err := Resolve(ctx, o)
+	c, err := chooseInterpreter(o)
+	if err != nil {
+		return nil, err
+	}
+	l.seed = runSeed(c.settings, o)
+	// One fork server per replica name for the whole run, each with that replica's string-hash seed:
+	// inspection and every replica process of every scenario are forked from them (an interpreter start per
+	// replica name instead of one per process). Without one, a process starts its own interpreter. They
+	// need only the interpreter, the project and the seed, so they start before the installed entry points
+	// are listed (an interpreter start of its own) and the two run side by side.
+	var verbose io.Writer
+	if o.Verbose {
+		verbose = o.Log
+	}
+	hosts := simulate.NewHosts(ctx, c.py.Path, c.proj.Dir, l.seed, verbose)
+	l.closers = append(l.closers, hosts.Close)
+	hosts.Prestart(replicaNames(max(3, c.settings.Replicas))...)
+	if o.trace != nil {
+		for _, name := range replicaNames(max(3, c.settings.Replicas)) {
+			go func() {
+				if hosts.ForkServer(name) != nil {
+					o.trace.mark("fork server %s ready", name)
+				}
+			}()
+		}
+	}
+	t, err := c.resolve(ctx, o)
 	if err != nil {
 		var nm *NearMissError
 		if errors.As(err, &nm) {
+			l.Close() // no scenario runs: the fork servers are not needed
 			l.nearMiss = nm
 			return l, nil
 		}
 		return nil, err
 	}
+	o.trace.mark("resolve: installed entry points listed, provider resolved")
 	l.target = t
 	logTarget(t, o, l.logf)
-	l.seed = runSeed(t, o)
-	// One fork server per replica name for the whole run, each with that replica's string-hash seed:
-	// inspection and every replica process of every scenario are forked from them (an interpreter start per
-	// replica name instead of one per process). Without one, a process starts its own interpreter.
-	var verbose io.Writer
-	if o.Verbose {
-		verbose = o.Log
-	}
-	t.Hosts = simulate.NewHosts(ctx, t.Python.Path, t.Project.Dir, l.seed, verbose)
-	l.closers = append(l.closers, t.Hosts.Close)
-	t.Hosts.Prestart(replicaNames(max(3, t.Settings.Replicas))...)
+	t.Hosts = hosts
 	t.Zygote = t.Hosts.ForkServer("r1")
+	o.trace.mark("inspect: start")
 	info, reply, err := Inspect(ctx, t)
 	if err != nil {
 		return nil, err
 	}
+	o.trace.mark("inspect: provider loaded")
 	if info == nil {
 		return nil, LoadError(t, reply)
 	}
@@ -379,6 +431,7 @@ func Open(ctx context.Context, o Options) (_ *Live, err error) {
 		}
 		t.Services = svcs
 		l.closers = append(l.closers, func() { _ = svcs.Close() })
+		o.trace.mark("services started (%d declared)", len(t.Settings.Services))
 	}
 	if err := t.checkWrapper(ctx); err != nil {
 		return nil, err
@@ -400,11 +453,14 @@ func Open(ctx context.Context, o Options) (_ *Live, err error) {
 		jobs = o.jobs(1 << 20)
 	}
 	started := time.Now()
+	o.trace.mark("workers: %d slot(s) for %d scenario(s)", jobs, len(l.scenarios))
 	w, err := env.NewWorkers(ctx, jobs, maxReplicas(l.scenarios, 3))
 	if err != nil {
 		return nil, l.MaskError(err)
 	}
+	w.trace = o.trace
 	l.Workers = w
+	o.trace.mark("workers: ready (first stages preparing)")
 	l.closers = append(l.closers, w.Close)
 	if o.Verbose {
 		l.logf("prepared %d scenario slot(s) in %s (fresh replicas per scenario%s)", jobs, time.Since(started).Round(time.Millisecond), slotServices(t.Settings, jobs))
@@ -475,6 +531,7 @@ func (l *Live) Suite(ctx context.Context) (*report.Report, error) {
 		if err != nil {
 			return nil, l.MaskError(err)
 		}
+		l.o.trace.mark("scenarios: all ended")
 		if err := l.Alive(); err != nil {
 			return nil, err
 		}
@@ -489,10 +546,12 @@ func (l *Live) Suite(ctx context.Context) (*report.Report, error) {
 		}
 	}
 	ev := env.Evidence(hists)
+	l.o.trace.mark("judge: evidence gathered")
 	rep, err := Decide(ev, t, l.seed, l.o)
 	if err != nil {
 		return nil, undecided(err)
 	}
+	l.o.trace.mark("judge: decided, masked")
 	l.secrets = ev.Secrets
 	rep.Tool = report.Tool{Name: "astrabox", Version: l.o.Version}
 	if rep.Coverage == nil && env.Runnable() {
@@ -536,10 +595,10 @@ func logTarget(t *Target, o Options, logf func(string, ...any)) {
 }
 
 // runSeed is the run's seed: --seed, else the seed setting, else 1.
-func runSeed(t *Target, o Options) int64 {
+func runSeed(s *Settings, o Options) int64 {
 	seed := int64(1)
-	if t.Settings.Seed != nil {
-		seed = *t.Settings.Seed
+	if s.Seed != nil {
+		seed = *s.Seed
 	}
 	if o.Seed != nil {
 		seed = *o.Seed

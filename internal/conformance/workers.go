@@ -27,6 +27,8 @@ import (
 type Workers struct {
 	// progress, when set, receives RunAll's progress line (Options.Progress, for the default suite).
 	progress io.Writer
+	// trace is the run's developer timeline (TraceEnv), nil when off.
+	trace *tracer
 
 	env      *Env
 	ctx      context.Context
@@ -150,7 +152,9 @@ func (w *Workers) Run(ctx context.Context, sc *simulate.Scenario) (*simulate.His
 	o := w.options()
 	o.Stage, o.Closing = s.next, &w.closing
 	o.Services = s.services // this slot's stand-ins: a scenario at once on another slot never shares them
+	w.trace.mark("scenario %s: start (staged %t)", sc.Name, s.next != nil)
 	h, err := simulate.Run(ctx, sc, o)
+	w.trace.mark("scenario %s: end", sc.Name)
 	// The next scenario's stage is prepared once this one has ended, never while it runs: preparing forks
 	// processes, and CPU taken from a running scenario would shift its timing. None is prepared when no
 	// scenario is left to take it (a slot without a stage starts its scenario's processes itself).
@@ -221,7 +225,6 @@ func (w *Workers) RunAll(ctx context.Context, scenarios []*simulate.Scenario) ([
 	}()
 	hists := make([]*simulate.History, len(scenarios))
 	errs := make([]error, len(scenarios))
-	var wg sync.WaitGroup
 	var shown sync.Mutex
 	done, started := 0, time.Now()
 	show := func(name string) {
@@ -233,15 +236,10 @@ func (w *Workers) RunAll(ctx context.Context, scenarios []*simulate.Scenario) ([
 		done++
 		fmt.Fprintf(w.progress, "\r\x1b[Kran %d/%d scenarios · %s · last: %s", done, len(scenarios), time.Since(started).Round(100*time.Millisecond), name)
 	}
-	for i, sc := range scenarios {
-		wg.Add(1)
-		go func(i int, sc *simulate.Scenario) {
-			defer wg.Done()
-			hists[i], errs[i] = w.Run(ctx, sc)
-			show(sc.Name)
-		}(i, sc)
-	}
-	wg.Wait()
+	inOrder(len(w.all), len(scenarios), func(i int) {
+		hists[i], errs[i] = w.Run(ctx, scenarios[i])
+		show(scenarios[i].Name)
+	})
 	if w.progress != nil {
 		fmt.Fprint(w.progress, "\r\x1b[K")
 	}
@@ -449,4 +447,28 @@ func Failing(ev *Evidence, checks, skip []string, skipped map[string]string) (id
 		}
 	}
 	return ids, messages
+}
+
+// inOrder runs run(0) to run(count-1), at most n at a time, starting them in index order: each of n
+// goroutines takes the next index once its last run returned. RunAll plays the suite's scenarios this way
+// so that which scenarios share a slot does not depend on which goroutine the scheduler woke first: the
+// default suite's order puts its longest scenario (recovery) in the first wave, and the others after it
+// fill the other slot.
+func inOrder(n, count int, run func(i int)) {
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for k := 0; k < max(1, min(n, count)); k++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				run(i)
+			}
+		}()
+	}
+	for i := 0; i < count; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 }

@@ -256,7 +256,15 @@ func probeIn(path, reason, dir string) (*Interpreter, error) {
 		}
 		dir = tmp
 	}
-	cmd := exec.CommandContext(ctx, path, "-E", "-s", "-c", probeScript)
+	// A pyenv shim whose interpreter can be told from pyenv's files is not run: the probe runs that
+	// interpreter (the shim's shell and pyenv's scripts cost several times an interpreter start).
+	run, target := path, ""
+	if isShim(path) {
+		if t, _ := pyenvTarget(path, dir, os.Getenv); t != "" {
+			run, target = t, t
+		}
+	}
+	cmd := exec.CommandContext(ctx, run, "-E", "-s", "-c", probeScript)
 	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -288,9 +296,12 @@ func probeIn(path, reason, dir string) (*Interpreter, error) {
 	}
 	in := &Interpreter{Path: path, Version: [3]int{res.Version[0], res.Version[1], res.Version[2]},
 		Implementation: res.Implementation, Reason: reason}
+	if target != "" {
+		in.Via, in.Path = path, target
+	}
 	// A launcher script (a pyenv or asdf shim) costs a shell start on every replica: use the interpreter
 	// behind it. A venv's python is its own sys.executable, so venvs are kept as they are.
-	if exe := res.Executable; exe != "" && exe != path && filepath.IsAbs(exe) && isShim(path) {
+	if exe := res.Executable; exe != "" && exe != in.Path && filepath.IsAbs(exe) && isShim(in.Path) {
 		if st, err := os.Stat(exe); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
 			in.Via = path
 			in.Path = exe

@@ -9,3 +9,6 @@ func setProcessGroup(cmd *exec.Cmd) {}
 
 // openNonBlock is not needed where named pipes cannot block an open.
 const openNonBlock = 0
+
+// executableByUs is false where there are no pyenv shims to resolve without running them.
+func executableByUs(path string) bool { return false }

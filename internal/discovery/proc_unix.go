@@ -20,3 +20,6 @@ func setProcessGroup(cmd *exec.Cmd) {
 
 // openNonBlock makes opening a named pipe return at once instead of waiting for a writer.
 const openNonBlock = syscall.O_NONBLOCK
+
+// executableByUs tells whether this process may execute path, as bash's -x test does (access(2) with X_OK).
+func executableByUs(path string) bool { return syscall.Access(path, 0x1) == nil }
