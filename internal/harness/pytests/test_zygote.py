@@ -132,6 +132,31 @@ class Helpers(unittest.TestCase):
         self.assertNotEqual(out["group"], 0)
         self.assertEqual(out["other"], -signal.SIGKILL)
 
+    def test_preload_leaves_nothing_a_replica_could_see(self):
+        # The server rehearses a harness's start and load before its first fork (zygote.rehearse): whatever it
+        # made must be gone by the fork, or every replica would inherit it.
+        facts = self.run_child(r"""
+import asyncio, json, linecache, logging, os, threading, warnings
+from astrabox import seams
+
+def seen():
+    policy = asyncio.get_event_loop_policy()
+    return {"fds": sorted(os.listdir("/proc/self/fd")), "threads": threading.active_count(),
+            "factory": logging.getLogRecordFactory() is logging.LogRecord,
+            "showwarning": warnings.showwarning is warnings._showwarning_orig if hasattr(warnings, "_showwarning_orig") else repr(warnings.showwarning),
+            "thread_start": threading.Thread.start.__module__, "subclasses": [c.__name__ for c in seams.RuntimePreparationProvider.__subclasses__()],
+            "linecache": sorted(linecache.cache), "loop": getattr(policy._local, "_loop", None) is None}
+
+before = seen()
+zygote.preload()
+after = seen()
+print(json.dumps({"before": before, "after": after, "rehearsed": zygote.REHEARSALS}))
+""")
+        self.assertGreater(facts["rehearsed"], 0)
+        self.assertEqual(facts["after"], facts["before"])
+        self.assertEqual(facts["after"]["subclasses"], [])
+        self.assertEqual(facts["after"]["threads"], 1)
+
     def test_stopped_by_someone_else(self):
         sleeper = subprocess.Popen(["sleep", "30"])
         self.addCleanup(lambda: (sleeper.kill(), sleeper.wait(WAIT)))
