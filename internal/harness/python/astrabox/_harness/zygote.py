@@ -484,7 +484,25 @@ def preload() -> None:
     # forked child, docs/performance.md). A harness started as its own interpreter has them imported by then
     # too, so a provider finds the same modules either way.
     importlib.invalidate_caches()
+    prepare_observer()
     rehearse()
+
+
+def prepare_observer() -> None:
+    """Build the observer of every harness this server forks, with its process-independent sources installed
+    (``Observer.prepare``: class and function wrappers, no audit hook), and keep it quiet here: the server's
+    own work is never observed, and a forked harness finds it ready (``Observer.for_process``), turns it on and
+    installs the rest (the audit hook, the call header, egress, trust). Each harness gets its own copy with the
+    fork, empty: nothing is ever recorded in the server."""
+    import astrabox
+    from astrabox._harness import observe
+
+    if observe.PREPARED:
+        return
+    observer = observe.Observer(os.path.dirname(os.path.abspath(astrabox.__file__)))
+    observer.set_quiet(True)
+    observer.prepare()
+    observe.PREPARED.append(observer)
 
 
 #: How many times the fork server rehearses a harness's start and load before it forks its first harness.
