@@ -19,9 +19,11 @@ a hundred milliseconds of CPU); a fork of this process costs a few. Go talks to 
   ``drained`` true means the server has no child left but live harnesses, so that nothing of the replica is
   left anywhere and Go needs no pass over /proc (see ``_drain``).
 
-The server never imports a provider, never starts a thread and installs no hook, so a fork copies nothing but
-the interpreter and the harness's modules. End of input (Go went away), a failed send and SIGTERM (the parent-
-death signal Go gives it: the kit died) end the server after it has killed every replica's tree (``_end_all``).
+The server never imports a provider, never starts a thread and installs no audit hook, so a fork copies nothing
+but the interpreter, the harness's modules and what ``preload`` prepared for every harness alike: the
+observer's class and function wrappers, quiet in the server (``prepare_observer``), and the start's and load's
+code, warm from a rehearsal (``rehearse``). End of input (Go went away), a failed send and SIGTERM (the parent-death
+signal Go gives it: the kit died) end the server after it has killed every replica's tree (``_end_all``).
 
 Ten times a second the server looks at the kit: a kit stopped by a signal it did not give itself (a provider's
 ``SIGSTOP``; see ``stopped_by_someone_else``) is continued and Go is told ``{"kind": "kit-stopped"}``.
