@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -267,4 +268,57 @@ func TestHostileKillParent(t *testing.T) {
 	}
 	other.Close()
 	assertGone(t, pgid, token)
+}
+
+// TestZygoteReplicaImportsItsProviderFresh: the fork server prepares itself (imports, a rehearsal of the
+// harness's start and load) but never imports a provider, so a provider that keeps per-process facts from its
+// import (its pid, the time, a random number) gets its own replica's in every forked replica, and the file it
+// opens at import is still observed as its own (the rehearsal installs no hook and hides no event).
+func TestZygoteReplicaImportsItsProviderFresh(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python (skipped under -short)")
+	}
+	z := startZygote(t)
+	dir := fixtureDir(t, "fresh")
+	instances := map[string]bool{}
+	for i := 0; i < 2; i++ {
+		before := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		p, err := Start(ctx, Options{Python: "python3", ProjectDir: dir, Limits: testLimits(), Zygote: z, Replica: "fresh"})
+		if err != nil {
+			cancel()
+			t.Fatalf("start: %v", err)
+		}
+		r, err := p.Load(ctx, LoadArgs{Target: "fresh_provider:Provider", Paths: []string{dir + "/src"}, ProjectRoot: dir})
+		cancel()
+		if err != nil || !r.OK {
+			t.Fatalf("load: %v %+v", err, r)
+		}
+		var pid int
+		var at float64
+		var instance, settings string
+		if _, err := fmt.Sscanf(strings.TrimSpace(r.Stdout.String()), "imported pid=%d at=%f instance=%s settings=%s", &pid, &at, &instance, &settings); err != nil {
+			t.Fatalf("the provider's import said %q: %v", r.Stdout.String(), err)
+		}
+		if pid != p.PID() || pid == z.PID() {
+			t.Errorf("replica %d: the provider's import saw pid %d (fork server %d)", p.PID(), pid, z.PID())
+		}
+		if imported := time.Unix(0, int64(at*1e9)); imported.Before(before.Add(-time.Second)) {
+			t.Errorf("replica %d: the provider was imported at %v, before its replica was started at %v", p.PID(), imported, before)
+		}
+		if instances[instance] {
+			t.Errorf("replica %d: the random instance id %s of another replica", p.PID(), instance)
+		}
+		instances[instance] = true
+		opened := false
+		for _, a := range r.Observations.Audit {
+			if a.Event == "open" && strings.Contains(a.Summary, "settings.txt") && strings.HasSuffix(a.File, "fresh_provider.py") {
+				opened = true
+			}
+		}
+		if !opened || settings != "region=eu" {
+			t.Errorf("replica %d: the open of settings.txt at import was not observed as the provider's (%q): %+v", p.PID(), settings, r.Observations.Audit)
+		}
+		p.Close()
+	}
 }

@@ -132,6 +132,58 @@ class Helpers(unittest.TestCase):
         self.assertNotEqual(out["group"], 0)
         self.assertEqual(out["other"], -signal.SIGKILL)
 
+    def test_preload_leaves_nothing_a_replica_could_see(self):
+        # The server rehearses a harness's start and load before its first fork (zygote.rehearse): whatever it
+        # made must be gone by the fork, or every replica would inherit it.
+        facts = self.run_child(r"""
+import asyncio, json, linecache, os, threading
+from astrabox import seams
+
+def seen():
+    policy = asyncio.get_event_loop_policy()
+    return {"fds": sorted(os.listdir("/proc/self/fd")), "threads": threading.active_count(),
+            "subclasses": [c.__name__ for c in seams.RuntimePreparationProvider.__subclasses__()],
+            "linecache": sorted(linecache.cache), "loop": getattr(policy._local, "_loop", None) is None}
+
+before = seen()
+zygote.preload()
+after = seen()
+print(json.dumps({"before": before, "after": after, "rehearsed": zygote.REHEARSALS}))
+""")
+        self.assertGreater(facts["rehearsed"], 0)
+        self.assertEqual(facts["after"], facts["before"])
+        self.assertEqual(facts["after"]["subclasses"], [])
+        self.assertEqual(facts["after"]["threads"], 1)
+
+    def test_the_prepared_observer_is_quiet_in_the_server_and_listens_in_each_harness(self):
+        # The server installs the observer's process-independent sources once (Observer.prepare): nothing the
+        # server does may be recorded, and each forked harness gets its own copy, empty, that records its own.
+        facts = self.run_child(r"""
+import json, logging, os, warnings
+from astrabox._harness import observe
+zygote.preload()
+prepared = observe.PREPARED[0]
+logging.getLogger("server").warning("in the server")
+warnings.warn("a warning in the server")
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    mine = observe.Observer.for_process("unused")
+    mine.install()
+    logging.getLogger("harness").warning("in the harness %d", os.getpid())
+    obs = mine.take_background()
+    os.write(w, json.dumps({"same": mine is prepared, "left": observe.PREPARED == [],
+                            "logs": [l.message for l in obs.logs] if obs else []}).encode())
+    os._exit(0)
+os.close(w)
+child = json.loads(os.read(r, 65536))
+os.waitpid(pid, 0)
+print(json.dumps({"server": prepared.take_background() is None, "child": child, "pid": pid}))
+""")
+        self.assertTrue(facts["server"], "the server's own log and warning were recorded")
+        self.assertTrue(facts["child"]["same"] and facts["child"]["left"])
+        self.assertEqual(facts["child"]["logs"], ["in the harness %d" % facts["pid"]])
+
     def test_stopped_by_someone_else(self):
         sleeper = subprocess.Popen(["sleep", "30"])
         self.addCleanup(lambda: (sleeper.kill(), sleeper.wait(WAIT)))

@@ -67,11 +67,21 @@ def _class_line(cls: Any, file: str) -> Optional[int]:
     try:
         import linecache
 
-        pattern = re.compile(r"\s*class\s+%s\b" % re.escape(cls.__name__))
-        found = [i + 1 for i, text in enumerate(linecache.getlines(file)) if pattern.match(text)]
+        name = cls.__name__
+        found = []
+        for i, text in enumerate(linecache.getlines(file)):
+            if name in text:
+                m = _CLASS_STATEMENT.match(text)
+                if m is not None and m.group(1) == name:
+                    found.append(i + 1)
     except BaseException:  # noqa: B036
         return None
     return found[0] if len(found) == 1 else None
+
+
+#: The start of a class statement and its name: one pattern compiled once (in a fork server, once for every
+#: replica), instead of one per load built from the class's name (compiling it was most of a small load).
+_CLASS_STATEMENT = re.compile(r"\s*class\s+(\w+)")
 
 
 def _resolve(target: str) -> Tuple[Any, Any, str]:

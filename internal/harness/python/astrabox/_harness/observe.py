@@ -33,13 +33,17 @@ from astrabox._harness.sources import OTHER, CodeKinds, own_location
 from astrabox._harness.units import WORK_HEADER, Units
 from astrabox._harness.values import MESSAGE_LIMIT, safe_str, truncate, type_name
 
-__all__ = ["CURRENT_CALL", "Observer", "Snapshot"]
+__all__ = ["CURRENT_CALL", "Observer", "PREPARED", "Snapshot"]
+
+#: The observer a fork server prepared for the harnesses it forks (at most one; see Observer.prepare).
+PREPARED: List["Observer"] = []
 
 
 class Observer:
     """Collects every observation and routes it to the reply in flight or to the background."""
 
     def __init__(self, sdk_dir: str) -> None:
+        self._prepared = False
         self.router = Router()
         self.code = CodeKinds(sdk_dir)
         self.units = Units()
@@ -113,16 +117,44 @@ class Observer:
 
     # -- sources -------------------------------------------------------------------------------------------
 
-    def install(self) -> None:
-        """Install the log-record factory, the warnings wrapper, the audit hook and thread propagation."""
+    @classmethod
+    def for_process(cls, sdk_dir: str) -> "Observer":
+        """The observer of this harness: the one its fork server prepared (see :meth:`prepare`), now listening
+        in this process, else a new one."""
+        if PREPARED:
+            observer = PREPARED.pop()
+            observer.set_quiet(False)
+            return observer
+        return cls(sdk_dir)
+
+    def prepare(self) -> None:
+        """Install the observation sources that are the same in every harness and read nothing of its
+        environment or its pid: the log-record factory, the warnings wrapper, thread and executor propagation,
+        the units' wrappers and the send meter's. A fork server prepares one observer, kept quiet in it, for
+        every harness it forks (``zygote.preload``), so that no forked harness wraps those classes again (each
+        wrap of a class costs a child copy-on-write faults in the class and all its subclasses). Idempotent."""
+        if self._prepared:
+            return
+        self._prepared = True
         self._install_logging()
         self._install_warnings()
         self.work.install_threads()
         self.units.install()
-        self._install_http()
         sends.emit = self._send_run
         sends.who = self.units.current
         sends.install()
+
+    def set_quiet(self, quiet: bool) -> None:
+        """Mark this thread as doing the harness's own work (record nothing it causes) or not, outside a
+        ``with``: a fork server keeps the observer it prepared quiet, and the harness it forks turns it on."""
+        self.router._local.busy = quiet
+
+    def install(self) -> None:
+        """Install the log-record factory, the warnings wrapper, the audit hook and thread propagation (what
+        :meth:`prepare` did not already), and the parts that depend on this process: the call header on
+        requests to the double (its URL and this pid) and the audit hook."""
+        self.prepare()
+        self._install_http()
         sys.addaudithook(self._audit_hook)
 
     def install_trust(self, declared: Callable[[str], bool]) -> bool:

@@ -683,7 +683,7 @@ def main() -> None:
     except (AttributeError, ValueError, RuntimeError, OSError):
         pass
     sdk_dir = os.path.dirname(os.path.abspath(astrabox.__file__))
-    observer = Observer(sdk_dir)
+    observer = Observer.for_process(sdk_dir)  # prepared by the fork server, if any
     observer.install()
     egress.install(CURRENT_CALL, observer.units.tag)  # declared services for clients that ignore HTTP(S)_PROXY (docs/services.md)
     observer.install_trust(egress.declared)  # the run's CA for every client library; failed verifications

@@ -19,9 +19,11 @@ a hundred milliseconds of CPU); a fork of this process costs a few. Go talks to 
   ``drained`` true means the server has no child left but live harnesses, so that nothing of the replica is
   left anywhere and Go needs no pass over /proc (see ``_drain``).
 
-The server never imports a provider, never starts a thread and installs no hook, so a fork copies nothing but
-the interpreter and the harness's modules. End of input (Go went away), a failed send and SIGTERM (the parent-
-death signal Go gives it: the kit died) end the server after it has killed every replica's tree (``_end_all``).
+The server never imports a provider, never starts a thread and installs no audit hook, so a fork copies nothing
+but the interpreter, the harness's modules and what ``preload`` prepared for every harness alike: the
+observer's class and function wrappers, quiet in the server (``prepare_observer``), and the start's and load's
+code, warm from a rehearsal (``rehearse``). End of input (Go went away), a failed send and SIGTERM (the parent-death
+signal Go gives it: the kit died) end the server after it has killed every replica's tree (``_end_all``).
 
 Ten times a second the server looks at the kit: a kit stopped by a signal it did not give itself (a provider's
 ``SIGSTOP``; see ``stopped_by_someone_else``) is continued and Go is told ``{"kind": "kit-stopped"}``.
@@ -29,6 +31,7 @@ Ten times a second the server looks at the kit: a kit stopped by a signal it did
 
 from __future__ import annotations
 
+import _signal
 import fcntl
 import json
 import os
@@ -411,9 +414,11 @@ def _child(runner: Any, sock: socket.socket, wake: List[int], fds: List[int], en
         signal.set_wakeup_fd(-1)
         for fd in wake:
             os.close(fd)
-        for sig in (signal.SIGCHLD, signal.SIGTERM):
-            signal.signal(sig, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        # The C functions behind signal.signal: the module's wrapper only converts to and from its enums, and
+        # running that enum code in each child costs it a few dozen copy-on-write page faults.
+        for sig in (_signal.SIGCHLD, _signal.SIGTERM):
+            _signal.signal(sig, _signal.SIG_DFL)
+        _signal.signal(_signal.SIGINT, _signal.default_int_handler)
         _prctl(PR_SET_CHILD_SUBREAPER, 1)
         _die_with(server, signal.SIGKILL)
         _guard(server)
@@ -476,6 +481,117 @@ def preload() -> None:
             pass
     sources.stdlib_dirs()
     loader.base_locations()
+    # Every load calls importlib.invalidate_caches() before it imports the provider; on CPython 3.13 its first
+    # call imports importlib.metadata, importlib.resources and zipfile (48 ms and 700 page faults in each
+    # forked child, docs/performance.md). A harness started as its own interpreter has them imported by then
+    # too, so a provider finds the same modules either way.
+    importlib.invalidate_caches()
+    prepare_observer()
+    rehearse()
+
+
+def prepare_observer() -> None:
+    """Build the observer of every harness this server forks, with its process-independent sources installed
+    (``Observer.prepare``: class and function wrappers, no audit hook), and keep it quiet here: the server's
+    own work is never observed, and a forked harness finds it ready (``Observer.for_process``), turns it on and
+    installs the rest (the audit hook, the call header, egress, trust). Each harness gets its own copy with the
+    fork, empty: nothing is ever recorded in the server."""
+    import astrabox
+    from astrabox._harness import observe
+
+    if observe.PREPARED:
+        return
+    observer = observe.Observer(os.path.dirname(os.path.abspath(astrabox.__file__)))
+    observer.set_quiet(True)
+    observer.prepare()
+    observe.PREPARED.append(observer)
+
+
+#: How many times the fork server rehearses a harness's start and load before it forks its first harness.
+#: CPython 3.11+ quickens a function's bytecode after several calls (eight in 3.11) and specialises its
+#: instructions as they run, writing into the code object each time: code run only in a forked child writes
+#: into pages it shares with the server, and each such write costs a copy-on-write fault. Ten rehearsals leave
+#: the start's and the load's code quickened and specialised in the server, once for every child.
+REHEARSALS = 10
+
+
+def rehearse(times: int = REHEARSALS) -> None:
+    """Run, in the fork server, the parts of a harness's start and load that are the same in every replica,
+    and throw away what they made, so that a forked child finds their code warm (quickened, specialised), their
+    lazy imports done and their caches filled instead of doing that work itself, in pages it would copy.
+
+    Nothing here can be seen by a provider or by the harness of a replica: no hook is installed (the observer
+    is built, never installed), the event loop is closed and never set, the descriptors opened are closed, the
+    rehearsal provider class is a subclass of the SDK's base that is deleted and collected before the fork
+    (``RuntimePreparationProvider.__subclasses__()`` does not list it), and ``linecache`` is put back as it
+    was. A provider's own code is never run here: a replica still imports its provider after the fork, so a
+    provider that caches ``os.getpid()``, the time or a random value at import sees its own replica's.
+    """
+    import asyncio
+    import linecache
+
+    import astrabox
+    from astrabox import seams
+    from astrabox._harness import loader, observe, runner, wire
+
+    sdk = os.path.dirname(os.path.abspath(astrabox.__file__))
+    lines = dict(linecache.cache)
+    fds = _open_fds()
+    try:
+        for _ in range(times):
+            obs = observe.Observer(sdk)
+            with obs.quiet():
+                obs.set_roots([], [sdk])
+                loop = asyncio.new_event_loop()
+                loop.close()
+                try:
+                    runner.Runner("rehearsal", wire.Writer(-1), obs)
+                except Exception:  # noqa: BLE001 - a rehearsal that fails only leaves its code cold
+                    pass
+
+                class Rehearsal(seams.RuntimePreparationProvider):
+                    name = "rehearsal"
+
+                is_class = True
+                is_subclass = issubclass(Rehearsal, seams.RuntimePreparationProvider)
+                file, line = loader._location(Rehearsal)
+                value = {"module_file": __file__, "qualname": Rehearsal.__qualname__, "file": file, "line": line,
+                         "is_class": is_class, "is_subclass": is_subclass, "instantiated": True}
+                value.update(loader._name_info(Rehearsal, Rehearsal(), is_class))
+                value["provider_roots"] = [sdk]
+                value["methods"] = loader._method_info(Rehearsal)
+                wire.encode_frame({"kind": "reply", "id": 1, "ok": True,
+                                   "value": runner.safe_encode_value(value, "load")})
+                del Rehearsal
+    except Exception:  # noqa: BLE001 - a rehearsal that fails only leaves its code cold
+        pass
+    finally:
+        for fd in _open_fds() - fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        linecache.cache.clear()
+        linecache.cache.update(lines)
+    import gc
+
+    gc.collect()
+
+
+def _open_fds() -> Set[int]:
+    """The descriptors open in this process (empty without /proc), without the one that listed them."""
+    try:
+        listed = [int(fd) for fd in os.listdir("/proc/self/fd")]
+    except (OSError, ValueError):
+        return set()
+    out: Set[int] = set()
+    for fd in listed:
+        try:
+            fcntl.fcntl(fd, fcntl.F_GETFD)
+        except OSError:
+            continue  # the listing's own descriptor, closed by now
+        out.add(fd)
+    return out
 
 
 #: The name (``/proc/<pid>/comm``) the kit gives itself while it stops for job control (warden.StopName).
