@@ -223,16 +223,8 @@ func TestSuiteFaultsReachServiceWrites(t *testing.T) {
 		{"../../testdata/providers/correct/tailspin_objects", "objects", "/v2/objects/"},
 		{"../../examples/providers/vault-oauth", "vault", "/v1/secret/data/"},
 	} {
-		t.Run(c.service, func(t *testing.T) {
-			var hists []*simulate.History
-			if fixture, ok := strings.CutPrefix(c.dir, "../../testdata/providers/"); ok {
-				hists = recorded(t, fixture).Evidence.Histories
-			} else {
-				if testing.Short() {
-					t.Skip("starts Python")
-				}
-				_, hists = suiteHistories(t, c.dir)
-			}
+		c := c
+		assert := func(t *testing.T, hists []*simulate.History) {
 			held, dropped := heldAndDropped(t, hists)
 			if len(held) != 2 {
 				t.Fatalf("the recovery scenario held %d write(s) of its first two synchronize calls, want 2: %+v", len(held), held)
@@ -261,16 +253,30 @@ func TestSuiteFaultsReachServiceWrites(t *testing.T) {
 			if !material {
 				t.Errorf("no dropped write of turn p1 was a POST %s... at service %s: %+v", c.prefix, c.service, dropped)
 			}
+		}
+		t.Run(c.service, func(t *testing.T) {
+			if fixture, ok := strings.CutPrefix(c.dir, "../../testdata/providers/"); ok {
+				recordedThenLive(t, fixture, false, func(t *testing.T, j judged) { assert(t, j.hists) })
+				return
+			}
+			if testing.Short() {
+				t.Skip("starts Python")
+			}
+			_, hists := suiteHistories(t, c.dir)
+			assert(t, hists)
 		})
 	}
-	results, err := recorded(t, "broken/recover-truth-objects").Replay()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range results {
-		if r.Check == "RECOVER-TRUTH" && (r.Status != report.StatusFailed || !strings.Contains(r.Message, "recover(op-1) returned True") ||
-			!strings.Contains(r.Message, "POST /v2/objects/agents/agent-1 -> 201")) {
-			t.Errorf("RECOVER-TRUTH = %s: %s", r.Status, r.Message)
-		}
+	t.Run("recover-truth-objects", func(t *testing.T) {
+		recordedThenLive(t, "broken/recover-truth-objects", false, func(t *testing.T, j judged) { recoverTrustedTheHeldWrite(t, j.results) })
+	})
+}
+
+// recoverTrustedTheHeldWrite: RECOVER-TRUTH of broken/recover-truth-objects fails on op-1's held write.
+func recoverTrustedTheHeldWrite(t *testing.T, results []report.Result) {
+	t.Helper()
+	r := resultOf(t, results, "RECOVER-TRUTH")
+	if r.Status != report.StatusFailed || !strings.Contains(r.Message, "recover(op-1) returned True") ||
+		!strings.Contains(r.Message, "POST /v2/objects/agents/agent-1 -> 201") {
+		t.Errorf("RECOVER-TRUTH = %s: %s", r.Status, r.Message)
 	}
 }

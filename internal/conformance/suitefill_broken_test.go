@@ -9,9 +9,9 @@ import (
 )
 
 // TestNewBrokenFixturesDoWhatTheyClaim finds, in the calls and requests of the default suite on the broken
-// fixtures written for the provider-driven suite, the breach each one claims. The histories are the
-// fixtures' recorded evidence, so no Python starts: TestFixtures (the long lane) plays each fixture live and
-// fails when its recording is stale.
+// fixtures written for the provider-driven suite, the breach each one claims. `make test` reads the
+// fixtures' recorded evidence, so no Python starts (TestFixtures, in the long lane, plays each fixture live
+// and fails when its recording is stale); the long lane also finds each claim in a live run.
 func TestNewBrokenFixturesDoWhatTheyClaim(t *testing.T) {
 	for _, tc := range []struct {
 		dir   string
@@ -24,7 +24,7 @@ func TestNewBrokenFixturesDoWhatTheyClaim(t *testing.T) {
 		{"turn-idempotent-blind-retry", claimBlindRetry},
 	} {
 		t.Run(tc.dir, func(t *testing.T) {
-			tc.claim(t, recorded(t, "broken/"+tc.dir).Evidence.Histories)
+			recordedThenLive(t, "broken/"+tc.dir, false, func(t *testing.T, j judged) { tc.claim(t, j.hists) })
 		})
 	}
 }

@@ -49,8 +49,9 @@ func TestVaultOAuthNamesOnlyProductionURLs(t *testing.T) {
 // TestVaultTwinsBreakThroughTheVault judges each broken twin of vault-oauth over its recorded evidence and
 // proves that the clause it is named after fails because of a request that went to the Vault service: the
 // finding's evidence names the recorded request (a /v1/secret/data/ path, which only the Vault fake serves)
-// and a source line. The judge is today's; the evidence is the twin's live run, which TestFixtures (the long
-// lane) makes again and holds to this recording, so no Python starts here.
+// and a source line. `make test` judges each twin's recorded run with today's judge, so no Python starts
+// (TestFixtures, in the long lane, plays each twin live and holds the recording to it); the long lane also
+// asserts this over a live run.
 func TestVaultTwinsBreakThroughTheVault(t *testing.T) {
 	twins := map[string]string{
 		"turn-idempotent-vault":     "TURN-IDEMPOTENT",
@@ -63,29 +64,32 @@ func TestVaultTwinsBreakThroughTheVault(t *testing.T) {
 	for dir, check := range twins {
 		dir, check := dir, check
 		t.Run(dir, func(t *testing.T) {
-			results, err := recorded(t, "broken/"+dir).Replay()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var res *report.Result
-			for i := range results {
-				if results[i].Check == check {
-					res = &results[i]
-				}
-			}
-			if res == nil || res.Status != report.StatusFailed {
-				t.Fatalf("%s did not fail: %+v", check, res)
-			}
-			found := false
-			for _, e := range append([]report.Evidence{{Text: res.Message, Location: res.Location}}, res.Evidence...) {
-				if strings.Contains(e.Text, "/v1/secret/data/") && !strings.Contains(e.Text, "/v1/records/") &&
-					e.Location != nil && e.Location.Line > 0 && e.Location.Path != "" {
-					found = true
-				}
-			}
-			if !found {
-				t.Errorf("no evidence of %s names a Vault request with a source line: %s %+v", check, res.Message, res.Evidence)
-			}
+			recordedThenLive(t, "broken/"+dir, false, func(t *testing.T, j judged) { vaultRequestBroke(t, j.results, check) })
 		})
+	}
+}
+
+// vaultRequestBroke: check failed, and its message or an evidence item names a Vault request with a source
+// line.
+func vaultRequestBroke(t *testing.T, results []report.Result, check string) {
+	t.Helper()
+	var res *report.Result
+	for i := range results {
+		if results[i].Check == check {
+			res = &results[i]
+		}
+	}
+	if res == nil || res.Status != report.StatusFailed {
+		t.Fatalf("%s did not fail: %+v", check, res)
+	}
+	found := false
+	for _, e := range append([]report.Evidence{{Text: res.Message, Location: res.Location}}, res.Evidence...) {
+		if strings.Contains(e.Text, "/v1/secret/data/") && !strings.Contains(e.Text, "/v1/records/") &&
+			e.Location != nil && e.Location.Line > 0 && e.Location.Path != "" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no evidence of %s names a Vault request with a source line: %s %+v", check, res.Message, res.Evidence)
 	}
 }
