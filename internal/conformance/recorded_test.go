@@ -51,10 +51,11 @@ func recordedPath(rel string) string {
 	return RecordingRoot + "/" + rel
 }
 
-// judged is a fixture's verdict with the histories it was decided over, and the repository root as its paths
-// spell it (RecordingRoot in a recording, the checkout's absolute path in a live run).
+// judged is a fixture's verdict with the evidence (and its histories) it was decided over, and the repository
+// root as its paths spell it (RecordingRoot in a recording, the checkout's absolute path in a live run).
 type judged struct {
 	results []report.Result
+	ev      *Evidence
 	hists   []*simulate.History
 	root    string
 }
@@ -71,8 +72,12 @@ func (j judged) path(rel string) string {
 func recordedThenLive(t *testing.T, fixture string, sample bool, assert func(t *testing.T, j judged)) {
 	t.Helper()
 	t.Run("recorded", func(t *testing.T) {
-		results, hists := judgedRecording(t, fixture)
-		assert(t, judged{results: results, hists: hists, root: RecordingRoot})
+		rec := recorded(t, fixture)
+		results, err := rec.Replay()
+		if err != nil {
+			t.Fatal(err)
+		}
+		assert(t, judged{results: results, ev: rec.Evidence, hists: rec.Evidence.Histories, root: RecordingRoot})
 	})
 	t.Run("live", func(t *testing.T) {
 		if testing.Short() {
@@ -86,6 +91,6 @@ func recordedThenLive(t *testing.T, fixture string, sample bool, assert func(t *
 			t.Fatal(err)
 		}
 		c := collectSuite(t, filepath.Join("..", "..", "testdata", "providers", fixture))
-		assert(t, judged{results: mustDecide(t, c.ev, c.target, 1, c.opts).Results, hists: c.ev.Histories, root: root})
+		assert(t, judged{results: mustDecide(t, c.ev, c.target, 1, c.opts).Results, ev: c.ev, hists: c.ev.Histories, root: root})
 	})
 }
