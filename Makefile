@@ -30,8 +30,8 @@ test: lint
 # ASTRABOX_LONG=1: every fixture live (its verdict against expect.json and its recording), every correct
 # provider explored, repeated runs. `make test` keeps a live sample of each. LONG_TESTS and LONG_PKGS name
 # exactly those tests and their packages (TestLongTargetRunsEveryLongTest fails when they drift).
-LONG_TESTS := TestFixtures|TestRealClientFixtures|TestVerdictsRepeat|TestServiceVerdictsDoNotDependOnTheSlot|TestPooledClientsAttributeEachRequest|TestCorrectProvidersSurviveExploration|TestExploreFindsOrderDependentBugs
-LONG_PKGS  := ./internal/conformance ./internal/explore
+LONG_TESTS := TestFixtures|TestAdatumConsentHeldByStubScenarios|TestPreCommitHookRunsUnderPreCommit|TestCrossCompile|TestReportsNeverPrintASecret|TestPythonSuites|TestFabrikamConsentHeldByItsOwnService|TestLateWorkIsJudgedAgainstItsCall|TestLeakLogFindsSplitRecasedAndFiledSecrets|TestVaultTwinsBreakThroughTheVault|TestNewBrokenFixturesDoWhatTheyClaim|TestSuiteFaultsReachServiceWrites|TestEgressFindingAtConnectLine|TestLateRawSocketWriteBlamesItsStarter|TestRawSocketWriteInItsTurn|TestKeptAliveRawConnectionPerSend|TestKeptAliveBackgroundWriteBlamesItsWriter|TestSuiteReachesEveryPath|TestLarkspurKeyedRetriesAreOneWrite|TestLarkspurSecretPerVersion|TestRealClientFixtures|TestVerdictsRepeat|TestServiceVerdictsDoNotDependOnTheSlot|TestPooledClientsAttributeEachRequest|TestCorrectProvidersSurviveExploration|TestExploreFindsOrderDependentBugs
+LONG_PKGS  := ./internal/conformance ./internal/explore ./internal/harness ./internal/cli ./cmd/astrabox ./internal/recipes
 long:
 	ASTRABOX_LONG=1 $(GO) test -count=1 -timeout 90m -run '^($(LONG_TESTS))$$' $(LONG_PKGS)
 

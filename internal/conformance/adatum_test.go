@@ -3,10 +3,12 @@ package conformance
 import (
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/astrabox-dev/astrabox/internal/discovery"
 	"github.com/astrabox-dev/astrabox/internal/services"
 	"github.com/astrabox-dev/astrabox/internal/simulate"
 	"github.com/astrabox-dev/astrabox/internal/stubs"
@@ -35,13 +37,13 @@ type stubConsentProof struct {
 // says (200 in the granted state, 403 in the pending one): that is the stubs' record agreeing with the moves.
 // A prepare_turn that returned files while its principal's scenario was pending, and whose own lookup was
 // answered 403, is a turn let through against the service's word.
-func proveFromStubs(t *testing.T, c collected, service string) stubConsentProof {
+func proveFromStubs(t *testing.T, settings *Settings, hists []*simulate.History, service string) stubConsentProof {
 	t.Helper()
-	i := slices.IndexFunc(c.target.Settings.Services, func(s services.Spec) bool { return s.Name == service })
+	i := slices.IndexFunc(settings.Services, func(s services.Spec) bool { return s.Name == service })
 	if i < 0 {
 		t.Fatalf("the project declares no service %s", service)
 	}
-	spec := c.target.Settings.Services[i]
+	spec := settings.Services[i]
 	if spec.Consent == nil || spec.Consent.Form != services.FormScenario {
 		t.Fatalf("service %s does not hold consent in WireMock scenarios: %+v", service, spec.Consent)
 	}
@@ -49,7 +51,7 @@ func proveFromStubs(t *testing.T, c collected, service string) stubConsentProof 
 	answers := map[string]int{spec.Consent.Word(simulate.ConsentGranted): http.StatusOK, pending: http.StatusForbidden}
 	var proof stubConsentProof
 	held := false
-	for _, h := range c.ev.Histories {
+	for _, h := range hists {
 		if !slices.ContainsFunc(h.Prerequisites, func(p simulate.ServicePrerequisite) bool { return p.Service == service }) {
 			continue
 		}
@@ -119,22 +121,49 @@ func proveFromStubs(t *testing.T, c collected, service string) stubConsentProof 
 // TestAdatumConsentHeldByStubScenarios proves both Adatum fixtures from the stubs' own record rather than
 // from the kit's verdict: the suite's scenario moves reached the stubs (every grant lookup was answered as the
 // moved scenario state says), the correct provider refused every turn its lookup was answered 403 for, and
-// the receipt-keeping twin returned files from at least one such turn.
+// the receipt-keeping twin returned files from at least one such turn. The record is each fixture's recorded
+// run in every lane (recordedThenLive; the project's settings are read without Python); the long lane also
+// plays both live.
 func TestAdatumConsentHeldByStubScenarios(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts Python")
+	t.Run("correct", func(t *testing.T) {
+		settings := fixtureSettings(t, "correct/adatum_idp")
+		recordedThenLive(t, "correct/adatum_idp", false, func(t *testing.T, j judged) {
+			correct := proveFromStubs(t, settings, j.hists, "idp")
+			t.Logf("correct: %d grant lookups, %d turns refused in the pending state", correct.lookups, correct.refused)
+			if len(correct.through) > 0 {
+				t.Errorf("the correct provider let turns through a pending scenario:\n%s", strings.Join(correct.through, "\n"))
+			}
+			if correct.refused == 0 || correct.lookups == 0 {
+				t.Errorf("the suite never put a turn of the correct provider before a pending scenario (%d refused, %d lookups)", correct.refused, correct.lookups)
+			}
+		})
+	})
+	t.Run("twin", func(t *testing.T) {
+		settings := fixtureSettings(t, "broken/ua-authority-idp-receipt")
+		recordedThenLive(t, "broken/ua-authority-idp-receipt", false, func(t *testing.T, j judged) {
+			twin := proveFromStubs(t, settings, j.hists, "idp")
+			t.Logf("twin: %d grant lookups, %d turns refused in the pending state, through:\n%s", twin.lookups, twin.refused, strings.Join(twin.through, "\n"))
+			if len(twin.through) == 0 {
+				t.Fatal("the stubs' record shows no turn of the twin that returned files while its principal's scenario was pending")
+			}
+		})
+	})
+}
+
+// fixtureSettings reads a fixture's [tool.astrabox] settings as a run does, without resolving an interpreter.
+func fixtureSettings(t *testing.T, fixture string) *Settings {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "..", "testdata", "providers", fixture))
+	if err != nil {
+		t.Fatal(err)
 	}
-	correct := proveFromStubs(t, collectSuite(t, "../../testdata/providers/correct/adatum_idp"), "idp")
-	t.Logf("correct: %d grant lookups, %d turns refused in the pending state", correct.lookups, correct.refused)
-	if len(correct.through) > 0 {
-		t.Errorf("the correct provider let turns through a pending scenario:\n%s", strings.Join(correct.through, "\n"))
+	p, err := discovery.LoadProject(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if correct.refused == 0 || correct.lookups == 0 {
-		t.Errorf("the suite never put a turn of the correct provider before a pending scenario (%d refused, %d lookups)", correct.refused, correct.lookups)
+	s, err := ParseSettings(p.Settings, p.SettingsFile, p.Dir)
+	if err != nil {
+		t.Fatal(err)
 	}
-	twin := proveFromStubs(t, collectSuite(t, "../../testdata/providers/broken/ua-authority-idp-receipt"), "idp")
-	t.Logf("twin: %d grant lookups, %d turns refused in the pending state, through:\n%s", twin.lookups, twin.refused, strings.Join(twin.through, "\n"))
-	if len(twin.through) == 0 {
-		t.Fatal("the stubs' record shows no turn of the twin that returned files while its principal's scenario was pending")
-	}
+	return s
 }

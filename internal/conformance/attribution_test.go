@@ -10,13 +10,6 @@ import (
 	"github.com/astrabox-dev/astrabox/internal/simulate"
 )
 
-// judgedProject plays the default suite on a fixture and returns its report with the histories it judged.
-func judgedProject(t *testing.T, dir string) (*report.Report, []*simulate.History) {
-	t.Helper()
-	c := collectSuite(t, dir)
-	return mustDecide(t, c.ev, c.target, 1, c.opts), c.ev.Histories
-}
-
 // lineOf is the 1-based number of the only line of file that contains text.
 func lineOf(t *testing.T, file, text string) int {
 	t.Helper()
@@ -41,38 +34,37 @@ func lineOf(t *testing.T, file, text string) int {
 
 // TestEgressFindingAtConnectLine: the refused usage ping of kit-egress-undeclared (urllib through the
 // proxy variables) is recorded with the line of the fixture that opens the connection, not the callback's
-// def line, and the finding of KIT-EGRESS-UNDECLARED is placed there.
+// def line, and the finding of KIT-EGRESS-UNDECLARED is placed there. `make test` reads the fixture's
+// recorded run; the long lane also plays it live (recordedThenLive).
 func TestEgressFindingAtConnectLine(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts Python")
-	}
 	dir := "../../testdata/providers/broken/kit-egress-undeclared"
-	file, _ := filepath.Abs(filepath.Join(dir, "telemetry_ping.py"))
-	want := lineOf(t, file, "urllib.request.urlopen(req")
-	rep, hists := judgedProject(t, dir)
-	attempts := 0
-	for _, h := range hists {
-		for _, a := range h.Egress {
-			if !a.Refused || a.Host != "telemetry.corp.example:443" {
-				continue
-			}
-			attempts++
-			if a.File != file || a.Line != want || a.Function != "_ping" || a.Callback != string(simulate.CallPrepareSession) {
-				t.Errorf("%s: attempt %+v, want %s:%d in _ping during prepare_session", h.Scenario, a, file, want)
+	want := lineOf(t, filepath.Join(dir, "telemetry_ping.py"), "urllib.request.urlopen(req")
+	recordedThenLive(t, "broken/kit-egress-undeclared", false, func(t *testing.T, j judged) {
+		file := j.path("testdata/providers/broken/kit-egress-undeclared/telemetry_ping.py")
+		attempts := 0
+		for _, h := range j.hists {
+			for _, a := range h.Egress {
+				if !a.Refused || a.Host != "telemetry.corp.example:443" {
+					continue
+				}
+				attempts++
+				if a.File != file || a.Line != want || a.Function != "_ping" || a.Callback != string(simulate.CallPrepareSession) {
+					t.Errorf("%s: attempt %+v, want %s:%d in _ping during prepare_session", h.Scenario, a, file, want)
+				}
 			}
 		}
-	}
-	if attempts == 0 {
-		t.Fatal("no refused attempt to telemetry.corp.example was recorded")
-	}
-	res := resultOf(t, rep.Results, KitEgressUndeclared)
-	if res.Status != report.StatusFailed {
-		t.Fatalf("%s did not fail: %+v", KitEgressUndeclared, res)
-	}
-	// Report locations are relative to the project.
-	if res.Location == nil || res.Location.Path != "telemetry_ping.py" || res.Location.Line != want {
-		t.Errorf("finding at %+v, want telemetry_ping.py:%d", res.Location, want)
-	}
+		if attempts == 0 {
+			t.Fatal("no refused attempt to telemetry.corp.example was recorded")
+		}
+		res := resultOf(t, j.results, KitEgressUndeclared)
+		if res.Status != report.StatusFailed {
+			t.Fatalf("%s did not fail: %+v", KitEgressUndeclared, res)
+		}
+		// Report locations are relative to the project.
+		if res.Location == nil || res.Location.Path != "telemetry_ping.py" || res.Location.Line != want {
+			t.Errorf("finding at %+v, want telemetry_ping.py:%d", res.Location, want)
+		}
+	})
 }
 
 // auditWrites are the fixture's audit PUTs (over raw sockets) with the prepare_turn each is attributed to.
@@ -104,56 +96,56 @@ func madeBy(rq simulate.Request, c *simulate.CallRecord) bool {
 // TestLateRawSocketWriteBlamesItsStarter: the batched audit PUT of broken/gen-no-dispatch-late-socket,
 // written over a raw socket (no call header) while the replica's next prepare_turn is in flight, is in the
 // recorded requests attributed to the prepare_turn whose thread opened the connection, with the call in
-// flight kept apart; GEN-NO-DISPATCH fails naming that prepare_turn.
+// flight kept apart; GEN-NO-DISPATCH fails naming that prepare_turn. It reads the fixture's recorded run and
+// plays it live, in `make test` too: the live sample of a background write's attribution.
 func TestLateRawSocketWriteBlamesItsStarter(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts Python")
-	}
-	rep, hists := judgedProject(t, "../../testdata/providers/broken/gen-no-dispatch-late-socket")
-	n, each := auditWrites(t, hists)
-	if n == 0 {
-		t.Fatal("no audit PUT over the raw socket was recorded")
-	}
-	each(func(h *simulate.History, rq simulate.Request, c *simulate.CallRecord) {
-		if !madeBy(rq, c) {
-			t.Errorf("%s: %s %s attributed to %q (%+v), not to the prepare_turn of its attempt", h.Scenario, rq.Method, rq.Path, rq.Call, c)
+	recordedThenLive(t, "broken/gen-no-dispatch-late-socket", true, func(t *testing.T, j judged) {
+		n, each := auditWrites(t, j.hists)
+		if n == 0 {
+			t.Fatal("no audit PUT over the raw socket was recorded")
 		}
-		if !rq.Background || rq.InFlight == "" || rq.InFlight == rq.Call {
-			t.Errorf("%s: %s %s (call %s) should have landed while another call was in flight: in_flight %q, background %v",
-				h.Scenario, rq.Method, rq.Path, rq.Call, rq.InFlight, rq.Background)
+		each(func(h *simulate.History, rq simulate.Request, c *simulate.CallRecord) {
+			if !madeBy(rq, c) {
+				t.Errorf("%s: %s %s attributed to %q (%+v), not to the prepare_turn of its attempt", h.Scenario, rq.Method, rq.Path, rq.Call, c)
+			}
+			if !rq.Background || rq.InFlight == "" || rq.InFlight == rq.Call {
+				t.Errorf("%s: %s %s (call %s) should have landed while another call was in flight: in_flight %q, background %v",
+					h.Scenario, rq.Method, rq.Path, rq.Call, rq.InFlight, rq.Background)
+			}
+			if c != nil && c.Observations.Leftovers.Empty() {
+				t.Errorf("%s: %s left no thread, yet its write came later", h.Scenario, c.Key)
+			}
+		})
+		res := resultOf(t, j.results, "GEN-NO-DISPATCH")
+		if res.Status != report.StatusFailed || !strings.Contains(res.Message, "prepare_turn returned, but 1 of its write(s) landed afterwards") {
+			t.Errorf("GEN-NO-DISPATCH: %s %s", res.Status, res.Message)
 		}
-		if c != nil && c.Observations.Leftovers.Empty() {
-			t.Errorf("%s: %s left no thread, yet its write came later", h.Scenario, c.Key)
+		for _, id := range []string{"TURN-IDEMPOTENT", "GEN-CANCEL-CLEAN"} {
+			if r := resultOf(t, j.results, id); r.Status == report.StatusFailed {
+				t.Errorf("%s failed: the late write was blamed on the call in flight: %s", id, r.Message)
+			}
 		}
 	})
-	res := resultOf(t, rep.Results, "GEN-NO-DISPATCH")
-	if res.Status != report.StatusFailed || !strings.Contains(res.Message, "prepare_turn returned, but 1 of its write(s) landed afterwards") {
-		t.Errorf("GEN-NO-DISPATCH: %s %s", res.Status, res.Message)
-	}
-	for _, id := range []string{"TURN-IDEMPOTENT", "GEN-CANCEL-CLEAN"} {
-		if r := resultOf(t, rep.Results, id); r.Status == report.StatusFailed {
-			t.Errorf("%s failed: the late write was blamed on the call in flight: %s", id, r.Message)
-		}
-	}
 }
 
 // TestRawSocketWriteInItsTurn: correct/socket_audit_waits writes its audit records over raw sockets from a
 // worker thread the turn awaits; every one is attributed to the prepare_turn of its attempt, in its flight.
+// `make test` reads the fixture's recorded run; the long lane also plays it live.
 func TestRawSocketWriteInItsTurn(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts Python")
-	}
-	rep, hists := judgedProject(t, "../../testdata/providers/correct/socket_audit_waits")
-	n, each := auditWrites(t, hists)
-	if n == 0 {
-		t.Fatal("no audit PUT over the raw socket was recorded")
-	}
-	each(func(h *simulate.History, rq simulate.Request, c *simulate.CallRecord) {
-		if !madeBy(rq, c) || rq.Background || rq.InFlight != "" {
-			t.Errorf("%s: %s %s attributed to %q (in flight %q, background %v), want the prepare_turn of its attempt", h.Scenario, rq.Method, rq.Path, rq.Call, rq.InFlight, rq.Background)
+	recordedThenLive(t, "correct/socket_audit_waits", false, func(t *testing.T, j judged) {
+		n, each := auditWrites(t, j.hists)
+		if n == 0 {
+			t.Fatal("no audit PUT over the raw socket was recorded")
+		}
+		each(func(h *simulate.History, rq simulate.Request, c *simulate.CallRecord) {
+			if !madeBy(rq, c) || rq.Background || rq.InFlight != "" {
+				t.Errorf("%s: %s %s attributed to %q (in flight %q, background %v), want the prepare_turn of its attempt", h.Scenario, rq.Method, rq.Path, rq.Call, rq.InFlight, rq.Background)
+			}
+		})
+		for _, r := range j.results {
+			if r.Status == report.StatusFailed {
+				t.Errorf("%s failed: %s", r.Check, r.Message)
+			}
 		}
 	})
-	if rep.Summary.Failed != 0 {
-		t.Errorf("%d check(s) failed", rep.Summary.Failed)
-	}
 }

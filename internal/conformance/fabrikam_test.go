@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/astrabox-dev/astrabox/internal/report"
+	"github.com/astrabox-dev/astrabox/internal/testutil"
 )
 
 // consentRead is one consent read Fabrikam's fake recorded in its own journal (FABRIKAM_CONSENT_JOURNAL).
@@ -50,7 +51,9 @@ func runFabrikam(t *testing.T, dir string) (*report.Report, []consentRead) {
 // TestFabrikamConsentHeldByItsOwnService: the suite's control requests reach Fabrikam's consent fake (its
 // journal shows AWAITING_USER answered to the provider's reads for the suite's pending principals). The
 // correct provider passes UA-AUTHORITY; the twin fails it, and every turn the finding blames is one for a
-// principal the fake answered AWAITING_USER for.
+// principal the fake answered AWAITING_USER for. `make test` runs the correct provider live with the journal
+// and judges the twin's recording (its blamed principals among those the fake holds pending: bob, dave,
+// alice); the long lane also runs the twin live against its journal.
 func TestFabrikamConsentHeldByItsOwnService(t *testing.T) {
 	pendingAt := func(reads []consentRead) map[string]bool {
 		out := map[string]bool{}
@@ -61,34 +64,52 @@ func TestFabrikamConsentHeldByItsOwnService(t *testing.T) {
 		}
 		return out
 	}
-	rep, reads := runFabrikam(t, "../../testdata/providers/correct/fabrikam_consent")
-	if p := pendingAt(reads); !p["bob"] || !p["dave"] || !p["alice"] {
-		t.Errorf("the fake never answered AWAITING_USER for bob, dave and alice: %v", p)
-	}
-	for _, r := range rep.Results {
-		if r.Check == "UA-AUTHORITY" && r.Status != report.StatusPassed {
+	t.Run("twin/recorded", func(t *testing.T) {
+		results, _ := judgedRecording(t, "broken/ua-authority-own-service")
+		blamed := blamedPrincipals(t, results)
+		for _, who := range blamed {
+			if who != "bob" && who != "dave" && who != "alice" {
+				t.Errorf("blamed principal %q, whom the fake never holds pending", who)
+			}
+		}
+	})
+	t.Run("correct", func(t *testing.T) {
+		rep, reads := runFabrikam(t, "../../testdata/providers/correct/fabrikam_consent")
+		if p := pendingAt(reads); !p["bob"] || !p["dave"] || !p["alice"] {
+			t.Errorf("the fake never answered AWAITING_USER for bob, dave and alice: %v", p)
+		}
+		if r := resultOf(t, rep.Results, "UA-AUTHORITY"); r.Status != report.StatusPassed {
 			t.Errorf("correct provider: UA-AUTHORITY %s", r.Status)
 		}
-	}
-	rep, reads = runFabrikam(t, "../../testdata/providers/broken/ua-authority-own-service")
-	pending := pendingAt(reads)
-	var found bool
-	for _, r := range rep.Results {
-		if r.Check != "UA-AUTHORITY" {
-			continue
+	})
+	t.Run("twin/live", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("starts Python")
 		}
-		for _, e := range r.Evidence {
-			_, who, ok := strings.Cut(e.Text, "held consent pending for principal ")
-			if !ok {
-				continue
-			}
-			found = true
+		testutil.LongLane(t, "the twin live with its fake's journal")
+		rep, reads := runFabrikam(t, "../../testdata/providers/broken/ua-authority-own-service")
+		pending := pendingAt(reads)
+		for _, who := range blamedPrincipals(t, rep.Results) {
 			if !pending[who] {
-				t.Errorf("blamed turn %q: the fake never answered AWAITING_USER for that principal (%v)", e.Text, pending)
+				t.Errorf("blamed principal %q: the fake never answered AWAITING_USER for that principal (%v)", who, pending)
 			}
 		}
+	})
+}
+
+// blamedPrincipals are the principals UA-AUTHORITY's findings say a turn held consent pending for; the check
+// must have failed.
+func blamedPrincipals(t *testing.T, results []report.Result) []string {
+	t.Helper()
+	r := resultOf(t, results, "UA-AUTHORITY")
+	var out []string
+	for _, e := range r.Evidence {
+		if _, who, ok := strings.Cut(e.Text, "held consent pending for principal "); ok {
+			out = append(out, who)
+		}
 	}
-	if !found {
-		t.Fatal("the twin did not fail UA-AUTHORITY")
+	if r.Status != report.StatusFailed || len(out) == 0 {
+		t.Fatalf("the twin did not fail UA-AUTHORITY: %s %s", r.Status, r.Message)
 	}
+	return out
 }

@@ -59,18 +59,20 @@ func (a harborAudit) requests(hists []*simulate.History, fn func(h *simulate.His
 // connection per process, opened while the provider loaded (raw_keepalive_tls its audit writes on a second
 // one, wrapped in TLS, to a declared service); each request is attributed to the prepare_turn whose code
 // wrote it, in its flight (neither to the load that opened the connection nor as background work), and the
-// fixture passes with nothing left unexercised.
+// fixture passes with nothing left unexercised. Both tests here read the fixtures' recorded runs in every
+// lane (recordedThenLive); `make test` plays the broken TLS variant live as the sample, the long lane all four.
 func TestKeptAliveRawConnectionPerSend(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts Python")
-	}
 	for _, v := range harborVariants {
-		t.Run(v.name, func(t *testing.T) { keptAliveInTurn(t, v.correct) })
+		t.Run(v.name, func(t *testing.T) {
+			recordedThenLive(t, strings.TrimPrefix(v.correct.dir, "../../testdata/providers/"), false, func(t *testing.T, j judged) {
+				keptAliveInTurn(t, v.correct, j)
+			})
+		})
 	}
 }
 
-func keptAliveInTurn(t *testing.T, a harborAudit) {
-	rep, hists := judgedProject(t, a.dir)
+func keptAliveInTurn(t *testing.T, a harborAudit, j judged) {
+	results, hists := j.results, j.hists
 	audits, reads := 0, 0
 	perReplicaTurns := map[string]int{}
 	a.requests(hists, func(h *simulate.History, rq simulate.Request, c *simulate.CallRecord) {
@@ -102,8 +104,10 @@ func keptAliveInTurn(t *testing.T, a harborAudit) {
 	if !reused {
 		t.Error("no replica wrote two audit records: the kept-alive connection was never reused across turns")
 	}
-	if rep.Summary.Failed != 0 || rep.Summary.NotExercised != 0 {
-		t.Errorf("%d check(s) failed, %d not exercised", rep.Summary.Failed, rep.Summary.NotExercised)
+	for _, r := range results {
+		if r.Status == report.StatusFailed || r.Status == report.StatusNotExercised {
+			t.Errorf("%s %s: %s", r.Check, r.Status, r.Message)
+		}
 	}
 }
 
@@ -114,16 +118,17 @@ func keptAliveInTurn(t *testing.T, a harborAudit) {
 // connection). It is recorded, attributed to the prepare_turn whose thread wrote it, with the call in flight
 // kept apart; that turn's own requests stay its own; GEN-NO-DISPATCH fails and nothing else does.
 func TestKeptAliveBackgroundWriteBlamesItsWriter(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts Python")
-	}
 	for _, v := range harborVariants {
-		t.Run(v.name, func(t *testing.T) { keptAliveLate(t, v.broken) })
+		t.Run(v.name, func(t *testing.T) {
+			recordedThenLive(t, strings.TrimPrefix(v.broken.dir, "../../testdata/providers/"), v.name == "tls", func(t *testing.T, j judged) {
+				keptAliveLate(t, v.broken, j)
+			})
+		})
 	}
 }
 
-func keptAliveLate(t *testing.T, a harborAudit) {
-	rep, hists := judgedProject(t, a.dir)
+func keptAliveLate(t *testing.T, a harborAudit, j judged) {
+	results, hists := j.results, j.hists
 	late, own := 0, 0
 	a.requests(hists, func(h *simulate.History, rq simulate.Request, c *simulate.CallRecord) {
 		if !a.isAudit(rq) {
@@ -150,11 +155,11 @@ func keptAliveLate(t *testing.T, a harborAudit) {
 	if late == 0 || own == 0 {
 		t.Fatalf("%d batched audit writes and %d consent reads recorded; want both", late, own)
 	}
-	res := resultOf(t, rep.Results, "GEN-NO-DISPATCH")
+	res := resultOf(t, results, "GEN-NO-DISPATCH")
 	if res.Status != report.StatusFailed || !strings.Contains(res.Message, "prepare_turn returned, but 1 of its write(s) landed afterwards") {
 		t.Errorf("GEN-NO-DISPATCH: %s %s", res.Status, res.Message)
 	}
-	for _, r := range rep.Results {
+	for _, r := range results {
 		if r.Status == report.StatusFailed && r.Check != "GEN-NO-DISPATCH" {
 			t.Errorf("%s failed too: %s", r.Check, r.Message)
 		}

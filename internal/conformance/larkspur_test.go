@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/astrabox-dev/astrabox/internal/report"
+	"github.com/astrabox-dev/astrabox/internal/testutil"
 )
 
 // journalLine is one request a Larkspur fake recorded in its own journal (LARKSPUR_FAKE_JOURNAL).
@@ -100,33 +101,57 @@ func firstMints(lines []journalLine) (minted map[string]int, replays int) {
 // as replays and at most one token minted per attempt, and TURN-IDEMPOTENT passes. Its twin mints a new key
 // per call: the journal shows two tokens minted for one attempt, and TURN-IDEMPOTENT fails naming the new
 // key.
+//
+// `make test` runs correct/larkspur live (the journal against the kit's verdict) and judges the twin over its
+// recording; the twin's live run with its journal is the long lane's (TestFixtures also runs it there and
+// holds the recording to it).
 func TestLarkspurKeyedRetriesAreOneWrite(t *testing.T) {
-	rep, lines := runCorrectLarkspur(t)
-	minted, replays := firstMints(lines)
-	if replays == 0 {
-		t.Fatalf("no retry of an attempt asked the token API again: the suite did not exercise the key (%d lines)", len(lines))
-	}
-	for k, n := range minted {
-		if n > 1 {
-			t.Errorf("the correct provider had %d tokens minted for attempt %s", n, k)
+	t.Run("twin/recorded", func(t *testing.T) {
+		results, err := recorded(t, "broken/turn-idempotent-new-key").Replay()
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if r := resultOf(t, rep.Results, "TURN-IDEMPOTENT"); r.Status != report.StatusPassed {
-		t.Errorf("TURN-IDEMPOTENT: %+v", r)
-	}
+		assertNewKeyNamed(t, resultOf(t, results, "TURN-IDEMPOTENT"))
+	})
+	t.Run("correct", func(t *testing.T) {
+		rep, lines := runCorrectLarkspur(t)
+		minted, replays := firstMints(lines)
+		if replays == 0 {
+			t.Fatalf("no retry of an attempt asked the token API again: the suite did not exercise the key (%d lines)", len(lines))
+		}
+		for k, n := range minted {
+			if n > 1 {
+				t.Errorf("the correct provider had %d tokens minted for attempt %s", n, k)
+			}
+		}
+		if r := resultOf(t, rep.Results, "TURN-IDEMPOTENT"); r.Status != report.StatusPassed {
+			t.Errorf("TURN-IDEMPOTENT: %+v", r)
+		}
+	})
+	t.Run("twin/live", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("starts Python")
+		}
+		testutil.LongLane(t, "the twin live with its fake's journal")
+		rep, lines := runLarkspur(t, "../../testdata/providers/broken/turn-idempotent-new-key")
+		minted, _ := firstMints(lines)
+		twice := 0
+		for _, n := range minted {
+			if n > 1 {
+				twice++
+			}
+		}
+		if twice == 0 {
+			t.Fatal("the twin's token API never minted two tokens for one attempt: the breach did not happen")
+		}
+		assertNewKeyNamed(t, resultOf(t, rep.Results, "TURN-IDEMPOTENT"))
+	})
+}
 
-	rep, lines = runLarkspur(t, "../../testdata/providers/broken/turn-idempotent-new-key")
-	minted, _ = firstMints(lines)
-	twice := 0
-	for _, n := range minted {
-		if n > 1 {
-			twice++
-		}
-	}
-	if twice == 0 {
-		t.Fatal("the twin's token API never minted two tokens for one attempt: the breach did not happen")
-	}
-	r := resultOf(t, rep.Results, "TURN-IDEMPOTENT")
+// assertNewKeyNamed: TURN-IDEMPOTENT of the new-key twin fails, and a finding names the token POST with its
+// new key.
+func assertNewKeyNamed(t *testing.T, r report.Result) {
+	t.Helper()
 	if r.Status != report.StatusFailed {
 		t.Fatalf("TURN-IDEMPOTENT of the twin: %+v", r)
 	}
@@ -141,7 +166,8 @@ func TestLarkspurKeyedRetriesAreOneWrite(t *testing.T) {
 
 // TestLarkspurSecretPerVersion: the twin's Secrets Manager fake journals a CreateSecret per configuration
 // version of agent-1, and SYNC-IDENTITY fails on the secret names; the correct provider's journal holds one
-// secret per Agent.
+// secret per Agent. As above, `make test` runs correct/larkspur live and judges the twin over its recording;
+// the twin's live run with its journal is the long lane's.
 func TestLarkspurSecretPerVersion(t *testing.T) {
 	secretsOf := func(lines []journalLine) map[string]bool {
 		out := map[string]bool{}
@@ -152,21 +178,40 @@ func TestLarkspurSecretPerVersion(t *testing.T) {
 		}
 		return out
 	}
-	rep, lines := runLarkspur(t, "../../testdata/providers/broken/sync-identity-secret-per-version")
-	names := secretsOf(lines)
-	if !names["larkspur/agents/agent-1-v1"] || !names["larkspur/agents/agent-1-v2"] {
-		t.Fatalf("the twin's fake holds no secret per version: %v", names)
-	}
-	if r := resultOf(t, rep.Results, "SYNC-IDENTITY"); r.Status != report.StatusFailed || !strings.Contains(r.Message, "secrets larkspur/agents/agent-1-v") {
-		t.Fatalf("SYNC-IDENTITY of the twin: %+v", r)
-	}
-	rep, lines = runCorrectLarkspur(t)
-	for n := range secretsOf(lines) {
-		if strings.Contains(n, "-v") {
-			t.Errorf("the correct provider created %s", n)
+	twinFails := func(t *testing.T, r report.Result) {
+		t.Helper()
+		if r.Status != report.StatusFailed || !strings.Contains(r.Message, "secrets larkspur/agents/agent-1-v") {
+			t.Fatalf("SYNC-IDENTITY of the twin: %+v", r)
 		}
 	}
-	if r := resultOf(t, rep.Results, "SYNC-IDENTITY"); r.Status != report.StatusPassed {
-		t.Errorf("SYNC-IDENTITY: %+v", r)
-	}
+	t.Run("twin/recorded", func(t *testing.T) {
+		results, err := recorded(t, "broken/sync-identity-secret-per-version").Replay()
+		if err != nil {
+			t.Fatal(err)
+		}
+		twinFails(t, resultOf(t, results, "SYNC-IDENTITY"))
+	})
+	t.Run("correct", func(t *testing.T) {
+		rep, lines := runCorrectLarkspur(t)
+		for n := range secretsOf(lines) {
+			if strings.Contains(n, "-v") {
+				t.Errorf("the correct provider created %s", n)
+			}
+		}
+		if r := resultOf(t, rep.Results, "SYNC-IDENTITY"); r.Status != report.StatusPassed {
+			t.Errorf("SYNC-IDENTITY: %+v", r)
+		}
+	})
+	t.Run("twin/live", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("starts Python")
+		}
+		testutil.LongLane(t, "the twin live with its fake's journal")
+		rep, lines := runLarkspur(t, "../../testdata/providers/broken/sync-identity-secret-per-version")
+		names := secretsOf(lines)
+		if !names["larkspur/agents/agent-1-v1"] || !names["larkspur/agents/agent-1-v2"] {
+			t.Fatalf("the twin's fake holds no secret per version: %v", names)
+		}
+		twinFails(t, resultOf(t, rep.Results, "SYNC-IDENTITY"))
+	})
 }

@@ -10,11 +10,17 @@ import (
 // that submitted it as background work; the timer's print carries the workload token, in a background event
 // of the prepare_session that started it.
 func TestLateWorkIsJudgedAgainstItsCall(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts Python")
-	}
-	collect := func(dir string) *Evidence { return collectSuite(t, dir).ev }
-	ev := collect("../../testdata/providers/broken/gen-no-dispatch-late-pool")
+	t.Run("late-pool", func(t *testing.T) {
+		recordedThenLive(t, "broken/gen-no-dispatch-late-pool", false, func(t *testing.T, j judged) { lateAuditsBlameTheirTurn(t, j.ev) })
+	})
+	t.Run("late-timer", func(t *testing.T) {
+		recordedThenLive(t, "broken/leak-log-late-timer", true, func(t *testing.T, j judged) { lateTimerBlamesItsSession(t, j.ev) })
+	})
+}
+
+// lateAuditsBlameTheirTurn: every audit write of gen-no-dispatch-late-pool is attributed to its prepare_turn,
+// as background work, and applied.
+func lateAuditsBlameTheirTurn(t *testing.T, ev *Evidence) {
 	audits := 0
 	for _, h := range ev.Histories {
 		methods := map[string]string{}
@@ -34,7 +40,11 @@ func TestLateWorkIsJudgedAgainstItsCall(t *testing.T) {
 	if audits == 0 {
 		t.Fatal("no audit write recorded: the fixture does not do what it claims, or the kit did not wait for it")
 	}
-	ev = collect("../../testdata/providers/broken/leak-log-late-timer")
+}
+
+// lateTimerBlamesItsSession: the output of leak-log-late-timer's timer, which holds a planted secret, is
+// attributed to the prepare_session that started it.
+func lateTimerBlamesItsSession(t *testing.T, ev *Evidence) {
 	leaked := 0
 	for _, h := range ev.Histories {
 		methods := map[string]string{}

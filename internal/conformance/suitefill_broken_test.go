@@ -8,12 +8,11 @@ import (
 	"github.com/astrabox-dev/astrabox/internal/simulate"
 )
 
-// TestNewBrokenFixturesDoWhatTheyClaim plays the default suite on the broken fixtures written for the
-// provider-driven suite and finds, in the recorded calls and requests, the breach each one claims.
+// TestNewBrokenFixturesDoWhatTheyClaim finds, in the calls and requests of the default suite on the broken
+// fixtures written for the provider-driven suite, the breach each one claims. `make test` reads the
+// fixtures' recorded evidence, so no Python starts (TestFixtures, in the long lane, plays each fixture live
+// and fails when its recording is stale); the long lane also finds each claim in a live run.
 func TestNewBrokenFixturesDoWhatTheyClaim(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts Python")
-	}
 	for _, tc := range []struct {
 		dir   string
 		claim func(t *testing.T, hists []*simulate.History)
@@ -25,8 +24,7 @@ func TestNewBrokenFixturesDoWhatTheyClaim(t *testing.T) {
 		{"turn-idempotent-blind-retry", claimBlindRetry},
 	} {
 		t.Run(tc.dir, func(t *testing.T) {
-			_, hists := suiteHistories(t, "../../testdata/providers/broken/"+tc.dir)
-			tc.claim(t, hists)
+			recordedThenLive(t, "broken/"+tc.dir, false, func(t *testing.T, j judged) { tc.claim(t, j.hists) })
 		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/astrabox-dev/astrabox/internal/harness"
 	"github.com/astrabox-dev/astrabox/internal/report"
 	"github.com/astrabox-dev/astrabox/internal/simulate"
+	"github.com/astrabox-dev/astrabox/internal/testutil"
 )
 
 // suiteHistories plays the default suite (seed 1) on a fixture project and returns what the harness learnt
@@ -95,19 +96,35 @@ func (r reach) mostCleanWrites(method string) int {
 	return most
 }
 
-// TestSuiteReachesEveryPath plays the default suite on every correct fixture and the reference provider and
-// asserts, from the histories, that it reached each path the provider implements: every offered user action
+// TestSuiteReachesEveryPath asserts, from the default suite's histories on every correct fixture and the
+// reference provider, that it reached each path the provider implements: every offered user action
 // performed on two replicas for one pending requirement; refreshes of the provider's own validity period and a
 // reconnect retry after them; several Agents, creators and pool members; a 503 and a dropped answer on the
 // writes of synchronize, recover, turns and user actions; host loss at each write position of a synchronize.
+//
+// The fixtures' histories are their recorded evidence (no Python: TestFixtures holds each recording to a live
+// run in the long lane, and checktest proves under -short that no check was left not_exercised); the
+// reference provider, which has no recording, is played live, and so is every fixture in the long lane.
 func TestSuiteReachesEveryPath(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts Python")
-	}
 	dirs, _ := filepath.Glob("../../testdata/providers/correct/*")
-	dirs = append(dirs, "../../examples/providers/reference")
 	for _, dir := range dirs {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
+		name := "correct/" + filepath.Base(dir)
+		if ownedByRealClients(name) {
+			continue // TestRealClientFixtures runs it with the environment it needs
+		}
+		t.Run("recorded/"+filepath.Base(dir), func(t *testing.T) {
+			ev := recorded(t, name).Evidence
+			assertSuiteReach(t, ev.Load, ev.Histories)
+		})
+	}
+	if testing.Short() {
+		t.Skip("the live runs start Python")
+	}
+	for _, dir := range append(dirs, "../../examples/providers/reference") {
+		t.Run("live/"+filepath.Base(dir), func(t *testing.T) {
+			if !strings.Contains(dir, "/examples/") {
+				testutil.LongLane(t, "the suite live on every correct fixture")
+			}
 			if ownedByRealClients("correct/" + filepath.Base(dir)) {
 				t.Skip("a real-client fixture: TestRealClientFixtures runs it with the environment it needs")
 			}
@@ -121,24 +138,30 @@ func TestSuiteReachesEveryPath(t *testing.T) {
 				t.Skipf("python3 has no %s module", exp.RequiresModule)
 			}
 			info, hists := suiteHistories(t, dir)
-			r := reach{hists: hists}
-			implements := func(m string) bool { return info.Methods[m].Overridden }
-			if implements("perform_user_action") {
-				r.assertUserActions(t)
-			}
-			if implements("prepare_turn") {
-				r.assertRefreshes(t)
-			}
-			r.assertAgents(t)
-			for _, m := range []string{"synchronize", "recover", "prepare_turn", "perform_user_action"} {
-				if implements(m) {
-					r.assertWriteFaults(t, m)
-				}
-			}
-			if implements("synchronize") {
-				r.assertHostLossAtEachWrite(t)
-			}
+			assertSuiteReach(t, info, hists)
 		})
+	}
+}
+
+// assertSuiteReach asserts TestSuiteReachesEveryPath's paths over one provider's suite histories.
+func assertSuiteReach(t *testing.T, info *harness.LoadInfo, hists []*simulate.History) {
+	t.Helper()
+	r := reach{hists: hists}
+	implements := func(m string) bool { return info.Methods[m].Overridden }
+	if implements("perform_user_action") {
+		r.assertUserActions(t)
+	}
+	if implements("prepare_turn") {
+		r.assertRefreshes(t)
+	}
+	r.assertAgents(t)
+	for _, m := range []string{"synchronize", "recover", "prepare_turn", "perform_user_action"} {
+		if implements(m) {
+			r.assertWriteFaults(t, m)
+		}
+	}
+	if implements("synchronize") {
+		r.assertHostLossAtEachWrite(t)
 	}
 }
 

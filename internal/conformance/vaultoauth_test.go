@@ -46,13 +46,13 @@ func TestVaultOAuthNamesOnlyProductionURLs(t *testing.T) {
 	}
 }
 
-// TestVaultTwinsBreakThroughTheVault runs each broken twin of vault-oauth and proves that the clause it is
-// named after fails because of a request that went to the Vault service: the finding's evidence names the
-// recorded request (a /v1/secret/data/ path, which only the Vault fake serves) and a source line.
+// TestVaultTwinsBreakThroughTheVault judges each broken twin of vault-oauth over its recorded evidence and
+// proves that the clause it is named after fails because of a request that went to the Vault service: the
+// finding's evidence names the recorded request (a /v1/secret/data/ path, which only the Vault fake serves)
+// and a source line. `make test` judges each twin's recorded run with today's judge, so no Python starts
+// (TestFixtures, in the long lane, plays each twin live and holds the recording to it); the long lane also
+// asserts this over a live run.
 func TestVaultTwinsBreakThroughTheVault(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts Python and the example's fakes")
-	}
 	twins := map[string]string{
 		"turn-idempotent-vault":     "TURN-IDEMPOTENT",
 		"sync-skip-unchanged-vault": "SYNC-SKIP-UNCHANGED",
@@ -64,29 +64,32 @@ func TestVaultTwinsBreakThroughTheVault(t *testing.T) {
 	for dir, check := range twins {
 		dir, check := dir, check
 		t.Run(dir, func(t *testing.T) {
-			rep, err := runProject(t, filepath.Join("../../testdata/providers/broken", dir))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var res *report.Result
-			for i := range rep.Results {
-				if rep.Results[i].Check == check {
-					res = &rep.Results[i]
-				}
-			}
-			if res == nil || res.Status != report.StatusFailed {
-				t.Fatalf("%s did not fail: %+v", check, res)
-			}
-			found := false
-			for _, e := range append([]report.Evidence{{Text: res.Message, Location: res.Location}}, res.Evidence...) {
-				if strings.Contains(e.Text, "/v1/secret/data/") && !strings.Contains(e.Text, "/v1/records/") &&
-					e.Location != nil && e.Location.Line > 0 && e.Location.Path != "" {
-					found = true
-				}
-			}
-			if !found {
-				t.Errorf("no evidence of %s names a Vault request with a source line: %s %+v", check, res.Message, res.Evidence)
-			}
+			recordedThenLive(t, "broken/"+dir, false, func(t *testing.T, j judged) { vaultRequestBroke(t, j.results, check) })
 		})
+	}
+}
+
+// vaultRequestBroke: check failed, and its message or an evidence item names a Vault request with a source
+// line.
+func vaultRequestBroke(t *testing.T, results []report.Result, check string) {
+	t.Helper()
+	var res *report.Result
+	for i := range results {
+		if results[i].Check == check {
+			res = &results[i]
+		}
+	}
+	if res == nil || res.Status != report.StatusFailed {
+		t.Fatalf("%s did not fail: %+v", check, res)
+	}
+	found := false
+	for _, e := range append([]report.Evidence{{Text: res.Message, Location: res.Location}}, res.Evidence...) {
+		if strings.Contains(e.Text, "/v1/secret/data/") && !strings.Contains(e.Text, "/v1/records/") &&
+			e.Location != nil && e.Location.Line > 0 && e.Location.Path != "" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no evidence of %s names a Vault request with a source line: %s %+v", check, res.Message, res.Evidence)
 	}
 }

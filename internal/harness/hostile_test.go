@@ -272,7 +272,7 @@ func TestHostileEscapees(t *testing.T) {
 						t.Errorf("process %d still carries the replica token", pid)
 					}
 				}
-				if name == "hopper" && !beating(heartbeat) {
+				if name == "hopper" && !beats(heartbeat) {
 					t.Fatal("the hopper does not hop: the fixture does not do what it claims")
 				}
 				closeWithin(t, p, 20*time.Second)
@@ -288,19 +288,35 @@ func TestHostileEscapees(t *testing.T) {
 	}
 }
 
-// beating reports whether the file grows within 300 ms (at a hop a millisecond, a live hopper appends about
-// three hundred bytes meanwhile).
-func beating(file string) bool {
-	size := func() int64 {
-		st, err := os.Stat(file)
-		if err != nil {
-			return -1
-		}
-		return st.Size()
+// fileSize is the size of file, -1 when it cannot be read.
+func fileSize(file string) int64 {
+	st, err := os.Stat(file)
+	if err != nil {
+		return -1
 	}
-	before := size()
+	return st.Size()
+}
+
+// beats waits (bounded, 10 s) for the file to grow, the event of a live hopper's hop, and reports whether it
+// did: it returns as soon as the file grows.
+func beats(file string) bool {
+	before := fileSize(file)
+	for i := 0; i < 1000; i++ {
+		if fileSize(file) != before {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
+}
+
+// beating reports whether the file grows within 300 ms (at a hop a millisecond, a live hopper appends about
+// three hundred bytes meanwhile). That a dead hopper does not hop has no event to wait on: it is an
+// observation over a window, many hops long.
+func beating(file string) bool {
+	before := fileSize(file)
 	time.Sleep(300 * time.Millisecond)
-	return size() != before
+	return fileSize(file) != before
 }
 
 // waitForComm waits (bounded) until a process named marker runs, and returns them.

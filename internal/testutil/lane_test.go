@@ -39,10 +39,12 @@ func TestLongLaneSkipsUnlessItIsOn(t *testing.T) {
 }
 
 // longTests finds, in every _test.go file of the repository, the top-level test functions that call
-// LongLane (in their body or a subtest's), keyed by "./<package dir> <TestName>".
+// LongLane (in their body or a subtest's, or through a helper function of their package's tests that calls
+// it, such as conformance's recordedThenLive), keyed by "./<package dir> <TestName>".
 func longTests(t *testing.T) map[string]bool {
 	t.Helper()
-	found := map[string]bool{}
+	// funcs holds every top-level function of each package's test files, by package dir and name.
+	funcs := map[string]map[string]*ast.FuncDecl{}
 	fset := token.NewFileSet()
 	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -65,26 +67,56 @@ func longTests(t *testing.T) map[string]bool {
 		if err != nil {
 			return err
 		}
+		pkg := "./" + filepath.ToSlash(rel)
+		if funcs[pkg] == nil {
+			funcs[pkg] = map[string]*ast.FuncDecl{}
+		}
 		for _, decl := range f.Decls {
-			fn, ok := decl.(*ast.FuncDecl)
-			if !ok || fn.Recv != nil || fn.Body == nil || !strings.HasPrefix(fn.Name.Name, "Test") {
-				continue
+			if fn, ok := decl.(*ast.FuncDecl); ok && fn.Recv == nil && fn.Body != nil {
+				funcs[pkg][fn.Name.Name] = fn
 			}
-			ast.Inspect(fn.Body, func(n ast.Node) bool {
-				call, ok := n.(*ast.CallExpr)
-				if !ok {
-					return true
-				}
-				if sel, ok := call.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "LongLane" {
-					found["./"+filepath.ToSlash(rel)+" "+fn.Name.Name] = true
-				}
-				return true
-			})
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	for pkg, byName := range funcs {
+		// lane holds the functions that reach LongLane, directly or through another of the package's test
+		// functions; grown to a fixed point.
+		lane := map[string]bool{}
+		for changed := true; changed; {
+			changed = false
+			for name, fn := range byName {
+				if lane[name] {
+					continue
+				}
+				ast.Inspect(fn.Body, func(n ast.Node) bool {
+					call, ok := n.(*ast.CallExpr)
+					if !ok || lane[name] {
+						return !lane[name]
+					}
+					switch f := call.Fun.(type) {
+					case *ast.SelectorExpr:
+						if f.Sel.Name == "LongLane" {
+							lane[name] = true
+						}
+					case *ast.Ident:
+						if lane[f.Name] {
+							lane[name] = true
+						}
+					}
+					return !lane[name]
+				})
+				changed = changed || lane[name]
+			}
+		}
+		for name := range lane {
+			if strings.HasPrefix(name, "Test") {
+				found[pkg+" "+name] = true
+			}
+		}
 	}
 	return found
 }

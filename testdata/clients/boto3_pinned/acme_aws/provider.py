@@ -6,11 +6,15 @@ import os
 
 import boto3
 import botocore
+from botocore.config import Config
 
 from astrabox.seams import RuntimeFile, RuntimeMaterials, RuntimePreparationProvider
 
 log = logging.getLogger("acme.aws")
 AWS_ROOTS = os.path.join(os.path.dirname(botocore.__file__), "cacert.pem")
+# Fail fast: a session waits on its model key, and a certificate AWS's roots reject will not be accepted on a
+# fourth try; one retry covers a dropped connection.
+AWS_CONFIG = Config(retries={"mode": "standard", "total_max_attempts": 2}, connect_timeout=5, read_timeout=10)
 
 
 class SecretsProvider(RuntimePreparationProvider):
@@ -23,6 +27,7 @@ class SecretsProvider(RuntimePreparationProvider):
             aws_access_key_id="AKIAEXAMPLEEXAMPLE00",
             aws_secret_access_key="example-secret-access-key",
             verify=AWS_ROOTS,
+            config=AWS_CONFIG,
         )
 
     def _model_key(self):
