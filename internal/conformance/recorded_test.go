@@ -34,8 +34,7 @@ func recorded(t *testing.T, fixture string) *Recording {
 }
 
 // judgedRecording replays a fixture's recording through today's judge (Recording.Replay): its results and
-// the histories they were decided over. Paths in them are the recording's, under RecordingRoot
-// (recordedPath).
+// the histories they were decided over. Paths in them are the recording's, under RecordingRoot.
 func judgedRecording(t *testing.T, fixture string) ([]report.Result, []*simulate.History) {
 	t.Helper()
 	rec := recorded(t, fixture)
@@ -44,11 +43,6 @@ func judgedRecording(t *testing.T, fixture string) ([]report.Result, []*simulate
 		t.Fatal(err)
 	}
 	return results, rec.Evidence.Histories
-}
-
-// recordedPath is how a recording writes the repository file at rel (a slash path from the repository root).
-func recordedPath(rel string) string {
-	return RecordingRoot + "/" + rel
 }
 
 // judged is a fixture's verdict with the evidence (and its histories) it was decided over, and the repository
