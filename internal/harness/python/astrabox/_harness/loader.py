@@ -8,7 +8,7 @@ import logging
 import os
 import re
 import sys
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from astrabox import seams
 from astrabox._harness import bytecode
@@ -239,17 +239,30 @@ def load(args: Any, observer: Observer) -> Loaded:
         file, line = _location(obj)
     instance = obj() if is_subclass else None
     with observer.quiet():
-        value: Dict[str, Any] = {
-            "module_file": getattr(module, "__file__", None),
-            "qualname": getattr(obj, "__qualname__", None) if isinstance(getattr(obj, "__qualname__", None), str)
-            else callable_name(obj),
-            "file": file,
-            "line": line,
-            "is_class": is_class,
-            "is_subclass": is_subclass,
-            "instantiated": instance is not None,
-        }
-        value.update(_name_info(obj, instance, is_class))
-        value["provider_roots"] = ([pkg_dir] if pkg_dir else []) + [r for r in roots if r != pkg_dir]
-        value["methods"] = _method_info(obj if is_class else type(obj))
+        value = describe(module, obj, instance, (file, line),
+                         ([pkg_dir] if pkg_dir else []) + [r for r in roots if r != pkg_dir])
     return Loaded(value, instance)
+
+
+def describe(module: Any, obj: Any, instance: Any, location: Tuple[Optional[str], Optional[int]],
+             provider_roots: List[str]) -> Dict[str, Any]:
+    """The value of a ``load`` reply: what the entry point's target ``obj`` of ``module`` is, where it is
+    defined (``location``), its instance (None when it is not a subclass of the SDK's base or was not made),
+    its name and methods, and the provider roots. The fork server's rehearsal describes a class of its own
+    through this same function, so that the code every replica's load runs is warm before the fork."""
+    is_class = inspect.isclass(obj)
+    is_subclass = bool(is_class and issubclass(obj, seams.RuntimePreparationProvider))
+    qualname = getattr(obj, "__qualname__", None)
+    value: Dict[str, Any] = {
+        "module_file": getattr(module, "__file__", None),
+        "qualname": qualname if isinstance(qualname, str) else callable_name(obj),
+        "file": location[0],
+        "line": location[1],
+        "is_class": is_class,
+        "is_subclass": is_subclass,
+        "instantiated": instance is not None,
+    }
+    value.update(_name_info(obj, instance, is_class))
+    value["provider_roots"] = provider_roots
+    value["methods"] = _method_info(obj if is_class else type(obj))
+    return value

@@ -552,14 +552,8 @@ def rehearse(times: int = REHEARSALS) -> None:
                 class Rehearsal(seams.RuntimePreparationProvider):
                     name = "rehearsal"
 
-                is_class = True
-                is_subclass = issubclass(Rehearsal, seams.RuntimePreparationProvider)
-                file, line = loader._location(Rehearsal)
-                value = {"module_file": __file__, "qualname": Rehearsal.__qualname__, "file": file, "line": line,
-                         "is_class": is_class, "is_subclass": is_subclass, "instantiated": True}
-                value.update(loader._name_info(Rehearsal, Rehearsal(), is_class))
-                value["provider_roots"] = [sdk]
-                value["methods"] = loader._method_info(Rehearsal)
+                value = loader.describe(sys.modules[__name__], Rehearsal, Rehearsal(),
+                                        loader._location(Rehearsal), [sdk])
                 wire.encode_frame({"kind": "reply", "id": 1, "ok": True,
                                    "value": runner.safe_encode_value(value, "load")})
                 del Rehearsal
