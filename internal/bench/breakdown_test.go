@@ -146,15 +146,26 @@ func BenchmarkReplicaBreakdown(b *testing.B) {
 	})
 }
 
-// BenchmarkScenarioCost explores 100 scenarios of the minimal provider with one job and splits the CPU of a
-// scenario between the kit (Go) and its replica processes (fork servers, supervisors, harnesses), next to
-// its wall time: whether a scenario is bound by CPU or by waiting. The floor is the same run's interpreter
-// start.
+// BenchmarkScenarioCost explores 100 scenarios of the minimal provider with one job, with two, and with two
+// whose slots have fork servers of their own (Workers.ForkServersPerSlot), and splits the CPU of a scenario
+// between the kit (Go) and its replica processes (fork servers, supervisors, harnesses), next to its wall
+// time: whether a scenario is bound by CPU or by waiting. Per scenario it also reports the harnesses forked,
+// their page faults (and their servers'), and the machine's cross-CPU interrupts (function calls, which carry
+// TLB shootdowns under a hypervisor, and reschedules: machine-wide, so only meaningful on a quiet machine).
+// The floor is the same run's interpreter start.
 func BenchmarkScenarioCost(b *testing.B) {
-	for _, jobs := range []int{1, 2} {
-		b.Run(fmt.Sprintf("jobs=%d", jobs), func(b *testing.B) {
+	for _, c := range []struct {
+		jobs    int
+		perSlot bool
+	}{{1, false}, {2, false}, {2, true}} {
+		jobs, name := c.jobs, fmt.Sprintf("jobs=%d", c.jobs)
+		if c.perSlot {
+			name += ",servers=per-slot"
+		}
+		b.Run(name, func(b *testing.B) {
 			var scen int
 			var wall, kitCPU, replCPU time.Duration
+			var forks, faults, calls, resched int64
 			for i := 0; i < b.N; i++ {
 				e, _ := env(b, minimal(), 1)
 				ctx := context.Background()
@@ -162,19 +173,26 @@ func BenchmarkScenarioCost(b *testing.B) {
 				e.Sim.Hosts = hosts
 				names := []string{simulate.ReplicaName(1), simulate.ReplicaName(2), simulate.ReplicaName(3)}
 				hosts.Prestart(names...)
-				var zs []*harness.Zygote
-				var before []procCounters
-				for _, nm := range names {
-					z := hosts.ForkServer(nm)
-					if z == nil {
-						b.Fatal("no fork server")
+				if c.perSlot { // started before the measurement, as the first slot's are
+					for j := 1; j < jobs; j++ {
+						hosts.Slot(j).Prestart(names...)
 					}
-					zs = append(zs, z)
+				}
+				zs := hosts.ForkServers()
+				if len(zs) < len(names) {
+					b.Fatal("no fork server")
+				}
+				var before []procCounters
+				for _, z := range zs {
 					before = append(before, readCounters(b, z.PID()))
 				}
+				cal0, res0 := ipis(b)
 				w, err := e.NewWorkers(ctx, jobs, 3)
 				if err != nil {
 					b.Fatal(err)
+				}
+				if c.perSlot {
+					w.ForkServersPerSlot()
 				}
 				kit := goCPU()
 				res, err := explore.Explore(ctx, e, w, explore.Options{N: 100, Seed: 1, Jobs: jobs, FailuresDir: b.TempDir()})
@@ -183,10 +201,17 @@ func BenchmarkScenarioCost(b *testing.B) {
 				}
 				w.Close()
 				kitCPU += goCPU() - kit
+				if got := len(hosts.ForkServers()); got != len(zs) {
+					b.Fatalf("%d fork servers ran, %d measured", got, len(zs))
+				}
 				for j, z := range zs {
 					a := readCounters(b, z.PID())
 					replCPU += time.Duration(a.ticks+a.childTicks-before[j].ticks-before[j].childTicks) * 10 * time.Millisecond
+					faults += a.faults + a.childFaults - before[j].faults - before[j].childFaults
+					forks += z.Forks()
 				}
+				cal1, res1 := ipis(b)
+				calls, resched = calls+cal1-cal0, resched+res1-res0
 				hosts.Close()
 				scen += res.Scenarios
 				wall += res.Elapsed
@@ -195,7 +220,41 @@ func BenchmarkScenarioCost(b *testing.B) {
 			b.ReportMetric(per(wall), "ms/scenario")
 			b.ReportMetric(per(kitCPU), "ms-cpu-kit/scenario")
 			b.ReportMetric(per(replCPU), "ms-cpu-replicas/scenario")
+			b.ReportMetric(float64(forks)/float64(scen), "forks/scenario")
+			b.ReportMetric(float64(faults)/float64(scen), "faults-replicas/scenario")
+			b.ReportMetric(float64(calls)/float64(scen), "ipi-call/scenario")
+			b.ReportMetric(float64(resched)/float64(scen), "ipi-resched/scenario")
 			b.ReportMetric(float64(interpreterStart(b).Microseconds())/1000, "ms/interpreter-start")
 		})
 	}
+}
+
+// ipis are the machine's function-call and rescheduling interrupts so far, over all CPUs, from
+// /proc/interrupts (CAL and RES): the cross-CPU work (TLB shootdowns under a hypervisor, wake-ups on the other
+// CPU) that two processes running at once can cost each other.
+func ipis(b *testing.B) (calls, resched int64) {
+	raw, err := os.ReadFile("/proc/interrupts")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || (f[0] != "CAL:" && f[0] != "RES:") {
+			continue
+		}
+		var n int64
+		for _, v := range f[1:] {
+			x, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				break
+			}
+			n += x
+		}
+		if f[0] == "CAL:" {
+			calls = n
+		} else {
+			resched = n
+		}
+	}
+	return calls, resched
 }

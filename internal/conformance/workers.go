@@ -57,6 +57,7 @@ type Workers struct {
 type slot struct {
 	next     *simulate.Stage
 	services *simulate.Services
+	hosts    *simulate.Hosts // the workers' hosts, or this slot's view of them with fork servers of its own
 }
 
 // NewWorkers prepares to run n scenarios at a time with up to `replicas` replicas each: it gives each slot
@@ -78,11 +79,13 @@ func (e *Env) NewWorkers(ctx context.Context, n, replicas int) (*Workers, error)
 	}
 	w.hosts.Prestart(replicaNames(w.replicas)...)
 	for i := 0; i < n; i++ {
-		s := &slot{next: w.prepare(w.replicas), services: svcs[i]}
+		w.all = append(w.all, &slot{services: svcs[i], hosts: w.hosts})
+	}
+	for _, s := range w.all {
+		s.next = w.prepare(s, w.replicas)
 		if s.next != nil {
 			w.staged++
 		}
-		w.all = append(w.all, s)
 		w.slots <- s
 	}
 	return w, nil
@@ -114,20 +117,37 @@ func (w *Workers) stageWanted() bool {
 
 // prepare starts preparing a stage of n replicas, or returns nil when scenarios start their own (a provider
 // with declared services: their egress proxies belong to each scenario).
-func (w *Workers) prepare(n int) *simulate.Stage {
+func (w *Workers) prepare(s *slot, n int) *simulate.Stage {
 	if w.env.Sim.Services != nil {
 		return nil
 	}
-	return simulate.PrepareStage(w.ctx, w.options(), n)
+	return simulate.PrepareStage(w.ctx, w.options(s), n)
 }
 
-func (w *Workers) options() simulate.Options {
+func (w *Workers) options(s *slot) simulate.Options {
 	o := w.env.Sim
-	o.Hosts = w.hosts
 	w.mu.Lock()
+	o.Hosts = s.hosts
 	o.Hang = w.hang
 	w.mu.Unlock()
 	return o
+}
+
+// ForkServersPerSlot gives every slot but the first fork servers of its own (simulate.Hosts.Slot), started
+// now in the background, for the stages and scenarios it prepares from then on; a stage a slot prepared
+// already keeps its processes. Each slot's server of a replica has that replica's string-hash seed, so
+// verdicts do not change; what changes is that the slots no longer queue behind each other's fork requests,
+// at the price of one more fork server per replica name and slot (an interpreter start each, and its memory
+// for the whole run): worth it for runs of many scenarios (exploration), not for the default suite's few.
+func (w *Workers) ForkServersPerSlot() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, s := range w.all {
+		if i > 0 && s.hosts == w.hosts {
+			s.hosts = w.hosts.Slot(i)
+			s.hosts.Prestart(replicaNames(w.replicas)...)
+		}
+	}
 }
 
 // replicaNames are the names of the first n replicas: r1, r2, ...
@@ -149,7 +169,7 @@ func (w *Workers) Run(ctx context.Context, sc *simulate.Scenario) (*simulate.His
 	}
 	defer func() { w.slots <- s }()
 	w.took(s)
-	o := w.options()
+	o := w.options(s)
 	o.Stage, o.Closing = s.next, &w.closing
 	o.Services = s.services // this slot's stand-ins: a scenario at once on another slot never shares them
 	w.trace.mark("scenario %s: start (staged %t)", sc.Name, s.next != nil)
@@ -160,7 +180,7 @@ func (w *Workers) Run(ctx context.Context, sc *simulate.Scenario) (*simulate.His
 	// scenario is left to take it (a slot without a stage starts its scenario's processes itself).
 	s.next = nil
 	if w.stageWanted() {
-		if s.next = w.prepare(w.nextStageSize(sc)); s.next == nil {
+		if s.next = w.prepare(s, w.nextStageSize(sc)); s.next == nil {
 			w.mu.Lock()
 			w.staged--
 			w.mu.Unlock()

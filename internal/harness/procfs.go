@@ -58,6 +58,11 @@ func (t procTable) below(roots ...int) []int {
 //
 // A forked harness is its own supervisor (supervisor == pid: it is a subreaper); it is counted too.
 func treeRSS(pid, supervisor int) uint64 {
+	return residentTotal(treePages(pid, supervisor))
+}
+
+// treePages are the resident pages from stat of every process treeRSS counts, by pid.
+func treePages(pid, supervisor int) map[int]int64 {
 	if supervisor > 0 {
 		if below, ok := treeBelow(supervisor); ok {
 			if supervisor == pid {
@@ -69,7 +74,7 @@ func treeRSS(pid, supervisor int) uint64 {
 					pages[p] = info.rssPages
 				}
 			}
-			return residentTotal(pages)
+			return pages
 		}
 	}
 	t := readProcTable()
@@ -93,6 +98,26 @@ func treeRSS(pid, supervisor int) uint64 {
 	}
 	for _, p := range t.below(roots...) {
 		add(p)
+	}
+	return pages
+}
+
+// treeRSSWithin is treeRSS for a check against limit: when the tree's resident size from stat is within the
+// limit, it returns that size without reading any process's proportional set size. A process's resident size
+// counts each of its shared pages in full, so it is never below its proportional set size: a tree within the
+// limit by stat is within it by treeRSS too, and a tree over it by stat is measured as treeRSS measures it.
+// Reading smaps_rollup makes the kernel walk a process's page tables, and the memory poll of every replica
+// did that four times a second (docs/performance.md, "Two jobs: what the second slot costs").
+func treeRSSWithin(pid, supervisor int, limit uint64) uint64 {
+	pages := treePages(pid, supervisor)
+	if statBoundsResident && limit > 0 {
+		var stat uint64
+		for _, n := range pages {
+			stat += uint64(n) * uint64(os.Getpagesize())
+		}
+		if stat <= limit {
+			return stat
+		}
 	}
 	return residentTotal(pages)
 }

@@ -65,6 +65,9 @@ func environOf(pid int) ([]byte, bool) {
 // treeBelow is not available on macOS (no children files): callers read the whole listing instead.
 func treeBelow(int) ([]int, bool) { return nil, false }
 
+// statBoundsResident is false: the listing's resident pages are not read here, residentTotal asks ps.
+const statBoundsResident = false
+
 // residentTotal measures the resident size of the given processes with one ps run (macOS gives another
 // process's resident size only through proc_pidinfo, which needs cgo). A process ps does not list has ended.
 func residentTotal(pages map[int]int64) uint64 {

@@ -6,6 +6,9 @@ import (
 	"strconv"
 )
 
+// statBoundsResident is true: stat's resident size of a process bounds what residentBytes counts for it.
+const statBoundsResident = true
+
 // residentBytes is what one process of a replica's tree counts against the memory limit: its proportional
 // set size (Pss in /proc/PID/smaps_rollup: each shared page divided among the processes that share it), so
 // that a provider that forks copies of itself is charged for the memory the copies really add, not for the

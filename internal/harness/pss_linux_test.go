@@ -110,3 +110,48 @@ func TestTreeBelowASupervisor(t *testing.T) {
 		t.Error("treeBelow of a pid that does not exist reported a tree")
 	}
 }
+
+// TestMemoryPollDecidesAsTreeRSSWithoutPss: the memory poll's measure (treeRSSWithin) reads no proportional
+// set size while the tree's resident size from stat is within the limit (it returns that size, about 500 MiB
+// for the five processes sharing one 96 MiB block), and decides over or within as treeRSS does at every
+// limit: within at 1 GiB and at 300 MiB (by the proportional sizes, about 96 MiB), over at 64 MiB.
+func TestMemoryPollDecidesAsTreeRSSWithoutPss(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python")
+	}
+	cmd := exec.Command("python3", "-c", forkedCopies)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		for _, p := range readProcTable().below(cmd.Process.Pid) {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}()
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	if strings.TrimSpace(line) != "ready" {
+		t.Fatalf("the forking process said %q", line)
+	}
+	if _, ok := readPss(cmd.Process.Pid); !ok {
+		t.Skip("this kernel has no /proc/PID/smaps_rollup: the resident size is all there is")
+	}
+	pid := cmd.Process.Pid
+	if got := treeRSSWithin(pid, 0, 1<<30) >> 20; got < 400 || got > 1<<10 {
+		t.Errorf("within a 1 GiB limit the poll measured %d MiB, want the resident size from stat (about 500 MiB), read without smaps_rollup", got)
+	}
+	for _, limit := range []uint64{1 << 30, 300 << 20, 64 << 20} {
+		poll, exact := treeRSSWithin(pid, 0, limit), treeRSS(pid, 0)
+		if (poll > limit) != (exact > limit) {
+			t.Errorf("limit %d MiB: the poll measured %d MiB and treeRSS %d MiB: they decide differently", limit>>20, poll>>20, exact>>20)
+		}
+		if poll > limit && poll>>20 > 200 {
+			t.Errorf("limit %d MiB: over it by %d MiB from stat, not by the proportional sizes", limit>>20, poll>>20)
+		}
+	}
+}

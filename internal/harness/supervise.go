@@ -116,7 +116,7 @@ func (p *Process) pollMemory() {
 		}
 		var rss uint64
 		if i%5 == 0 {
-			rss = treeRSS(p.pid, p.supervisorAlive())
+			rss = treeRSSWithin(p.pid, p.supervisorAlive(), p.lim.MemoryRSS)
 		} else if info, ok := readStat(p.pid); ok {
 			rss = uint64(info.rssPages) * uint64(os.Getpagesize())
 		}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -28,6 +29,7 @@ type Zygote struct {
 
 	spawnMu sync.Mutex // one spawn request at a time
 	answers chan zygoteMsg
+	forks   atomic.Int64 // harnesses forked so far (Forks)
 
 	mu      sync.Mutex
 	waiters map[int]*forkedWaiter // forked harnesses, by pid, until the server says each one's tree is gone
@@ -291,6 +293,7 @@ func (z *Zygote) launch(s launchSpec) (*launched, error) {
 		}
 		return nil, fmt.Errorf("fork a harness: %s", m.Message)
 	}
+	z.forks.Add(1)
 	gone := make(chan struct{})
 	l := &launched{pid: m.PID, supervisor: m.PID, exit: m.w.exit, gone: gone, forked: true, stopped: z.stops.subscribe()}
 	go func() {
@@ -303,6 +306,9 @@ func (z *Zygote) launch(s launchSpec) (*launched, error) {
 	}
 	return l, nil
 }
+
+// Forks is how many harnesses the fork server has forked so far; for measurements.
+func (z *Zygote) Forks() int64 { return z.forks.Load() }
 
 // PID is the fork server's process id (the parent of every harness it forks).
 func (z *Zygote) PID() int { return z.pid }

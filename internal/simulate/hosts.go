@@ -29,9 +29,21 @@ type Hosts struct {
 	verbose     io.Writer
 	ctx         context.Context
 
+	// root is the Hosts whose fork servers this one uses, slot which of them (Slot): nil and 0 for a run's
+	// own Hosts, whose mu, servers and closed are the only ones used.
+	root *Hosts
+	slot int
+
 	mu      sync.Mutex
-	servers map[string]*hostServer
+	servers map[serverKey]*hostServer
 	closed  bool
+}
+
+// serverKey names a fork server: the replica whose seed it has, and the scenario slot it serves (0 unless
+// the run asked for a server per slot, Slot).
+type serverKey struct {
+	replica string
+	slot    int
 }
 
 type hostServer struct {
@@ -43,12 +55,12 @@ type hostServer struct {
 // NewHosts prepares the hosts of a run of the provider in project dir with python. Fork servers start on
 // first use (or at Prestart) and live until Close; ctx bounds their start.
 func NewHosts(ctx context.Context, python, dir string, seed int64, verbose io.Writer) *Hosts {
-	return &Hosts{python: python, dir: dir, seed: seed, fork: true, verbose: verbose, ctx: ctx, servers: map[string]*hostServer{}}
+	return &Hosts{python: python, dir: dir, seed: seed, fork: true, verbose: verbose, ctx: ctx, servers: map[serverKey]*hostServer{}}
 }
 
 // unforked is hosts without fork servers: every replica starts its own interpreter (with its own seed).
 func unforked(seed int64) *Hosts {
-	return &Hosts{seed: seed, servers: map[string]*hostServer{}}
+	return &Hosts{seed: seed, servers: map[serverKey]*hostServer{}}
 }
 
 // HashSeed is the string-hash seed (PYTHONHASHSEED) of a replica: derived from the run's seed and the
@@ -57,6 +69,50 @@ func (h *Hosts) HashSeed(replica string) uint32 {
 	sum := sha256.Sum256([]byte(strconv.FormatInt(h.seed, 10) + "|" + replica))
 	// PYTHONHASHSEED takes 0 (randomisation off) to 4294967295; 0 is avoided.
 	return binary.BigEndian.Uint32(sum[:4])%4294967295 + 1
+}
+
+// Slot is the hosts of scenario slot i: the same replicas, seeds and directories, with fork servers of its
+// own (slot 0 is h itself). A fork server forks one process at a time, and the processes it forked share its
+// pages copy-on-write; slots with servers of their own neither wait for each other's forks nor write to pages
+// each other's replicas share. Every slot's server of a replica has that replica's string-hash seed, so a
+// scenario behaves the same whichever slot plays it. Close the run's hosts (h), not a slot's.
+func (h *Hosts) Slot(i int) *Hosts {
+	if h == nil || i <= 0 {
+		return h
+	}
+	root := h.top()
+	return &Hosts{python: root.python, dir: root.dir, seed: root.seed, fork: root.fork, verbose: root.verbose,
+		ctx: root.ctx, root: root, slot: i}
+}
+
+// top is the run's hosts of which h is a slot (h itself when it is not one).
+func (h *Hosts) top() *Hosts {
+	if h.root != nil {
+		return h.root
+	}
+	return h
+}
+
+// ForkServers are the fork servers started so far (and ready), of every slot; for measurements.
+func (h *Hosts) ForkServers() []*harness.Zygote {
+	if h == nil {
+		return nil
+	}
+	root := h.top()
+	root.mu.Lock()
+	servers := make([]*hostServer, 0, len(root.servers))
+	for _, s := range root.servers {
+		servers = append(servers, s)
+	}
+	root.mu.Unlock()
+	var out []*harness.Zygote
+	for _, s := range servers {
+		<-s.ready
+		if s.z != nil {
+			out = append(out, s.z)
+		}
+	}
+	return out
 }
 
 // Prestart starts the fork servers of the named replicas in the background.
@@ -85,16 +141,17 @@ func (h *Hosts) server(replica string) *hostServer {
 	if h == nil || !h.fork {
 		return nil
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
+	root, key := h.top(), serverKey{replica: replica, slot: h.slot}
+	root.mu.Lock()
+	defer root.mu.Unlock()
+	if root.closed {
 		return nil
 	}
-	if s := h.servers[replica]; s != nil {
+	if s := root.servers[key]; s != nil {
 		return s
 	}
 	s := &hostServer{ready: make(chan struct{})}
-	h.servers[replica] = s
+	root.servers[key] = s
 	go func() {
 		defer close(s.ready)
 		s.z, s.err = harness.StartZygote(h.ctx, h.python, h.dir, h.hashSeedEnv(replica))
@@ -109,15 +166,15 @@ func (h *Hosts) hashSeedEnv(replica string) string {
 	return fmt.Sprintf("PYTHONHASHSEED=%d", h.HashSeed(replica))
 }
 
-// Close stops every fork server.
+// Close stops every fork server, of every slot; on a slot's hosts (Slot) it does nothing.
 func (h *Hosts) Close() {
-	if h == nil {
+	if h == nil || h.root != nil {
 		return
 	}
 	h.mu.Lock()
 	h.closed = true
 	servers := h.servers
-	h.servers = map[string]*hostServer{}
+	h.servers = map[serverKey]*hostServer{}
 	h.mu.Unlock()
 	for _, s := range servers {
 		<-s.ready

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -235,4 +236,79 @@ func TestLeftoverWorkIsSettledAndAttributed(t *testing.T) {
 			t.Errorf("prepare_session of %s: outcome %s kind %s error %v, want died/%s with the exception", c.Ctx.Principal, c.Outcome, c.ProcessKind, c.Error, want)
 		}
 	}
+}
+
+// TestASlotHasItsOwnForkServersWithTheSameSeeds plays the same scenario on slot 0's and slot 1's hosts of one
+// run: each slot forks from servers of its own (different processes), yet every replica keeps its string-hash
+// order, so the history is the same; closing the run's hosts ends every slot's servers.
+func TestASlotHasItsOwnForkServersWithTheSameSeeds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python")
+	}
+	sc, err := ParseScenario("hosts.yaml", []byte(hostsScenario))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	o := hostsOptions(t)
+	hosts := NewHosts(ctx, o.Python, o.ProjectDir, sc.Seed, nil)
+	defer hosts.Close()
+	if hosts.Slot(0) != hosts {
+		t.Fatal("slot 0 is not the run's hosts")
+	}
+	slot := hosts.Slot(1)
+	if slot.HashSeed("r1") != hosts.HashSeed("r1") {
+		t.Fatal("a slot's replica r1 has another hash seed")
+	}
+	var orders []string
+	var runs [][]byte
+	for _, h := range []*Hosts{hosts, slot} {
+		o.Hosts = h
+		hist, err := Run(ctx, sc, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		orders = append(orders, firstOrder(t, hist))
+		b, _ := json.Marshal(hist)
+		runs = append(runs, b)
+	}
+	if orders[0] != orders[1] {
+		t.Errorf("r1's set order differs between the slots: %s, then %s", orders[0], orders[1])
+	}
+	if !bytes.Equal(runs[0], runs[1]) && !bytes.Contains(runs[1], []byte("astrabox-host-")) {
+		t.Error("the scenario's history differs between the slots")
+	}
+	a, b := hosts.ForkServer("r1"), slot.ForkServer("r1")
+	if a == nil || b == nil || a.PID() == b.PID() {
+		t.Fatalf("slot 1 does not have a fork server of its own for r1: %v, %v", a, b)
+	}
+	servers := hosts.ForkServers()
+	if len(servers) != 4 { // r1 and r2 of each slot
+		t.Fatalf("%d fork servers ran, want 4 (two replicas, two slots)", len(servers))
+	}
+	slot.Close() // a slot's Close leaves the run's servers alone
+	if !processAlive(b.PID()) {
+		t.Fatal("closing a slot's hosts ended its fork server; only the run's Close does")
+	}
+	hosts.Close()
+	for _, z := range servers {
+		if processAlive(z.PID()) {
+			t.Errorf("fork server %d is still running after the hosts closed", z.PID())
+		}
+	}
+	if hosts.Slot(2).ForkServer("r1") != nil {
+		t.Error("closed hosts started a fork server for a new slot")
+	}
+}
+
+// processAlive reports whether pid is a running process (not gone, not a zombie).
+func processAlive(pid int) bool {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(raw)
+	i := strings.LastIndexByte(s, ')')
+	return i > 0 && i+2 < len(s) && s[i+2] != 'Z'
 }
