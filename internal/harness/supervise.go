@@ -116,7 +116,14 @@ func (p *Process) pollMemory() {
 		}
 		var rss uint64
 		if i%5 == 0 {
-			rss = treeRSSWithin(p.pid, p.supervisorAlive(), p.lim.MemoryRSS)
+			sup := p.supervisorAlive()
+			if info, ok := readStat(p.pid); sup == 0 && (!ok || info.state == 'Z') {
+				// The harness has exited and no supervisor lives: its end is being handled (the sweep reaps
+				// what it left), and a tree measured now would take a pass over all of /proc (a tenth of
+				// the polls of an exploration did, a third of their CPU: docs/performance.md).
+				continue
+			}
+			rss = treeRSSWithin(p.pid, sup, p.lim.MemoryRSS)
 		} else if info, ok := readStat(p.pid); ok {
 			rss = uint64(info.rssPages) * uint64(os.Getpagesize())
 		}
