@@ -412,39 +412,101 @@ func Open(ctx context.Context, o Options) (_ *Live, err error) {
 	logTarget(t, o, l.logf)
 	t.Hosts = hosts
 	t.Zygote = t.Hosts.ForkServer("r1")
+	// Inspection loads the provider once, in a process of its own; meanwhile the run is made ready on the
+	// assumption that the provider can run scenarios (it is the common case): the declared services'
+	// stand-ins and egress control, the environment, the workers, and the platform of each slot's first
+	// scenario, whose replicas load beside inspection instead of after it (Workers.PrepareFirst). When
+	// inspection says otherwise, all of that is closed again and the run goes on as before.
 	o.trace.mark("inspect: start")
-	info, reply, err := Inspect(ctx, t)
-	if err != nil {
-		return nil, err
+	var (
+		info      *harness.LoadInfo
+		reply     *harness.Reply
+		errInsp   error
+		inspected = make(chan struct{})
+	)
+	go func() {
+		defer close(inspected)
+		info, reply, errInsp = Inspect(ctx, t)
+		o.trace.mark("inspect: provider loaded")
+	}()
+	waited := false
+	awaitInspection := func() {
+		if !waited {
+			<-inspected
+			waited = true
+		}
 	}
-	o.trace.mark("inspect: provider loaded")
+	defer awaitInspection() // no inspection process outlives Open, whatever it returns
+	var workersLive *Workers
+	started := time.Now()
+	env, err := l.prepareScenarios(ctx, t, &workersLive)
+	awaitInspection()
+	if errInsp != nil {
+		return nil, errInsp
+	}
 	if info == nil {
 		return nil, LoadError(t, reply)
 	}
-	// Egress is controlled in every run, with or without declared services: a connection to an undeclared
-	// non-loopback destination is refused and recorded (docs/services.md), so a run never reaches a real
-	// system by accident.
-	if info.IsSubclass && info.Instantiated {
-		svcs, err := simulate.StartServices(ctx, t.Settings.Services, t.Settings.Egress)
-		if err != nil {
-			return nil, undecided(fmt.Errorf("start the declared services: %w", err))
+	runnable := info.IsSubclass && info.Instantiated
+	if !runnable || err != nil {
+		// Not runnable: nothing prepared is needed (and a failure to prepare did not matter). Otherwise the
+		// preparation's error is the run's.
+		if workersLive != nil {
+			workersLive.Close()
 		}
-		t.Services = svcs
-		l.closers = append(l.closers, func() { _ = svcs.Close() })
-		o.trace.mark("services started (%d declared)", len(t.Settings.Services))
+		if t.Services != nil {
+			_ = t.Services.Close()
+			t.Services = nil
+		}
+		if runnable {
+			return nil, err
+		}
+		if env, err = NewEnv(t, info, l.seed); err != nil {
+			return nil, err
+		}
+		env.Sim.Coverage = coverageOptions(t.Settings, o, t.Python.Version)
+		l.Env, l.secrets = env, env.Secrets()
+		if err := t.checkWrapper(ctx); err != nil {
+			return nil, err
+		}
+		return l, nil
 	}
+	env.Info = info
 	if err := t.checkWrapper(ctx); err != nil {
 		return nil, err
 	}
-	env, err := NewEnv(t, info, l.seed)
+	l.Env, l.secrets, l.Workers = env, env.Secrets(), workersLive
+	if o.Verbose {
+		jobs := len(workersLive.all)
+		l.logf("prepared %d scenario slot(s) in %s (fresh replicas per scenario%s)", jobs, time.Since(started).Round(time.Millisecond), slotServices(t.Settings, jobs))
+	}
+	return l, nil
+}
+
+// prepareScenarios starts, for a provider not yet known to be runnable, what its scenarios need: the
+// declared services' stand-ins and egress control (a connection to an undeclared non-loopback destination
+// is refused and recorded, docs/services.md, so a run never reaches a real system by accident), the
+// environment (without the load info, which the caller sets), the suite, the workers, and the platform of
+// each slot's first scenario. Whatever it started is closed by l.Close, and by the caller when the provider
+// turns out not to be runnable; *w is set once the workers exist.
+func (l *Live) prepareScenarios(ctx context.Context, t *Target, w **Workers) (*Env, error) {
+	o := l.o
+	svcs, err := simulate.StartServices(ctx, t.Settings.Services, t.Settings.Egress)
+	if err != nil {
+		return nil, undecided(fmt.Errorf("start the declared services: %w", err))
+	}
+	t.Services = svcs
+	l.closers = append(l.closers, func() {
+		if t.Services != nil {
+			_ = t.Services.Close()
+		}
+	})
+	o.trace.mark("services started (%d declared)", len(t.Settings.Services))
+	env, err := NewEnv(t, nil, l.seed)
 	if err != nil {
 		return nil, err
 	}
 	env.Sim.Coverage = coverageOptions(t.Settings, o, t.Python.Version)
-	l.Env, l.secrets = env, env.Secrets()
-	if !env.Runnable() {
-		return l, nil
-	}
 	if l.scenarios, err = env.suite(o); err != nil {
 		return nil, err
 	}
@@ -452,20 +514,17 @@ func Open(ctx context.Context, o Options) (_ *Live, err error) {
 	if o.Explore {
 		jobs = o.jobs(1 << 20)
 	}
-	started := time.Now()
 	o.trace.mark("workers: %d slot(s) for %d scenario(s)", jobs, len(l.scenarios))
-	w, err := env.NewWorkers(ctx, jobs, maxReplicas(l.scenarios, 3))
+	ws, err := env.NewWorkers(ctx, jobs, maxReplicas(l.scenarios, 3))
 	if err != nil {
-		return nil, l.MaskError(err)
+		return nil, maskError(env.Secrets(), err)
 	}
-	w.trace = o.trace
-	l.Workers = w
-	o.trace.mark("workers: ready (first stages preparing)")
-	l.closers = append(l.closers, w.Close)
-	if o.Verbose {
-		l.logf("prepared %d scenario slot(s) in %s (fresh replicas per scenario%s)", jobs, time.Since(started).Round(time.Millisecond), slotServices(t.Settings, jobs))
-	}
-	return l, nil
+	ws.trace = o.trace
+	*w = ws
+	l.closers = append(l.closers, ws.Close)
+	ws.PrepareFirst(l.scenarios)
+	o.trace.mark("workers: ready (first scenarios preparing)")
+	return env, nil
 }
 
 // Close stops everything Open started (workers, services, fork servers), last started first. It may be
