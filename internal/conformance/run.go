@@ -101,7 +101,9 @@ type Options struct {
 	ConfigFile string
 	Set        []string
 	// Explore says the caller will explore after the suite on Live's Workers: Open then prepares as many
-	// worker sets as Jobs allows, not only as many as the suite has scenarios.
+	// worker sets as Jobs allows, not only as many as the suite has scenarios. Without it, Suite stops the
+	// run's processes (workers, declared services, fork servers) once the suite's scenarios have ended,
+	// while it judges them: nothing may run on Workers after Suite.
 	Explore bool
 	// Coverage turns coverage of the provider's own code on or off (nil = the settings, else on).
 	Coverage *bool
@@ -346,6 +348,8 @@ type Live struct {
 	// evidence set.
 	secrets *secrets.Set
 	closers []func()
+	// stopping is closed once the closers Suite ran in the background have returned (nil when it ran none).
+	stopping chan struct{}
 }
 
 // Open opens a run: everything up to the first scenario. Errors are UndecidedError (exit code 2); on an
@@ -386,7 +390,7 @@ func Open(ctx context.Context, o Options) (_ *Live, err error) {
 		verbose = o.Log
 	}
 	hosts := simulate.NewHosts(ctx, c.py.Path, c.proj.Dir, l.seed, verbose)
-	l.closers = append(l.closers, hosts.Close)
+	l.closers = append(l.closers, func() { hosts.Close(); o.trace.mark("close: fork servers stopped") })
 	hosts.Prestart(replicaNames(max(3, c.settings.Replicas))...)
 	if o.trace != nil {
 		for _, name := range replicaNames(max(3, c.settings.Replicas)) {
@@ -499,6 +503,7 @@ func (l *Live) prepareScenarios(ctx context.Context, t *Target, w **Workers) (*E
 	l.closers = append(l.closers, func() {
 		if t.Services != nil {
 			_ = t.Services.Close()
+			o.trace.mark("close: services stopped")
 		}
 	})
 	o.trace.mark("services started (%d declared)", len(t.Settings.Services))
@@ -521,7 +526,7 @@ func (l *Live) prepareScenarios(ctx context.Context, t *Target, w **Workers) (*E
 	}
 	ws.trace = o.trace
 	*w = ws
-	l.closers = append(l.closers, ws.Close)
+	l.closers = append(l.closers, func() { ws.Close(); o.trace.mark("close: workers stopped") })
 	ws.PrepareFirst(l.scenarios)
 	o.trace.mark("workers: ready (first scenarios preparing)")
 	return env, nil
@@ -530,10 +535,35 @@ func (l *Live) prepareScenarios(ctx context.Context, t *Target, w **Workers) (*E
 // Close stops everything Open started (workers, services, fork servers), last started first. It may be
 // called more than once.
 func (l *Live) Close() {
-	for i := len(l.closers) - 1; i >= 0; i-- {
-		l.closers[i]()
+	if l.stopping != nil {
+		<-l.stopping
 	}
+	closers := l.closers
 	l.closers = nil
+	l.runClosers(closers)
+}
+
+// runClosers runs closers, last added first.
+func (l *Live) runClosers(closers []func()) {
+	if len(closers) > 0 {
+		l.o.trace.mark("close: start")
+	}
+	for i := len(closers) - 1; i >= 0; i-- {
+		closers[i]()
+	}
+}
+
+// stopInBackground starts closing the run (workers, services, fork servers) while the caller goes on (Suite
+// judging); Close waits for it.
+func (l *Live) stopInBackground() {
+	closers := l.closers
+	l.closers = nil
+	done := make(chan struct{})
+	l.stopping = done
+	go func() {
+		defer close(done)
+		l.runClosers(closers)
+	}()
 }
 
 // Runnable tells whether the provider can run scenarios: Env and Workers are set.
@@ -602,6 +632,11 @@ func (l *Live) Suite(ctx context.Context) (*report.Report, error) {
 		}
 		for _, w := range childWaitWarnings(hists) {
 			l.logf("warning: %s", l.secrets.Mask(w))
+		}
+		if !l.o.Explore {
+			// Nothing runs on the workers after the suite (Options.Explore), so the run's processes are
+			// stopped while the suite is judged instead of after it.
+			l.stopInBackground()
 		}
 	}
 	ev := env.Evidence(hists)
