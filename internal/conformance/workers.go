@@ -292,7 +292,7 @@ func (w *Workers) RunAll(ctx context.Context, scenarios []*simulate.Scenario) ([
 			for _, s := range held {
 				w.slots <- s
 			}
-			return nil, undecided(fmt.Errorf("the run was interrupted before its scenarios started (%w)", ctx.Err()))
+			return nil, undecided(fmt.Errorf("the run was interrupted before its scenarios finished (%w); every replica process was stopped", ctx.Err()))
 		}
 	}
 	slices.SortFunc(held, func(a, b *slot) int { return slices.Index(w.all, a) - slices.Index(w.all, b) })
