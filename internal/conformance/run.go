@@ -101,7 +101,9 @@ type Options struct {
 	ConfigFile string
 	Set        []string
 	// Explore says the caller will explore after the suite on Live's Workers: Open then prepares as many
-	// worker sets as Jobs allows, not only as many as the suite has scenarios.
+	// worker sets as Jobs allows, not only as many as the suite has scenarios. Without it, Suite stops the
+	// run's processes (workers, declared services, fork servers) once the suite's scenarios have ended,
+	// while it judges them: nothing may run on Workers after Suite.
 	Explore bool
 	// Coverage turns coverage of the provider's own code on or off (nil = the settings, else on).
 	Coverage *bool
@@ -346,6 +348,8 @@ type Live struct {
 	// evidence set.
 	secrets *secrets.Set
 	closers []func()
+	// stopping is closed once the closers Suite ran in the background have returned (nil when it ran none).
+	stopping chan struct{}
 }
 
 // Open opens a run: everything up to the first scenario. Errors are UndecidedError (exit code 2); on an
@@ -386,7 +390,7 @@ func Open(ctx context.Context, o Options) (_ *Live, err error) {
 		verbose = o.Log
 	}
 	hosts := simulate.NewHosts(ctx, c.py.Path, c.proj.Dir, l.seed, verbose)
-	l.closers = append(l.closers, hosts.Close)
+	l.closers = append(l.closers, func() { hosts.Close(); o.trace.mark("close: fork servers stopped") })
 	hosts.Prestart(replicaNames(max(3, c.settings.Replicas))...)
 	if o.trace != nil {
 		for _, name := range replicaNames(max(3, c.settings.Replicas)) {
@@ -412,39 +416,102 @@ func Open(ctx context.Context, o Options) (_ *Live, err error) {
 	logTarget(t, o, l.logf)
 	t.Hosts = hosts
 	t.Zygote = t.Hosts.ForkServer("r1")
+	// Inspection loads the provider once, in a process of its own; meanwhile the run is made ready on the
+	// assumption that the provider can run scenarios (it is the common case): the declared services'
+	// stand-ins and egress control, the environment, the workers, and the platform of each slot's first
+	// scenario, whose replicas load beside inspection instead of after it (Workers.PrepareFirst). When
+	// inspection says otherwise, all of that is closed again and the run goes on as before.
 	o.trace.mark("inspect: start")
-	info, reply, err := Inspect(ctx, t)
-	if err != nil {
-		return nil, err
+	var (
+		info      *harness.LoadInfo
+		reply     *harness.Reply
+		errInsp   error
+		inspected = make(chan struct{})
+	)
+	go func() {
+		defer close(inspected)
+		info, reply, errInsp = Inspect(ctx, t)
+		o.trace.mark("inspect: provider loaded")
+	}()
+	waited := false
+	awaitInspection := func() {
+		if !waited {
+			<-inspected
+			waited = true
+		}
 	}
-	o.trace.mark("inspect: provider loaded")
+	defer awaitInspection() // no inspection process outlives Open, whatever it returns
+	var workersLive *Workers
+	started := time.Now()
+	env, err := l.prepareScenarios(ctx, t, &workersLive)
+	awaitInspection()
+	if errInsp != nil {
+		return nil, errInsp
+	}
 	if info == nil {
 		return nil, LoadError(t, reply)
 	}
-	// Egress is controlled in every run, with or without declared services: a connection to an undeclared
-	// non-loopback destination is refused and recorded (docs/services.md), so a run never reaches a real
-	// system by accident.
-	if info.IsSubclass && info.Instantiated {
-		svcs, err := simulate.StartServices(ctx, t.Settings.Services, t.Settings.Egress)
-		if err != nil {
-			return nil, undecided(fmt.Errorf("start the declared services: %w", err))
+	runnable := info.IsSubclass && info.Instantiated
+	if !runnable || err != nil {
+		// Not runnable: nothing prepared is needed (and a failure to prepare did not matter). Otherwise the
+		// preparation's error is the run's.
+		if workersLive != nil {
+			workersLive.Close()
 		}
-		t.Services = svcs
-		l.closers = append(l.closers, func() { _ = svcs.Close() })
-		o.trace.mark("services started (%d declared)", len(t.Settings.Services))
+		if t.Services != nil {
+			_ = t.Services.Close()
+			t.Services = nil
+		}
+		if runnable {
+			return nil, err
+		}
+		if env, err = NewEnv(t, info, l.seed); err != nil {
+			return nil, err
+		}
+		env.Sim.Coverage = coverageOptions(t.Settings, o, t.Python.Version)
+		l.Env, l.secrets = env, env.Secrets()
+		if err := t.checkWrapper(ctx); err != nil {
+			return nil, err
+		}
+		return l, nil
 	}
+	env.Info = info
 	if err := t.checkWrapper(ctx); err != nil {
 		return nil, err
 	}
-	env, err := NewEnv(t, info, l.seed)
+	l.Env, l.secrets, l.Workers = env, env.Secrets(), workersLive
+	if o.Verbose {
+		jobs := len(workersLive.all)
+		l.logf("prepared %d scenario slot(s) in %s (fresh replicas per scenario%s)", jobs, time.Since(started).Round(time.Millisecond), slotServices(t.Settings, jobs))
+	}
+	return l, nil
+}
+
+// prepareScenarios starts, for a provider not yet known to be runnable, what its scenarios need: the
+// declared services' stand-ins and egress control (a connection to an undeclared non-loopback destination
+// is refused and recorded, docs/services.md, so a run never reaches a real system by accident), the
+// environment (without the load info, which the caller sets), the suite, the workers, and the platform of
+// each slot's first scenario. Whatever it started is closed by l.Close, and by the caller when the provider
+// turns out not to be runnable; *w is set once the workers exist.
+func (l *Live) prepareScenarios(ctx context.Context, t *Target, w **Workers) (*Env, error) {
+	o := l.o
+	svcs, err := simulate.StartServices(ctx, t.Settings.Services, t.Settings.Egress)
+	if err != nil {
+		return nil, undecided(fmt.Errorf("start the declared services: %w", err))
+	}
+	t.Services = svcs
+	l.closers = append(l.closers, func() {
+		if t.Services != nil {
+			_ = t.Services.Close()
+			o.trace.mark("close: services stopped")
+		}
+	})
+	o.trace.mark("services started (%d declared)", len(t.Settings.Services))
+	env, err := NewEnv(t, nil, l.seed)
 	if err != nil {
 		return nil, err
 	}
 	env.Sim.Coverage = coverageOptions(t.Settings, o, t.Python.Version)
-	l.Env, l.secrets = env, env.Secrets()
-	if !env.Runnable() {
-		return l, nil
-	}
 	if l.scenarios, err = env.suite(o); err != nil {
 		return nil, err
 	}
@@ -452,29 +519,51 @@ func Open(ctx context.Context, o Options) (_ *Live, err error) {
 	if o.Explore {
 		jobs = o.jobs(1 << 20)
 	}
-	started := time.Now()
 	o.trace.mark("workers: %d slot(s) for %d scenario(s)", jobs, len(l.scenarios))
-	w, err := env.NewWorkers(ctx, jobs, maxReplicas(l.scenarios, 3))
+	ws, err := env.NewWorkers(ctx, jobs, maxReplicas(l.scenarios, 3))
 	if err != nil {
-		return nil, l.MaskError(err)
+		return nil, maskError(env.Secrets(), err)
 	}
-	w.trace = o.trace
-	l.Workers = w
-	o.trace.mark("workers: ready (first stages preparing)")
-	l.closers = append(l.closers, w.Close)
-	if o.Verbose {
-		l.logf("prepared %d scenario slot(s) in %s (fresh replicas per scenario%s)", jobs, time.Since(started).Round(time.Millisecond), slotServices(t.Settings, jobs))
-	}
-	return l, nil
+	ws.trace = o.trace
+	*w = ws
+	l.closers = append(l.closers, func() { ws.Close(); o.trace.mark("close: workers stopped") })
+	ws.PrepareFirst(l.scenarios)
+	o.trace.mark("workers: ready (first scenarios preparing)")
+	return env, nil
 }
 
 // Close stops everything Open started (workers, services, fork servers), last started first. It may be
 // called more than once.
 func (l *Live) Close() {
-	for i := len(l.closers) - 1; i >= 0; i-- {
-		l.closers[i]()
+	if l.stopping != nil {
+		<-l.stopping
 	}
+	closers := l.closers
 	l.closers = nil
+	l.runClosers(closers)
+}
+
+// runClosers runs closers, last added first.
+func (l *Live) runClosers(closers []func()) {
+	if len(closers) > 0 {
+		l.o.trace.mark("close: start")
+	}
+	for i := len(closers) - 1; i >= 0; i-- {
+		closers[i]()
+	}
+}
+
+// stopInBackground starts closing the run (workers, services, fork servers) while the caller goes on (Suite
+// judging); Close waits for it.
+func (l *Live) stopInBackground() {
+	closers := l.closers
+	l.closers = nil
+	done := make(chan struct{})
+	l.stopping = done
+	go func() {
+		defer close(done)
+		l.runClosers(closers)
+	}()
 }
 
 // Runnable tells whether the provider can run scenarios: Env and Workers are set.
@@ -543,6 +632,11 @@ func (l *Live) Suite(ctx context.Context) (*report.Report, error) {
 		}
 		for _, w := range childWaitWarnings(hists) {
 			l.logf("warning: %s", l.secrets.Mask(w))
+		}
+		if !l.o.Explore {
+			// Nothing runs on the workers after the suite (Options.Explore), so the run's processes are
+			// stopped while the suite is judged instead of after it.
+			l.stopInBackground()
 		}
 	}
 	ev := env.Evidence(hists)

@@ -114,7 +114,10 @@ func TestInOrderStartsByIndex(t *testing.T) {
 	}
 	done := make(chan struct{})
 	go func() {
-		inOrder(2, count, func(i int) {
+		inOrder(2, count, func(k, i int) {
+			if i < 2 && k != i {
+				t.Errorf("run %d started on goroutine %d, want %d (the first wave is index k on goroutine k)", i, k, i)
+			}
 			started <- i
 			<-release[i]
 		})

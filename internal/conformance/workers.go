@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -58,6 +59,9 @@ type slot struct {
 	next     *simulate.Stage
 	services *simulate.Services
 	hosts    *simulate.Hosts // the workers' hosts, or this slot's view of them with fork servers of its own
+	// first is the platform of the scenario RunAll will play first on this slot, opened ahead (Prepare);
+	// nil once played, or when none was prepared.
+	first *simulate.Prepared
 }
 
 // NewWorkers prepares to run n scenarios at a time with up to `replicas` replicas each: it gives each slot
@@ -168,11 +172,18 @@ func (w *Workers) Run(ctx context.Context, sc *simulate.Scenario) (*simulate.His
 		return nil, ctx.Err()
 	}
 	defer func() { w.slots <- s }()
+	return w.runOn(ctx, s, sc)
+}
+
+// runOn plays one scenario on slot s, which the caller holds: on the platform prepared for it on that slot
+// (PrepareFirst), else on the slot's stage, else on processes it starts itself.
+func (w *Workers) runOn(ctx context.Context, s *slot, sc *simulate.Scenario) (*simulate.History, error) {
 	w.took(s)
 	o := w.options(s)
 	o.Stage, o.Closing = s.next, &w.closing
 	o.Services = s.services // this slot's stand-ins: a scenario at once on another slot never shares them
-	w.trace.mark("scenario %s: start (staged %t)", sc.Name, s.next != nil)
+	o.Prepared, s.first = s.first, nil
+	w.trace.mark("scenario %s: start (staged %t, prepared %t)", sc.Name, s.next != nil, o.Prepared.For(sc))
 	h, err := simulate.Run(ctx, sc, o)
 	w.trace.mark("scenario %s: end", sc.Name)
 	// The next scenario's stage is prepared once this one has ended, never while it runs: preparing forks
@@ -187,6 +198,39 @@ func (w *Workers) Run(ctx context.Context, sc *simulate.Scenario) (*simulate.His
 		}
 	}
 	return h, err
+}
+
+// PrepareFirst opens ahead, in the background, the platform of each of the first scenarios RunAll will be
+// given, one per slot (scenario k on slot k, as RunAll hands them out): its double, its replicas' egress
+// proxies and its fresh replica processes with the provider loaded, with the scenario's own seed and the
+// slot's own stand-ins (simulate.Prepare). Nothing else runs on the workers then, so no scenario's timing
+// shifts; Open calls it before it has inspected the provider, so the replicas load beside inspection. A
+// slot's stage, if it held one, is closed: the prepared platform replaces it.
+func (w *Workers) PrepareFirst(scenarios []*simulate.Scenario) {
+	for k, s := range w.all {
+		if k >= len(scenarios) {
+			break
+		}
+		if s.first != nil {
+			s.first.Close()
+		}
+		if s.next != nil {
+			s.next.Close()
+			s.next = nil
+			w.mu.Lock()
+			w.staged--
+			w.mu.Unlock()
+		}
+		o := w.options(s)
+		o.Services = s.services
+		s.first = simulate.Prepare(w.ctx, scenarios[k], o)
+		if w.trace != nil {
+			go func(pr *simulate.Prepared, name string) {
+				<-pr.Ready()
+				w.trace.mark("scenario %s: prepared", name)
+			}(s.first, scenarios[k].Name)
+		}
+	}
 }
 
 // StageReplicas sizes the stages prepared from now on at n replicas (at least one). A scenario that needs
@@ -221,6 +265,7 @@ func (w *Workers) Close() {
 		if s.next != nil {
 			s.next.Close()
 		}
+		s.first.Close()
 	}
 	w.closing.Wait()
 	if w.own {
@@ -256,10 +301,28 @@ func (w *Workers) RunAll(ctx context.Context, scenarios []*simulate.Scenario) ([
 		done++
 		fmt.Fprintf(w.progress, "\r\x1b[Kran %d/%d scenarios · %s · last: %s", done, len(scenarios), time.Since(started).Round(100*time.Millisecond), name)
 	}
-	inOrder(len(w.all), len(scenarios), func(i int) {
-		hists[i], errs[i] = w.Run(ctx, scenarios[i])
+	// RunAll holds every slot while it runs and plays worker k's scenarios on slot k, so that the first
+	// scenario of slot k is scenario k, whose platform PrepareFirst may have opened there.
+	held := make([]*slot, 0, len(w.all))
+	for range w.all {
+		select {
+		case s := <-w.slots:
+			held = append(held, s)
+		case <-ctx.Done():
+			for _, s := range held {
+				w.slots <- s
+			}
+			return nil, undecided(fmt.Errorf("the run was interrupted before its scenarios finished (%w); every replica process was stopped", ctx.Err()))
+		}
+	}
+	slices.SortFunc(held, func(a, b *slot) int { return slices.Index(w.all, a) - slices.Index(w.all, b) })
+	inOrder(len(held), len(scenarios), func(k, i int) {
+		hists[i], errs[i] = w.runOn(ctx, held[k], scenarios[i])
 		show(scenarios[i].Name)
 	})
+	for _, s := range held {
+		w.slots <- s
+	}
 	if w.progress != nil {
 		fmt.Fprint(w.progress, "\r\x1b[K")
 	}
@@ -469,24 +532,29 @@ func Failing(ev *Evidence, checks, skip []string, skipped map[string]string) (id
 	return ids, messages
 }
 
-// inOrder runs run(0) to run(count-1), at most n at a time, starting them in index order: each of n
-// goroutines takes the next index once its last run returned. RunAll plays the suite's scenarios this way
+// inOrder runs run(k, 0) to run(k, count-1), at most n at a time, starting them in index order: each of n
+// goroutines (k is its number) takes the next index once its last run returned, goroutine k taking index k
+// first. RunAll plays the suite's scenarios this way
 // so that which scenarios share a slot does not depend on which goroutine the scheduler woke first: the
 // default suite's order puts its longest scenario (recovery) in the first wave, and the others after it
 // fill the other slot.
-func inOrder(n, count int, run func(i int)) {
+func inOrder(n, count int, run func(k, i int)) {
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for k := 0; k < max(1, min(n, count)); k++ {
+	first := max(1, min(n, count))
+	for k := 0; k < first; k++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if k < count {
+				run(k, k)
+			}
 			for i := range next {
-				run(i)
+				run(k, i)
 			}
 		}()
 	}
-	for i := 0; i < count; i++ {
+	for i := first; i < count; i++ {
 		next <- i
 	}
 	close(next)

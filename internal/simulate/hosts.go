@@ -176,12 +176,19 @@ func (h *Hosts) Close() {
 	servers := h.servers
 	h.servers = map[serverKey]*hostServer{}
 	h.mu.Unlock()
+	// All at once: each waits for its interpreter to exit.
+	var wg sync.WaitGroup
 	for _, s := range servers {
-		<-s.ready
-		if s.z != nil {
-			s.z.Close()
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-s.ready
+			if s.z != nil {
+				s.z.Close()
+			}
+		}()
 	}
+	wg.Wait()
 }
 
 // host is the machine of one replica process: its directories and the environment that points at them.

@@ -56,6 +56,10 @@ type Options struct {
 	// takes it, or closes it when it cannot (it failed, or has fewer replicas than the scenario needs) and
 	// starts fresh ones.
 	Stage *Stage
+	// Prepared, when set, is the platform Prepare opened ahead for this scenario: Run plays it (with this
+	// call's context, Closing and Hang), or, when it was made for another scenario or already played, closes
+	// it and opens its own.
+	Prepared *Prepared
 	// Closing, when set, makes Run stop the scenario's processes and double and remove its host directories
 	// in the background once the history is complete, counted in Closing; whoever set it waits for it.
 	Closing *sync.WaitGroup
@@ -203,6 +207,26 @@ var DefaultEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // failures (the double or a replica could not start, the provider could not be loaded); everything the
 // provider does wrong is in the history.
 func Run(ctx context.Context, sc *Scenario, o Options) (*History, error) {
+	if pr := o.Prepared; pr != nil {
+		if pr.For(sc) {
+			if h, played, err := pr.play(ctx, o); played {
+				return h, err
+			}
+		} else {
+			pr.Close()
+		}
+	}
+	p := newPlatform(ctx, sc, o)
+	if err := p.open(); err != nil {
+		p.shut()
+		return nil, err
+	}
+	defer p.shut()
+	return p.play()
+}
+
+// newPlatform is the platform of one scenario, before anything of it started.
+func newPlatform(ctx context.Context, sc *Scenario, o Options) *platform {
 	if o.Epoch.IsZero() {
 		o.Epoch = DefaultEpoch
 	}
@@ -228,11 +252,18 @@ func Run(ctx context.Context, sc *Scenario, o Options) (*History, error) {
 	if p.o.Settle <= 0 {
 		p.o.Settle = DefaultSettle
 	}
-	// A fresh double and fresh replica processes for every scenario (prepared ahead, or started now):
-	// nothing of another scenario (state, threads, requests) reaches this one. Stages are not used with
-	// declared services (their egress proxies belong to the scenario's platform).
-	if err := o.Services.reset(ctx); err != nil {
-		return nil, fmt.Errorf("reset the declared services: %w", err)
+	return p
+}
+
+// open readies the scenario's platform up to its first step: the declared services reset, a fresh double and
+// fresh replica processes (prepared ahead by a stage, or started now), the starting consent seeded. Nothing
+// of another scenario (state, threads, requests) reaches this one. Stages are not used with declared
+// services (their egress proxies belong to the scenario's platform; see Prepare instead). Whatever open
+// started is stopped by shut, also when it fails.
+func (p *platform) open() error {
+	o, sc := p.o, p.sc
+	if err := o.Services.reset(p.ctx); err != nil {
+		return fmt.Errorf("reset the declared services: %w", err)
 	}
 	staged := o.Stage != nil && o.Target != "" && o.Services == nil && o.Stage.take(p, sc.Replicas)
 	if o.Stage != nil && !staged {
@@ -241,36 +272,32 @@ func Run(ctx context.Context, sc *Scenario, o Options) (*History, error) {
 	if !staged {
 		d, err := double.Start(double.Options{Clock: p.clock.Now, Seed: sc.Seed, Upstreams: o.Services.upstreams()})
 		if err != nil {
-			return nil, fmt.Errorf("start the deployment double: %w", err)
+			return fmt.Errorf("start the deployment double: %w", err)
 		}
 		p.dbl = d
 		for i := 0; i < sc.Replicas; i++ {
 			p.replicas = append(p.replicas, &replica{name: ReplicaName(i + 1)})
 		}
 	}
-	if o.Closing != nil {
-		o.Closing.Add(1)
-		defer func() { go func() { defer o.Closing.Done(); p.close() }() }()
-	} else {
-		defer p.close()
-	}
 	p.hist.Principals = startingConsent(sc)
 	if err := p.seedConsent(); err != nil {
-		return nil, err
+		return err
 	}
 	if staged {
-		if err := p.startReplicasOf(p.unstarted()); err != nil {
-			return nil, err
-		}
-	} else if o.Target != "" {
-		if err := p.startReplicas(); err != nil {
-			return nil, err
-		}
+		return p.startReplicasOf(p.unstarted())
 	}
+	if o.Target != "" {
+		return p.startReplicas()
+	}
+	return nil
+}
+
+// play plays the steps of an opened platform and completes its history.
+func (p *platform) play() (*History, error) {
 	if p.info != nil && p.info.Name != nil {
 		p.hist.Provider = *p.info.Name
 	}
-	for _, a := range sc.Agents {
+	for _, a := range p.sc.Agents {
 		p.agents[a.ID] = &agentState{spec: a, version: a.Version, prepID: p.newID("prep"), config: p.agentConfig(a.ID, a.Version)}
 	}
 	p.playSteps()
@@ -279,6 +306,20 @@ func Run(ctx context.Context, sc *Scenario, o Options) (*History, error) {
 		return nil, p.runErr
 	}
 	return p.hist, nil
+}
+
+// shut stops what open started: in the background, counted in Options.Closing, when that is set. A
+// platform whose double never started has nothing to stop.
+func (p *platform) shut() {
+	if p.dbl == nil {
+		return
+	}
+	if c := p.o.Closing; c != nil {
+		c.Add(1)
+		go func() { defer c.Done(); p.close() }()
+		return
+	}
+	p.close()
 }
 
 // started records that a replica process started and loaded the provider.
