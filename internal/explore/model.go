@@ -142,7 +142,7 @@ func (m *model) apply(st simulate.Step) {
 		}
 		p := m.owner[st.Session]
 		rm := m.memory(r)
-		if st.Op == simulate.OpReadUserActions || st.Op == simulate.OpPerformUserAction {
+		if st.Op == simulate.OpReadUserActions {
 			rm.read[p] = readGranted
 			if m.consent[p] == simulate.ConsentPending {
 				rm.read[p] = readPending
