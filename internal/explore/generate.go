@@ -195,8 +195,8 @@ func (g *gen) table() *opTables {
 	return ops
 }
 
-// step appends one platform step whose preconditions hold (draw); with novelty, the first of a few draws
-// whose situation is new.
+// step appends one platform step whose preconditions hold (draw); with novelty, a step of one of the ops
+// that reach a new situation (novelStep).
 func (g *gen) step() {
 	if g.novelty == nil {
 		g.draw()

@@ -13,8 +13,8 @@ import (
 // last read), each principal's consent, the operations with a held write and those recovered since, the
 // operation that wrote last and whether a configuration change came after. Its situations (keys) are the
 // platform states stateFeatures reads off histories, as far as steps tell them; the guide keeps every
-// situation observed scenarios showed (novel), and the generator prefers, among a few draws, a step that
-// puts the platform in a situation none showed (novelty.go).
+// situation observed scenarios showed (novel), and the generator prefers, among the ops that can come next,
+// one whose step puts the platform in a situation none showed (novelty.go).
 type model struct {
 	replicas  int
 	owner     map[string]string // Session -> principal
@@ -142,7 +142,7 @@ func (m *model) apply(st simulate.Step) {
 		}
 		p := m.owner[st.Session]
 		rm := m.memory(r)
-		if st.Op == simulate.OpReadUserActions || st.Op == simulate.OpPerformUserAction {
+		if st.Op == simulate.OpReadUserActions {
 			rm.read[p] = readGranted
 			if m.consent[p] == simulate.ConsentPending {
 				rm.read[p] = readPending

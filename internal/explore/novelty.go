@@ -7,16 +7,19 @@ import (
 	"github.com/astrabox-dev/astrabox/internal/simulate"
 )
 
-// noveltyTries is how many draws a step of guided generation looks at for a new situation of the platform.
-const noveltyTries = 8
+// noveltyTries is how many draws of each op a step of guided generation looks at for a new situation of the
+// platform.
+const noveltyTries = 3
 
 // novelty steers generation towards situations of the platform (model.keys) that no observed scenario
-// showed: each step is the first of noveltyTries draws (by the generator's own weights) whose situation is
-// neither in seen nor earlier in the scenario, or the first draw when none is. Early on every situation is
-// new and the first draw is taken, so the scenario is the blind generator's; as the observed scenarios cover
-// the common situations, draws that reach a rare combination (a reattachment after another principal's
-// Session on that replica, a recover while a write is held and another operation wrote last, a turn where
-// the replica last read another consent) are taken several times as often as the weights alone would.
+// showed: each step draws, for every op whose need holds, up to noveltyTries steps of that op, keeps the
+// first whose situation is neither in seen nor earlier in the scenario, and then chooses among the ops that
+// have one by the generator's own weights; when no op has one, it is a plain draw. Early on every situation
+// is new and the choice is the blind generator's weights over all ops; as the observed scenarios cover the
+// common situations, a rare op that reaches a new one (a consent change that makes a replica's reading
+// stale, a recover of a second held operation on one replica) is taken whenever it has one, not only when
+// it happens to come up among a few draws by weight, where an op of weight 3 in about 100 seldom does
+// (docs/performance.md, "Guidance at equal length").
 type novelty struct {
 	m     *model
 	seen  map[string]bool // situations of the observed scenarios (the guide's; read only here)
@@ -46,18 +49,42 @@ func (n *novelty) isNew(st simulate.Step) bool {
 	return false
 }
 
-// novelStep appends the first of noveltyTries draws whose situation is new, or the first draw.
+// novelStep appends a step of an op that has a new situation (chosen by weight among those that do), or a
+// plain draw when none has.
 func (g *gen) novelStep() {
-	var chosen *gen
-	for t := 0; t < noveltyTries; t++ {
-		c := g.fork()
-		c.draw()
-		if chosen == nil {
-			chosen = c
+	type option struct {
+		c *gen
+		w int
+	}
+	var options []option
+	total := 0
+	for _, op := range g.table().generated {
+		if !g.holds(op.Need) {
+			continue
 		}
-		if g.novelty.isNew(c.steps[len(c.steps)-1]) {
-			chosen = c
-			break
+		for t := 0; t < noveltyTries; t++ {
+			c := g.fork()
+			st := op.Emit(c)
+			c.track(st)
+			c.add(st)
+			if g.novelty.isNew(st) {
+				options = append(options, option{c, g.weight(op)})
+				total += g.weight(op)
+				break
+			}
+		}
+	}
+	chosen := g.fork()
+	if len(options) == 0 {
+		chosen.draw()
+	} else {
+		x := g.rng.Intn(total)
+		for _, o := range options {
+			if x < o.w {
+				chosen = o.c
+				break
+			}
+			x -= o.w
 		}
 	}
 	*g = *chosen

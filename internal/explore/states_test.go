@@ -251,3 +251,28 @@ func TestModelKnowsRefusalsAndCurrentRecords(t *testing.T) {
 		t.Errorf("after a configuration change the synchronize's write was not held with its host lost: pending %v", m.pending)
 	}
 }
+
+// Only a state read (read_user_actions) leaves a replica's reading of the owner's consent, in the model as in
+// the states read off histories (stateWalk.call): a performed user action does not, so a turn after it, once
+// the owner's consent turned pending, is not the situation of a turn on a replica that read the old consent
+// (UA-AUTHORITY's read cache). Counting it as one made the first such turn, which breaks nothing, take the
+// novelty of the one that does.
+func TestModelReadsConsentOnlyOnStateReads(t *testing.T) {
+	play := func(reading string) string {
+		m := newModel(2, map[string]simulate.Principal{"alice": {Consent: "granted"}})
+		for _, st := range []simulate.Step{
+			{Op: simulate.OpClaim, Session: "s1", Principal: "alice", Replica: "r1"},
+			{Op: reading, Session: "s1", Replica: "r1"},
+			{Op: simulate.OpSetConsent, Principal: "alice", Consent: simulate.ConsentPending},
+		} {
+			m.apply(st)
+		}
+		return m.keys(simulate.Step{Op: simulate.OpTurn, Session: "s1", Attempt: "t1", Replica: "r1"})[1]
+	}
+	if k := play(simulate.OpReadUserActions); k != "consent turn 21" {
+		t.Errorf("a turn after a state read while granted, then pending, is %q, want the stale reading's situation", k)
+	}
+	if k := play(simulate.OpPerformUserAction); k != "consent turn 20" {
+		t.Errorf("a performed user action counted as a reading of consent: %q, want no reading", k)
+	}
+}
