@@ -23,8 +23,10 @@ lint:
 	$(GO) run $(STATICCHECK) $(PKGS)
 	@out=$$($(GO) run $(DEADCODE) -test $(PKGS)); if [ -n "$$out" ]; then echo "unreachable functions (deadcode):"; echo "$$out"; exit 1; fi
 
+# go test's own vet pass (a subset of vet's analyzers, over the same packages and their tests) is turned off:
+# `make lint` has just run every analyzer of `go vet` over them, so it would only repeat work.
 test: lint
-	$(GO) test -count=1 -timeout 60m $(PKGS)
+	$(GO) test -count=1 -vet=off -timeout 60m $(PKGS)
 
 # The long lane: the tests (or their subtests) that call testutil.LongLane, which skip in `make test` unless
 # ASTRABOX_LONG=1: every fixture live (its verdict against expect.json and its recording), every correct

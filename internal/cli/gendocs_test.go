@@ -61,11 +61,7 @@ func TestBashCompletionCompletesSubcommand(t *testing.T) {
 	if err != nil {
 		t.Skip("bash is not installed")
 	}
-	bin := filepath.Join(t.TempDir(), "astrabox")
-	build := exec.Command("go", "build", "-o", bin, "../../cmd/astrabox")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := kitBinary(t)
 	script := `
 if [ -f /usr/share/bash-completion/bash_completion ]; then
   source /usr/share/bash-completion/bash_completion

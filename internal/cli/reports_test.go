@@ -260,10 +260,7 @@ func TestCtrlCSaysInterrupted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Python")
 	}
-	bin := filepath.Join(t.TempDir(), "astrabox")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/astrabox").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := kitBinary(t)
 	cmd := exec.Command(bin, "conformance", "run", repoPath("examples/providers/reference"), "--python", "python3", "-v", "--explore", "100000")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -147,7 +147,7 @@ func TestFixtures(t *testing.T) {
 			if exp.Undecided || strings.Contains(dir, "examples") {
 				rep, err = runProject(t, dir)
 			} else {
-				rec, rep, err = recordRun(t, dir, name)
+				rec, rep, err = sharedRecordRun(t, dir, name)
 			}
 			if exp.Undecided {
 				if err == nil {

@@ -4,7 +4,9 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/astrabox-dev/astrabox/internal/report"
@@ -34,15 +36,39 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
-// recordFixture runs a fixture as TestFixtures does and returns the evidence its judge was handed with the
-// run's verdicts.
-func recordFixture(t *testing.T, dir, fixture string) (*Recording, *report.Report) {
+// replayedFixtures are the fixtures TestRecordingReplaysTheLiveReport records: TestFixtures runs them live too
+// (broken/turn-idempotent in its `make test` sample, both in the long lane), and the two tests share that one
+// live run (sharedRecordRun) instead of playing the fixture's suite twice.
+var replayedFixtures = []string{"broken/turn-idempotent", "broken/leak-log"}
+
+// sharedRuns holds the live runs of replayedFixtures made so far in this test binary, by fixture.
+var sharedRuns = struct {
+	sync.Mutex
+	m map[string]sharedRun
+}{m: map[string]sharedRun{}}
+
+// sharedRun is one live run of a fixture as recordRun returns it.
+type sharedRun struct {
+	rec *Recording
+	rep *report.Report
+	err error
+}
+
+// sharedRecordRun is recordRun, made once per test binary for a fixture of replayedFixtures (each test that
+// calls it only reads the recording and the report), and made afresh for any other fixture.
+func sharedRecordRun(t *testing.T, dir, fixture string) (*Recording, *report.Report, error) {
 	t.Helper()
-	rec, rep, err := recordRun(t, dir, fixture)
-	if err != nil {
-		t.Fatalf("run: %v", err)
+	if !slices.Contains(replayedFixtures, fixture) {
+		return recordRun(t, dir, fixture)
 	}
-	return rec, rep
+	sharedRuns.Lock()
+	defer sharedRuns.Unlock()
+	if r, ok := sharedRuns.m[fixture]; ok {
+		return r.rec, r.rep, r.err
+	}
+	rec, rep, err := recordRun(t, dir, fixture)
+	sharedRuns.m[fixture] = sharedRun{rec, rep, err}
+	return rec, rep, err
 }
 
 // recordRun runs a fixture and returns, beside the report, the recording of what its judge was handed and
@@ -203,9 +229,12 @@ func TestRecordingReplaysTheLiveReport(t *testing.T) {
 		t.Skip("starts Python")
 	}
 	root := repoRoot(t)
-	for _, fixture := range []string{"broken/turn-idempotent", "broken/leak-log"} {
+	for _, fixture := range replayedFixtures {
 		t.Run(fixture, func(t *testing.T) {
-			rec, rep := recordFixture(t, filepath.Join("../../testdata/providers", fixture), fixture)
+			rec, rep, err := sharedRecordRun(t, filepath.Join("../../testdata/providers", fixture), fixture)
+			if err != nil {
+				t.Fatalf("run: %v", err)
+			}
 			data, err := EncodeRecording(rec, RootRewrite(root, os.Getenv("HOME")))
 			if err != nil {
 				t.Fatal(err)

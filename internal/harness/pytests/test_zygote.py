@@ -20,7 +20,7 @@ sys.path.insert(0, PYTHON_DIR)
 
 from astrabox._harness import zygote  # noqa: E402
 
-WAIT = 10.0  # seconds: a bound on waiting for a message or a state, never a pause
+WAIT = 30.0  # seconds: a bound on waiting for a message or a state, never a pause (harnessclient.WAIT too; a fork server took over 10 s to say ready at a load of 36)
 LINUX = sys.platform.startswith("linux")
 BASE_ENV = {k: v for k, v in os.environ.items() if not k.startswith(("ASTRABOX_", "PYTHON"))}
 
