@@ -208,6 +208,13 @@ def _strict_json_any(obj: Any, depth: int) -> Any:
 
 def freeze(obj: Any) -> Any:
     """Deep read-only copy of decoded JSON: dicts become ``MappingProxyType``, lists become tuples."""
+    t = type(obj)
+    if t is str or t is int or t is bool or t is float or obj is None:  # decoded JSON's leaves, sooner
+        return obj
+    if t is dict:
+        return types.MappingProxyType({k: freeze(v) for k, v in obj.items()})
+    if t is list:
+        return tuple([freeze(v) for v in obj])
     if isinstance(obj, dict):
         return types.MappingProxyType({k: freeze(v) for k, v in obj.items()})
     if isinstance(obj, list):
@@ -360,11 +367,33 @@ def _user_action(obj: Any) -> Dict[str, Any]:
     return out
 
 
+def _plan_value(value: Any) -> Optional[Dict[str, Any]]:
+    """The reply value of a well-formed plan (a bool ``session_bound``, a mapping declaration), exactly as
+    :func:`encode_value` makes it through :class:`Result`, without the record; None for any other plan (which
+    then takes the general path, problems and all). Every ``plan`` reply is one of these."""
+    sb = value.session_bound
+    decl = value.declaration
+    if type(sb) is not bool or not isinstance(decl, Mapping):
+        return None
+    try:
+        declaration, error = strict_json(decl), None
+    except DeclarationError as exc:
+        declaration, error = None, truncate(str(exc), MESSAGE_LIMIT)
+    except BaseException as exc:  # noqa: B036 - a mapping whose items() raises
+        declaration, error = None, "reading the declaration raised %s" % type_name(type(exc))
+    return {"type": KIND_PLAN, "repr": safe_repr(value), "session_bound": sb, "declaration": declaration,
+            "declaration_error": error}
+
+
 def encode_value(value: Any, *, method: str) -> Dict[str, Any]:
     """The reply ``value`` for what a callback returned (see protocol.md, "Reply value by result type").
 
     Type anomalies the Go side should report (a str where bytes belong, ...) are listed in ``problems``.
     """
+    if type(value) is seams.RuntimePreparationPlan:
+        fast = _plan_value(value)
+        if fast is not None:
+            return fast
     problems: List[str] = []
     out: Result
     if isinstance(value, bool):
