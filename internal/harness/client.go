@@ -49,14 +49,19 @@ func (p *Process) readLoop() {
 	// Buffered: a frame's length and body, and the frames the harness writes together, come in one read.
 	r := bufio.NewReaderSize(p.respR, 64<<10)
 	for {
-		body, err := ReadFrame(r)
+		body, err := readBody(r)
 		if err != nil {
 			p.readFailed(err)
 			return
 		}
 		var env envelope
 		if bytes.HasPrefix(body, replyPrefix) {
-			env.Kind = "reply" // the harness writes kind first: skip a decoding pass on the hot path
+			// The harness writes kind first: skip a decoding pass on the hot path, and the check that the body
+			// is JSON (the reply's decoding checks it whole before it decodes anything).
+			env.Kind = "reply"
+		} else if !isJSONObject(body) {
+			p.readFailed(fmt.Errorf("frame of %d bytes is not a JSON object: %q", len(body), preview(body)))
+			return
 		} else if err := json.Unmarshal(body, &env); err != nil {
 			p.protocolError(fmt.Errorf("a harness message is not a JSON object with a kind: %w", err))
 			return

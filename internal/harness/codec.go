@@ -43,6 +43,19 @@ func writeBody(w io.Writer, body []byte) error {
 // when it ends inside one, ErrFrameTooLarge (wrapped) for an oversized
 // length, and an error for a body that is not one JSON object.
 func ReadFrame(r io.Reader) (json.RawMessage, error) {
+	body, err := readBody(r)
+	if err != nil {
+		return nil, err
+	}
+	if !isJSONObject(body) {
+		return nil, fmt.Errorf("frame of %d bytes is not a JSON object: %q", len(body), preview(body))
+	}
+	return body, nil
+}
+
+// readBody reads one frame as ReadFrame does, without checking that its body is JSON: for a reader that
+// decodes the body at once (json.Unmarshal checks it whole before it decodes), a second pass over it first.
+func readBody(r io.Reader) ([]byte, error) {
 	var hdr [4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
@@ -60,9 +73,6 @@ func ReadFrame(r io.Reader) (json.RawMessage, error) {
 			err = io.ErrUnexpectedEOF
 		}
 		return nil, fmt.Errorf("read frame body (%d bytes announced): %w", n, err)
-	}
-	if !isJSONObject(body) {
-		return nil, fmt.Errorf("frame of %d bytes is not a JSON object: %q", n, preview(body))
 	}
 	return body, nil
 }

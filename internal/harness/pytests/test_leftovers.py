@@ -165,6 +165,30 @@ class Leftovers(WithWork):
         handle.cancel()
         self.loop.run_until_complete(asyncio.gather(own, task, return_exceptions=True))
 
+    def test_every_way_of_making_a_task_is_seen(self):
+        # The harness finds new tasks from asyncio's own registry: a task made by create_task, ensure_future or
+        # the Task constructor itself (which no wrapper sees) is a leftover; one of another loop is not.
+        async def forever():
+            await asyncio.Event().wait()
+
+        other = asyncio.new_event_loop()
+        self.addCleanup(other.close)
+        before = self.work.snapshot(self.loop)
+        made = [self.loop.create_task(forever()), asyncio.ensure_future(forever(), loop=self.loop),
+                asyncio.Task(forever(), loop=self.loop)]
+        foreign = other.create_task(forever())
+        out, _ = self.work.leftovers(self.loop, before, 1, set())
+        self.assertEqual(len(out.tasks), 3)
+        again, _ = self.work.leftovers(self.loop, self.work.snapshot(self.loop), 2, set())
+        self.assertEqual(again.tasks, [])  # what was alive before the call is never its leftover
+        for t in made:
+            t.cancel()
+        self.loop.run_until_complete(asyncio.gather(*made, return_exceptions=True))
+        foreign.cancel()
+        other.run_until_complete(asyncio.gather(foreign, return_exceptions=True))
+        out, _ = self.work.leftovers(self.loop, before, 1, set())
+        self.assertEqual(out.tasks, [])  # done tasks are not left running
+
     def test_bounds_cut_and_count(self):
         before = self.work.snapshot(self.loop)
         handles = [self.loop.call_later(60, print) for _ in range(LIST_LIMIT + 7)]

@@ -135,6 +135,27 @@ class StrictJson(unittest.TestCase):
         with self.assertRaisesRegex(values.DeclarationError, r"nested more than 64 levels deep \(a cycle\?\)"):
             values.strict_json(cyc)
 
+    def test_plans_fast_path_gives_the_general_paths_value(self):
+        # encode_value takes a shortcut for a well-formed plan; its value must be the one Result makes, key for
+        # key and in the same order, for valid and invalid declarations alike.
+        plans = [
+            seams.RuntimePreparationPlan(session_bound=True, declaration={"format": 1, "packages": [{"n": 1.5}], "t": (1,)}),
+            seams.RuntimePreparationPlan(session_bound=False, declaration={"a": [1, float("nan")]}),
+            seams.RuntimePreparationPlan(session_bound=False, declaration={"a": {2: "x"}}),
+            seams.RuntimePreparationPlan(session_bound=True, declaration=RaisingMapping()),
+        ]
+        general = values._plan_value
+        for plan in plans:
+            with self.subTest(plan=repr(plan)[:60]):
+                self.assertIsNotNone(general(plan))
+                fast = values.encode_value(plan, method="plan")
+                values._plan_value = lambda value: None
+                try:
+                    slow = values.encode_value(plan, method="plan")
+                finally:
+                    values._plan_value = general
+                self.assertEqual(list(fast.items()), list(slow.items()))
+
     def test_freeze_is_deep_and_read_only(self):
         frozen = values.freeze({"a": [1, {"b": 2}]})
         self.assertEqual(frozen["a"][1]["b"], 2)

@@ -70,6 +70,21 @@ class EncodeFrame(unittest.TestCase):
         with self.assertRaises(ValueError):
             wire.encode_frame({"kind": "reply", "value": float("nan")})
 
+    def test_the_reused_encoder_writes_what_json_dumps_writes_and_refuses_cycles(self):
+        # The frame encoder is made once (wire._dumps); its bytes must be json.dumps's with the frame's options,
+        # message after message, and a cycle must still be refused (its markers start empty each time).
+        msgs = [{"kind": "reply", "value": {"a": [1, 2.5, None, True, "\u00e9"], "b": {}}, "n": -3},
+                {"kind": "background", "observations": {"logs": [], "dropped": 0}}]
+        for msg in msgs * 2:
+            self.assertEqual(wire.encode_frame(msg)[1], json.dumps(
+                msg, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii"))
+        cyc = {"kind": "reply"}
+        cyc["self"] = cyc
+        with self.assertRaises(ValueError):
+            wire.encode_frame(cyc)
+        self.assertEqual(wire.encode_frame(msgs[0])[1], json.dumps(
+            msgs[0], ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii"))
+
     def test_a_message_above_the_limit_is_frame_too_large(self):
         small = {"kind": "reply", "value": "x" * 20}
         size = len(wire.encode_frame(small)[1])

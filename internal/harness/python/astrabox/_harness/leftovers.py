@@ -131,6 +131,65 @@ class Job(NamedTuple):
     fn: Any
 
 
+#: Where asyncio keeps every task (its weak set, and 3.12's set of eager tasks), once found; False when this
+#: version keeps them elsewhere (3.14 keeps native tasks in per-thread lists) and ``asyncio.all_tasks`` is used.
+_REGISTRY: Any = None
+
+
+def _task_registry() -> Any:
+    """``(weak set, eager set or None)`` of asyncio's task registry, or False (see :data:`_REGISTRY`).
+
+    ``asyncio.all_tasks`` copies the weak set through a Python-level iterator and filters it, twice per call
+    (before and after): the harness's dearest per-call step. A copy of the weak set's own set of references is
+    one C-level copy, and the difference after the call is the tasks it created."""
+    global _REGISTRY
+    if _REGISTRY is None:
+        mod = asyncio.tasks
+        weak = getattr(mod, "_scheduled_tasks", None)
+        if weak is None:
+            weak = getattr(mod, "_all_tasks", None)
+        eager = getattr(mod, "_eager_tasks", None)
+        ok = (sys.version_info < (3, 14) and isinstance(weak, weakref.WeakSet)
+              and isinstance(getattr(weak, "data", None), set) and (eager is None or isinstance(eager, set)))
+        _REGISTRY = (weak, eager) if ok else False
+    return _REGISTRY
+
+
+def _task_marks(loop: Any) -> Set[Any]:
+    """What identifies every task now: references from asyncio's weak set (and eager tasks themselves), or the
+    live tasks of ``loop`` when the registry is not where :func:`_task_registry` looks."""
+    reg = _task_registry()
+    if not reg:
+        return set(asyncio.all_tasks(loop))
+    weak, eager = reg
+    marks = set(weak.data)
+    if eager:
+        marks.update(eager)
+    return marks
+
+
+def _tasks_since(loop: Any, before: Set[Any]) -> List[Any]:
+    """The live tasks of ``loop`` not in ``before`` (made by :func:`_task_marks`)."""
+    reg = _task_registry()
+    if not reg:
+        return [t for t in asyncio.all_tasks(loop) if t not in before]
+    weak, eager = reg
+    found = [ref() for ref in weak.data - before]
+    if eager:
+        found.extend(t for t in eager if t not in before)
+    out = []
+    for t in found:
+        if t is None or t.done():
+            continue
+        try:
+            if t.get_loop() is not loop:
+                continue
+        except Exception:  # noqa: BLE001 - a task type without get_loop cannot be this loop's (all_tasks raises)
+            continue
+        out.append(t)
+    return out
+
+
 def loop_timers(loop: Any) -> List[Any]:
     """The loop's pending (not cancelled) timer handles (never raises)."""
     try:
@@ -334,8 +393,7 @@ class Work:
             if self.spawned:
                 with self._router.quiet():
                     children = set(child_processes())
-            return Snapshot(set(threading.enumerate()), set(asyncio.all_tasks(loop)), set(loop_timers(loop)),
-                            children)
+            return Snapshot(set(threading.enumerate()), _task_marks(loop), set(loop_timers(loop)), children)
         except BaseException:  # noqa: B036 - e.g. a provider thread with a broken __hash__
             return Snapshot(set(), set(), set(), set())
 
@@ -349,7 +407,7 @@ class Work:
     def leftovers(self, loop: Any, before: Snapshot, call_id: int, own_tasks: Set[Any]) -> Tuple[Leftovers, int]:
         """What the call left alive, and how many entries were cut by the bounds."""
         threads = [t for t in threading.enumerate() if t not in before.threads and t not in self.own_threads]
-        tasks = [t for t in asyncio.all_tasks(loop) if t not in before.tasks and t not in own_tasks]
+        tasks = [t for t in _tasks_since(loop, before.tasks) if t not in own_tasks]
         timers = [h for h in loop_timers(loop) if h not in before.timers and h not in self.own_timers]
         if not (threads or tasks or timers or self._jobs or self.spawned):
             return Leftovers(), 0  # the common case: nothing new, nothing to describe

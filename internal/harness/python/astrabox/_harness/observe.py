@@ -22,13 +22,12 @@ import os
 import sys
 import traceback
 import warnings
-from contextlib import contextmanager
-from typing import Any, Callable, Iterator, List, Optional, Set, Tuple
+from typing import Any, Callable, List, Optional, Set, Tuple
 
 from astrabox._harness import audit, connections, native, sends, trust
 from astrabox._harness.leftovers import Snapshot, Work
 from astrabox._harness.records import AuditEvent, Connection, Leftovers, LogRecord, Observations, Send, WarningRecord
-from astrabox._harness.routing import CURRENT_CALL, SUBMITTED_AT, Router
+from astrabox._harness.routing import CURRENT_CALL, SUBMITTED_AT, Quiet, Router
 from astrabox._harness.sources import OTHER, CodeKinds, own_location
 from astrabox._harness.units import WORK_HEADER, Units
 from astrabox._harness.values import MESSAGE_LIMIT, safe_str, truncate, type_name
@@ -66,11 +65,9 @@ class Observer:
     def is_provider_file(self, filename: str) -> bool:
         return self.code.is_provider_file(filename)
 
-    @contextmanager
-    def quiet(self) -> Iterator[None]:
-        """The harness's own work in this thread: record nothing it causes."""
-        with self.router.quiet():
-            yield
+    def quiet(self) -> Quiet:
+        """The harness's own work in this thread: record nothing it causes (``with observer.quiet(): ...``)."""
+        return self.router.quiet()
 
     @property
     def notify(self) -> Optional[Callable[[], None]]:

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import contextvars
 import threading
-from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Optional, Set
+from typing import Any, Callable, Optional, Set
 
 from astrabox._harness.records import Observations
 
@@ -22,6 +21,24 @@ CURRENT_CALL: "contextvars.ContextVar[Optional[int]]" = contextvars.ContextVar("
 #: what library code does on the executor's thread with no provider frame on its stack (asyncio resolves
 #: names there).
 SUBMITTED_AT: "contextvars.ContextVar[Optional[Any]]" = contextvars.ContextVar("astrabox_submitted_at", default=None)
+
+
+class Quiet:
+    """``with`` block of the harness's own work in one thread (see :meth:`Router.quiet`): a plain class, not a
+    generator-based context manager, since every call enters several."""
+
+    __slots__ = ("_local", "_prev")
+
+    def __init__(self, local: threading.local) -> None:
+        self._local = local
+        self._prev = False
+
+    def __enter__(self) -> None:
+        self._prev = getattr(self._local, "busy", False)
+        self._local.busy = True
+
+    def __exit__(self, *exc: Any) -> None:
+        self._local.busy = self._prev
 
 
 class Router:
@@ -43,15 +60,9 @@ class Router:
         """Whether this thread is doing the harness's own work (or already recording an observation)."""
         return getattr(self._local, "busy", False)
 
-    @contextmanager
-    def quiet(self) -> Iterator[None]:
-        """The harness's own work in this thread: record nothing it causes."""
-        prev = getattr(self._local, "busy", False)
-        self._local.busy = True
-        try:
-            yield
-        finally:
-            self._local.busy = prev
+    def quiet(self) -> "Quiet":
+        """The harness's own work in this thread: record nothing it causes (``with router.quiet(): ...``)."""
+        return Quiet(self._local)
 
     def guarded(self, fn: Callable[..., None], *args: Any) -> None:
         """Run an observation source, unless this thread is busy; it never raises into the provider."""

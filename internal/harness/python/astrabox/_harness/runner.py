@@ -217,11 +217,12 @@ class Runner:
     def _sync_markers(self, call_id: int) -> bool:
         """Flush the standard streams and, unless nothing but the harness wrote since the last sync point, write
         the sync marker of ``call_id`` to descriptors 1 and 2. Returns whether the markers were written."""
-        seen = []
-        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
-            if stream is None or any(stream is s for s in seen):
+        out, err, out0, err0 = sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__
+        # Each distinct stream once (by identity: a provider's stream may define __eq__).
+        for stream in (out, None if err is out else err, None if out0 is out or out0 is err else out0,
+                       None if err0 is out or err0 is err or err0 is out0 else err0):
+            if stream is None:
                 continue
-            seen.append(stream)
             try:
                 stream.flush()
             except BaseException:  # noqa: B036 - a provider may have replaced or closed them

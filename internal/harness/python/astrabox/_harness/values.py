@@ -132,32 +132,89 @@ class DeclarationError(Exception):
 def strict_json(obj: Any, where: str = "declaration", depth: int = 0) -> Any:
     """Convert ``obj`` to JSON exactly, or raise :class:`DeclarationError` saying where and why.
 
-    Mappings need str keys; lists and tuples become arrays; floats must be finite.
+    Mappings need str keys; lists and tuples become arrays; floats must be finite. The path of each value
+    (``declaration['packages'][0]``) is spelled out only when something is wrong: a valid declaration, every
+    call's case, costs no string formatting.
     """
+    try:
+        return _strict_json(obj, depth)
+    except _Bad as bad:
+        path = where
+        for step in reversed(bad.steps):
+            path = "%s[%r]" % (path, step)
+        raise DeclarationError(bad.why(path)) from None
+
+
+class _Bad(Exception):
+    """What :func:`_strict_json` found wrong; ``steps`` (innermost first) lead from the root to it."""
+
+    def __init__(self, why: Callable[[str], str]) -> None:
+        super().__init__()
+        self.why = why
+        self.steps: List[Any] = []
+
+
+def _strict_json(obj: Any, depth: int) -> Any:
+    t = type(obj)
+    if t is str or t is bool or t is int or obj is None:  # the common leaves, exactly as below, sooner
+        return obj
+    if t is dict and depth < _MAX_DEPTH:
+        out: Dict[str, Any] = {}
+        for key, value in obj.items():
+            if type(key) is not str:
+                return _strict_json_any(obj, depth)  # say what is wrong with the key, as below
+            try:
+                out[key] = _strict_json(value, depth + 1)
+            except _Bad as bad:
+                bad.steps.append(key)
+                raise
+        return out
+    return _strict_json_any(obj, depth)
+
+
+def _strict_json_any(obj: Any, depth: int) -> Any:
     if obj is None or isinstance(obj, (bool, str)):
         return obj
     if isinstance(obj, int):
         return int(obj)
     if isinstance(obj, float):
         if not math.isfinite(obj):
-            raise DeclarationError("%s is %r, which JSON cannot hold" % (where, obj))
+            raise _Bad(lambda where: "%s is %r, which JSON cannot hold" % (where, obj))
         return float(obj)
     if depth >= _MAX_DEPTH:
-        raise DeclarationError("%s is nested more than %d levels deep (a cycle?)" % (where, _MAX_DEPTH))
+        raise _Bad(lambda where: "%s is nested more than %d levels deep (a cycle?)" % (where, _MAX_DEPTH))
     if isinstance(obj, Mapping):
-        out: Dict[str, Any] = {}
+        out = {}
         for key, value in obj.items():
             if not isinstance(key, str):
-                raise DeclarationError("%s has a %s key %s; keys must be str" % (where, type_name(type(key)), safe_repr(key, 80)))
-            out[key] = strict_json(value, "%s[%r]" % (where, key), depth + 1)
+                raise _Bad(lambda where: "%s has a %s key %s; keys must be str" % (where, type_name(type(key)), safe_repr(key, 80)))
+            try:
+                out[key] = _strict_json(value, depth + 1)
+            except _Bad as bad:
+                bad.steps.append(key)
+                raise
         return out
     if isinstance(obj, (list, tuple)):
-        return [strict_json(v, "%s[%d]" % (where, i), depth + 1) for i, v in enumerate(obj)]
-    raise DeclarationError("%s (of type %s) is not JSON-serialisable" % (where, type_name(type(obj))))
+        items = []
+        for i, v in enumerate(obj):
+            try:
+                items.append(_strict_json(v, depth + 1))
+            except _Bad as bad:
+                bad.steps.append(i)
+                raise
+        return items
+    raise _Bad(lambda where: "%s (of type %s) is not JSON-serialisable" % (where, type_name(type(obj))))
 
 
 def freeze(obj: Any) -> Any:
     """Deep read-only copy of decoded JSON: dicts become ``MappingProxyType``, lists become tuples."""
+    t = type(obj)
+    if t is str or t is int or t is bool or t is float or obj is None:  # decoded JSON's leaves, sooner
+        return obj
+    if t is dict:
+        return types.MappingProxyType({k: freeze(v) for k, v in obj.items()})
+    if t is list:
+        return tuple([freeze(v) for v in obj])
     if isinstance(obj, dict):
         return types.MappingProxyType({k: freeze(v) for k, v in obj.items()})
     if isinstance(obj, list):
@@ -310,11 +367,33 @@ def _user_action(obj: Any) -> Dict[str, Any]:
     return out
 
 
+def _plan_value(value: Any) -> Optional[Dict[str, Any]]:
+    """The reply value of a well-formed plan (a bool ``session_bound``, a mapping declaration), exactly as
+    :func:`encode_value` makes it through :class:`Result`, without the record; None for any other plan (which
+    then takes the general path, problems and all). Every ``plan`` reply is one of these."""
+    sb = value.session_bound
+    decl = value.declaration
+    if type(sb) is not bool or not isinstance(decl, Mapping):
+        return None
+    try:
+        declaration, error = strict_json(decl), None
+    except DeclarationError as exc:
+        declaration, error = None, truncate(str(exc), MESSAGE_LIMIT)
+    except BaseException as exc:  # noqa: B036 - a mapping whose items() raises
+        declaration, error = None, "reading the declaration raised %s" % type_name(type(exc))
+    return {"type": KIND_PLAN, "repr": safe_repr(value), "session_bound": sb, "declaration": declaration,
+            "declaration_error": error}
+
+
 def encode_value(value: Any, *, method: str) -> Dict[str, Any]:
     """The reply ``value`` for what a callback returned (see protocol.md, "Reply value by result type").
 
     Type anomalies the Go side should report (a str where bytes belong, ...) are listed in ``problems``.
     """
+    if type(value) is seams.RuntimePreparationPlan:
+        fast = _plan_value(value)
+        if fast is not None:
+            return fast
     problems: List[str] = []
     out: Result
     if isinstance(value, bool):

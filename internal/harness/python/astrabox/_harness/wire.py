@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import json.encoder
 import os
 import select
 import struct
@@ -28,10 +29,33 @@ def die(message: str, status: int) -> None:
     os._exit(status)
 
 
+#: The frames' JSON encoder, made once: ``json.dumps`` with any non-default option builds a new
+#: ``JSONEncoder`` (and its C encoder) for every message, which cost a reply more than its small body did.
+_ENCODER = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+_C_MAKE_ENCODER = getattr(json.encoder, "c_make_encoder", None)
+try:  # its signature is CPython's business: if it ever changes, use the pure path
+    if _C_MAKE_ENCODER is not None and "".join(_C_MAKE_ENCODER(
+            {}, _ENCODER.default, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, False)(
+            {"a": [1.5]}, 0)) != '{"a":[1.5]}':
+        _C_MAKE_ENCODER = None
+except Exception:  # noqa: BLE001
+    _C_MAKE_ENCODER = None
+
+
+def _dumps(msg: Dict[str, Any]) -> str:
+    """``json.dumps(msg, ensure_ascii=True, allow_nan=False, separators=(",", ":"))``, without building an
+    encoder per message. The C encoder is made per message (cheap) so that its cycle markers start empty."""
+    if _C_MAKE_ENCODER is None:
+        return _ENCODER.encode(msg)
+    enc = _C_MAKE_ENCODER({}, _ENCODER.default, json.encoder.encode_basestring_ascii, None, ":", ",",
+                          False, False, False)
+    return "".join(enc(msg, 0))
+
+
 def encode_frame(msg: Dict[str, Any]) -> Tuple[bytes, bytes]:
     """Serialise one message: its length header and its body, apart, so that a large body is not copied once
     more to join them. ASCII JSON, so lone surrogates from provider strings stay encodable."""
-    text = json.dumps(msg, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+    text = _dumps(msg)
     body = text.encode("ascii")
     del text
     if len(body) > MAX_FRAME:
