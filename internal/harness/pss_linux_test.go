@@ -24,13 +24,10 @@ print("ready", flush=True)
 time.sleep(60)
 `
 
-// TestTreeMemoryCountsSharedPagesOnce: a provider that forks copies of itself is charged for what the copies
-// add. Summing each process's resident size would charge the shared 96 MiB five times (480 MiB); the
-// proportional set sizes add up to about 96 MiB.
-func TestTreeMemoryCountsSharedPagesOnce(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts Python")
-	}
+// startForkedCopies starts forkedCopies and returns its pid once its four children run; the process and its
+// children are killed when the test ends. It skips the test on a kernel without smaps_rollup.
+func startForkedCopies(t *testing.T) int {
+	t.Helper()
 	cmd := exec.Command("python3", "-c", forkedCopies)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -39,13 +36,13 @@ func TestTreeMemoryCountsSharedPagesOnce(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
+	t.Cleanup(func() {
 		for _, p := range readProcTable().below(cmd.Process.Pid) {
 			_ = syscall.Kill(p, syscall.SIGKILL)
 		}
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-	}()
+	})
 	line, _ := bufio.NewReader(out).ReadString('\n')
 	if strings.TrimSpace(line) != "ready" {
 		t.Fatalf("the forking process said %q", line)
@@ -53,10 +50,21 @@ func TestTreeMemoryCountsSharedPagesOnce(t *testing.T) {
 	if _, ok := readPss(cmd.Process.Pid); !ok {
 		t.Skip("this kernel has no /proc/PID/smaps_rollup: the resident size is all there is")
 	}
-	if n := len(readProcTable().below(cmd.Process.Pid)); n != 4 {
+	return cmd.Process.Pid
+}
+
+// TestTreeMemoryCountsSharedPagesOnce: a provider that forks copies of itself is charged for what the copies
+// add. Summing each process's resident size would charge the shared 96 MiB five times (480 MiB); the
+// proportional set sizes add up to about 96 MiB.
+func TestTreeMemoryCountsSharedPagesOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Python")
+	}
+	pid := startForkedCopies(t)
+	if n := len(readProcTable().below(pid)); n != 4 {
 		t.Fatalf("%d children, want 4", n)
 	}
-	got := treeRSS(cmd.Process.Pid, 0) >> 20
+	got := treeRSS(pid, 0) >> 20
 	if got < 96 || got > 200 {
 		t.Fatalf("the tree is charged %d MiB; its one 96 MiB block is shared by five processes (their resident sizes add up to about 500 MiB)", got)
 	}
@@ -119,29 +127,7 @@ func TestMemoryPollDecidesAsTreeRSSWithoutPss(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Python")
 	}
-	cmd := exec.Command("python3", "-c", forkedCopies)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		for _, p := range readProcTable().below(cmd.Process.Pid) {
-			_ = syscall.Kill(p, syscall.SIGKILL)
-		}
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	}()
-	line, _ := bufio.NewReader(out).ReadString('\n')
-	if strings.TrimSpace(line) != "ready" {
-		t.Fatalf("the forking process said %q", line)
-	}
-	if _, ok := readPss(cmd.Process.Pid); !ok {
-		t.Skip("this kernel has no /proc/PID/smaps_rollup: the resident size is all there is")
-	}
-	pid := cmd.Process.Pid
+	pid := startForkedCopies(t)
 	if got := treeRSSWithin(pid, 0, 1<<30) >> 20; got < 400 || got > 1<<10 {
 		t.Errorf("within a 1 GiB limit the poll measured %d MiB, want the resident size from stat (about 500 MiB), read without smaps_rollup", got)
 	}

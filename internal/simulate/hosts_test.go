@@ -20,6 +20,22 @@ func hostsOptions(t *testing.T) Options {
 	return Options{Python: "python3", ProjectDir: dir, Target: "hosts_provider:Hosts", Paths: []string{dir}, Config: testConfig(), Limits: harness.DefaultLimits()}
 }
 
+// hostsRun parses hostsScenario and gives it a context of 90 s, the hosts provider's options and the run's
+// hosts (fork servers seeded with the scenario's seed), all closed when the test ends.
+func hostsRun(t *testing.T) (*Scenario, context.Context, Options, *Hosts) {
+	t.Helper()
+	sc, err := ParseScenario("hosts.yaml", []byte(hostsScenario))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	t.Cleanup(cancel)
+	o := hostsOptions(t)
+	hosts := NewHosts(ctx, o.Python, o.ProjectDir, sc.Seed, nil)
+	t.Cleanup(hosts.Close)
+	return sc, ctx, o, hosts
+}
+
 const hostsScenario = `
 name: hosts
 seed: 11
@@ -68,15 +84,7 @@ func TestEachReplicaIsItsOwnHost(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Python")
 	}
-	sc, err := ParseScenario("hosts.yaml", []byte(hostsScenario))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	o := hostsOptions(t)
-	hosts := NewHosts(ctx, o.Python, o.ProjectDir, sc.Seed, nil)
-	defer hosts.Close()
+	sc, ctx, o, hosts := hostsRun(t)
 	o.Hosts = hosts
 	var runs [][]byte
 	var first *History
@@ -245,15 +253,7 @@ func TestASlotHasItsOwnForkServersWithTheSameSeeds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Python")
 	}
-	sc, err := ParseScenario("hosts.yaml", []byte(hostsScenario))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	o := hostsOptions(t)
-	hosts := NewHosts(ctx, o.Python, o.ProjectDir, sc.Seed, nil)
-	defer hosts.Close()
+	sc, ctx, o, hosts := hostsRun(t)
 	if hosts.Slot(0) != hosts {
 		t.Fatal("slot 0 is not the run's hosts")
 	}

@@ -1,10 +1,8 @@
 package simulate
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
-	"time"
 )
 
 // TestAStageSmallerThanItsScenarioIsTakenAndTopped: a scenario of two replicas takes a stage of one (its
@@ -15,15 +13,7 @@ func TestAStageSmallerThanItsScenarioIsTakenAndTopped(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Python")
 	}
-	sc, err := ParseScenario("hosts.yaml", []byte(hostsScenario))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	o := hostsOptions(t)
-	hosts := NewHosts(ctx, o.Python, o.ProjectDir, sc.Seed, nil)
-	defer hosts.Close()
+	sc, ctx, o, hosts := hostsRun(t)
 	o.Hosts = hosts
 	histories := map[int]*History{}
 	for _, size := range []int{1, 2} {
