@@ -97,6 +97,20 @@ func pathOnly(k string) string {
 	return ""
 }
 
+// recordedName is the name a fixture directory's recording goes by: "broken/ID" or "correct/NAME" for a
+// fixture of testdata/providers, "examples/NAME" for an example of examples/providers that holds an
+// expect.json (an example without one has no verdict to hold a recording to, and is not recorded).
+func recordedName(dir string) (string, bool) {
+	kind, base := filepath.Base(filepath.Dir(dir)), filepath.Base(dir)
+	if kind != "providers" {
+		return kind + "/" + base, true
+	}
+	if _, err := os.Stat(filepath.Join(dir, "expect.json")); err != nil {
+		return "", false
+	}
+	return "examples/" + base, true
+}
+
 // liveSample are the fixtures `make test` runs live, one correct and one broken, so that the live path (Python,
 // the suite, the recording's staleness check) is exercised there; checktest replays every fixture's recorded
 // verdict under -short, and the long lane (`make long`) runs every fixture live.
@@ -144,10 +158,10 @@ func TestFixtures(t *testing.T) {
 			}
 			var rec *Recording
 			var rep *report.Report
-			if exp.Undecided || strings.Contains(dir, "examples") {
+			if fixture, ok := recordedName(dir); !ok || exp.Undecided {
 				rep, err = runProject(t, dir)
 			} else {
-				rec, rep, err = sharedRecordRun(t, dir, name)
+				rec, rep, err = sharedRecordRun(t, dir, fixture)
 			}
 			if exp.Undecided {
 				if err == nil {

@@ -12,7 +12,7 @@ import (
 )
 
 // recorded reads a fixture's recorded evidence (testdata/evidence/<kind>-<name>.json.gz, fixture
-// "broken/ID" or "correct/NAME"), so that a test can assert over what the fixture's live run collected (its
+// "broken/ID", "correct/NAME" or "examples/NAME"), so that a test can assert over what the fixture's live run collected (its
 // histories, its load info) or replay its verdict without starting Python. The recording is the live run's:
 // TestFixtures and TestRealClientFixtures (the long lane) run every fixture live and fail when its recording
 // is stale, and checktest's TestReplayedVerdicts holds every replayed verdict to expect.json under -short.
@@ -31,6 +31,15 @@ func recorded(t *testing.T, fixture string) *Recording {
 		t.Fatalf("%s holds no evidence", path)
 	}
 	return rec
+}
+
+// fixtureDir is the directory of the fixture a recording is named by: examples/providers/NAME for
+// "examples/NAME", testdata/providers/KIND/NAME otherwise (see recordedName).
+func fixtureDir(fixture string) string {
+	if name, ok := strings.CutPrefix(fixture, "examples/"); ok {
+		return filepath.Join("..", "..", "examples", "providers", name)
+	}
+	return filepath.Join("..", "..", "testdata", "providers", fixture)
 }
 
 // judgedRecording replays a fixture's recording through today's judge (Recording.Replay): its results and
@@ -84,7 +93,7 @@ func recordedThenLive(t *testing.T, fixture string, sample bool, assert func(t *
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := collectSuite(t, filepath.Join("..", "..", "testdata", "providers", fixture))
+		c := collectSuite(t, fixtureDir(fixture))
 		assert(t, judged{results: mustDecide(t, c.ev, c.target, 1, c.opts).Results, ev: c.ev, hists: c.ev.Histories, root: root})
 	})
 }

@@ -210,14 +210,14 @@ func heldAndDropped(t *testing.T, hists []*simulate.History) (held, dropped []si
 // TestSuiteFaultsReachServiceWrites: the default suite's held first write of a synchronize (host loss,
 // recover, release) and its dropped material write of a turn act on a provider that writes only to its own
 // service, whatever the path and method: Tailspin's object store (http.client, POST /v2/objects/...) and the
-// vault-oauth example's Vault (urllib, POST /v1/secret/data/...). Every check is exercised (suiteHistories
-// fails on any not_exercised), each held write reached the service and was refused there once recover had
+// vault-oauth example's Vault (urllib, POST /v1/secret/data/...). Every check is exercised (checktest and
+// TestFixtures fail on any not_exercised of a provider that should pass), each held write reached the service and was refused there once recover had
 // fenced its operation, and the dropped writes were applied by the service. The broken twin that trusts an
 // absent result fails RECOVER-TRUTH on exactly that held write.
 //
-// Tailspin and the broken twin are judged over their recorded evidence (their live runs are TestFixtures',
-// in the long lane, which holds each recording to them; checktest proves under -short that no check of
-// Tailspin's was left not_exercised); the vault-oauth example, which has no recording, is played live.
+// All three are judged over their recorded evidence (their live runs are TestFixtures', in the long lane,
+// which holds each recording to them; checktest proves under -short that no check of Tailspin's or the
+// example's was left not_exercised); the live runs of the same assertions are the long lane's.
 func TestSuiteFaultsReachServiceWrites(t *testing.T) {
 	for _, c := range []struct{ dir, service, prefix string }{
 		{"../../testdata/providers/correct/tailspin_objects", "objects", "/v2/objects/"},
@@ -255,15 +255,11 @@ func TestSuiteFaultsReachServiceWrites(t *testing.T) {
 			}
 		}
 		t.Run(c.service, func(t *testing.T) {
-			if fixture, ok := strings.CutPrefix(c.dir, "../../testdata/providers/"); ok {
-				recordedThenLive(t, fixture, false, func(t *testing.T, j judged) { assert(t, j.hists) })
-				return
+			fixture, ok := recordedName(c.dir)
+			if !ok {
+				t.Fatalf("%s has no recording", c.dir)
 			}
-			if testing.Short() {
-				t.Skip("starts Python")
-			}
-			_, hists := suiteHistories(t, c.dir)
-			assert(t, hists)
+			recordedThenLive(t, fixture, false, func(t *testing.T, j judged) { assert(t, j.hists) })
 		})
 	}
 	t.Run("recover-truth-objects", func(t *testing.T) {

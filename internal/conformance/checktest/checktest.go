@@ -1,7 +1,8 @@
 // Package checktest replays the recorded evidence of the fixture providers (testdata/evidence, recorded
-// from testdata/providers by internal/conformance's TestFixtures and TestRealClientFixtures) through the checks' judge, without
-// Python, and holds each replayed verdict to the fixture's expect.json: the fast lane that proves every
-// check's decision under `go test -short` (docs/architecture.md, "Recorded evidence").
+// from testdata/providers, and from the examples of examples/providers that hold an expect.json, by
+// internal/conformance's TestFixtures and TestRealClientFixtures) through the checks' judge, without Python,
+// and holds each replayed verdict to the fixture's expect.json: the fast lane that proves every check's
+// decision under `go test -short` (docs/architecture.md, "Recorded evidence").
 package checktest
 
 import (
@@ -39,17 +40,22 @@ type Expectation struct {
 
 // Fixture is one fixture provider and the file its evidence is recorded in.
 type Fixture struct {
-	// Name is "broken/ID" or "correct/NAME".
+	// Name is "broken/ID", "correct/NAME" or "examples/NAME".
 	Name string
 	// Dir is the fixture's directory, Recording the file of its recorded evidence.
 	Dir, Recording string
 }
 
-// Fixtures lists the fixtures under root/testdata/providers/{broken,correct}, sorted by name.
+// Fixtures lists the fixtures under root/testdata/providers/{broken,correct} and the examples under
+// root/examples/providers that hold an expect.json (named "examples/NAME"), sorted by name.
 func Fixtures(root string) ([]Fixture, error) {
 	var out []Fixture
-	for _, kind := range []string{"broken", "correct"} {
-		entries, err := os.ReadDir(filepath.Join(root, "testdata", "providers", kind))
+	for _, kind := range []string{"broken", "correct", "examples"} {
+		dir := filepath.Join(root, "testdata", "providers", kind)
+		if kind == "examples" {
+			dir = filepath.Join(root, "examples", "providers")
+		}
+		entries, err := os.ReadDir(dir)
 		if err != nil {
 			return nil, fmt.Errorf("list the %s fixtures: %w", kind, err)
 		}
@@ -57,9 +63,12 @@ func Fixtures(root string) ([]Fixture, error) {
 			if !e.IsDir() {
 				continue
 			}
+			fdir := filepath.Join(dir, e.Name())
+			if _, err := os.Stat(filepath.Join(fdir, "expect.json")); kind == "examples" && err != nil {
+				continue // an example without a verdict to hold is not a fixture
+			}
 			name := kind + "/" + e.Name()
-			out = append(out, Fixture{Name: name, Dir: filepath.Join(root, "testdata", "providers", kind, e.Name()),
-				Recording: RecordingPath(root, name)})
+			out = append(out, Fixture{Name: name, Dir: fdir, Recording: RecordingPath(root, name)})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
