@@ -1,8 +1,8 @@
 // Package recipes tests the CI recipes shipped with astrabox: the composite GitHub Action (action.yml), the
 // example GitHub workflow and GitLab job (examples/ci) and the pre-commit hook (.pre-commit-hooks.yaml). The
-// workflows are linted with actionlint; the shell the recipes run is executed for real against the bundled
-// reference provider and a deliberately broken one, with a freshly built astrabox binary. The package holds
-// tests only.
+// workflows are linted with actionlint; the shell the recipes run is executed for real against passing
+// providers (correct/minimal, the reference example) and a deliberately broken one, with a freshly built
+// astrabox binary. The package holds tests only.
 package recipes
 
 import (
@@ -24,6 +24,10 @@ import (
 const (
 	referenceProject = "examples/providers/reference"
 	leakLogProject   = "testdata/providers/broken/leak-log"
+	// minimalProject is the passing project of the recipes' runs: the recipe, not the provider, is under
+	// test there, and correct/minimal's suite is the cheapest that passes (the reference provider's runs are
+	// the conformance and cli packages').
+	minimalProject = "testdata/providers/correct/minimal"
 	// runBound only stops a hung run; it is no performance assertion.
 	runBound = 6 * time.Minute
 )
@@ -75,13 +79,13 @@ func buildAstrabox(t testing.TB) string {
 	return dir
 }
 
-// workspace makes a scratch repository holding copies of the reference provider and the leak-log provider at
-// their usual paths (leak-log finds the reference through a relative python-path).
+// workspace makes a scratch repository holding copies of the reference provider, the leak-log provider and
+// the minimal provider at their usual paths (leak-log finds the reference through a relative python-path).
 func workspace(t testing.TB) string {
 	t.Helper()
 	ws := t.TempDir()
 	root := repoRoot(t)
-	for _, rel := range []string{referenceProject, leakLogProject} {
+	for _, rel := range []string{referenceProject, leakLogProject, minimalProject} {
 		if err := copyTree(filepath.Join(root, rel), filepath.Join(ws, rel)); err != nil {
 			t.Fatalf("copy %s: %v", rel, err)
 		}
@@ -372,8 +376,8 @@ func mustExist(t testing.TB, path string) {
 }
 
 // TestRecipesRun executes the GitLab job, the pre-commit hook, the action's steps and the example workflow's
-// merge step against the reference provider (they must pass) and the leak-log provider (they must fail and
-// say why). The runs mostly wait on the harness, so they start together from goroutines instead of queueing
+// merge step against the minimal provider (the action against the reference provider; they must pass) and
+// the leak-log provider (they must fail and say why). The runs mostly wait on the harness, so they start together from goroutines instead of queueing
 // behind -parallel.
 func TestRecipesRun(t *testing.T) {
 	if testing.Short() {
@@ -385,11 +389,13 @@ func TestRecipesRun(t *testing.T) {
 		name string
 		fn   func(t *testing.T, bin string)
 	}{
-		{"gitlab/reference", func(t *testing.T, bin string) { testGitLab(t, bin, referenceProject, 0) }},
+		{"gitlab/minimal", func(t *testing.T, bin string) { testGitLab(t, bin, minimalProject, 0) }},
 		{"gitlab/leak-log", func(t *testing.T, bin string) { testGitLab(t, bin, leakLogProject, 1) }},
 		{"gitlab/undecided", func(t *testing.T, bin string) { testGitLab(t, bin, "no/such/project", 2) }},
-		{"pre-commit/reference", func(t *testing.T, bin string) { testPreCommit(t, bin, referenceProject, 0) }},
+		{"pre-commit/minimal", func(t *testing.T, bin string) { testPreCommit(t, bin, minimalProject, 0) }},
 		{"pre-commit/leak-log", func(t *testing.T, bin string) { testPreCommit(t, bin, leakLogProject, 1) }},
+		// The action's passing run stays on the reference provider: its SARIF must hold no result at all, and
+		// correct/minimal's not-applicable checks are results there.
 		{"action/reference", func(t *testing.T, bin string) { testAction(t, referenceProject, 0) }},
 		{"action/leak-log", func(t *testing.T, bin string) { testAction(t, leakLogProject, 1) }},
 		{"action/undecided", func(t *testing.T, bin string) { testActionUndecided(t) }},

@@ -127,7 +127,7 @@ func TestPreCommitHookRunsUnderPreCommit(t *testing.T) {
 		t.Run(filepath.Base(c.project), func(t *testing.T) {
 			if c.project == referenceProject {
 				// The hook is installed and built by the first run; its exit 0 mapping is TestRecipesRun's
-				// pre-commit/reference too, so `make test` keeps the failing run under pre-commit only.
+				// pre-commit/minimal too, so `make test` keeps the failing run under pre-commit only.
 				testutil.LongLane(t, "the passing project under pre-commit too")
 			}
 			repo := t.TempDir()

@@ -28,7 +28,7 @@ type workflowFile struct {
 
 var hashFilesRe = regexp.MustCompile(`hashFiles\('([^']+)'\)`)
 
-// testWorkflowMerge plays the example workflow's merge job: two exploration shards of the reference provider
+// testWorkflowMerge plays the example workflow's merge job: two exploration shards of the minimal provider
 // write their JSON reports where the explore job's matrix puts them, then the merge step's script runs as a
 // step without shell: runs (bash -e), and must pass, write the merged SARIF the upload step sends and render
 // the merged report into the job summary.
@@ -59,7 +59,7 @@ func testWorkflowMerge(t *testing.T, bin string) {
 	}
 
 	ws := workspace(t)
-	project := filepath.Join(ws, referenceProject)
+	project := filepath.Join(ws, minimalProject)
 	env := baseEnv(bin)
 	for i := 1; i <= 2; i++ {
 		out := filepath.Join(project, strings.ReplaceAll(jsonTemplate, "${{ matrix.shard }}", fmt.Sprint(i)))
