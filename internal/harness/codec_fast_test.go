@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"math"
 	"math/rand"
 	"os"
@@ -413,4 +414,38 @@ func runHarnessPython(t *testing.T, code string) string {
 		t.Fatalf("python: %v\n%s", err, out)
 	}
 	return string(out)
+}
+
+// BenchmarkCallCodec measures the kit's encoding of a plan call (the benchmark suite's arguments) and
+// decoding of the reference provider's plan reply, by encoding/json (as before the hand-written codec) and
+// by the hand-written codec.
+func BenchmarkCallCodec(b *testing.B) {
+	args := map[string]any{"config": map[string]any{
+		"agent":      map[string]any{"display_name": "Sample support agent", "model": "claude-sonnet-4", "instructions": "Trusted instructions 00000001: answer questions about the sample repository politely."},
+		"deployment": map[string]any{"base_url": "${ASTRABOX_DOUBLE_URL}", "audience": "astrabox-tools"},
+		"packages":   []any{map[string]any{"name": "tools", "source": "git+https://example.invalid/tools.git", "ref": "v1"}},
+		"skills":     []any{"summarize"}, "secrets": map[string]any{"model_api_key": "", "client_secret": ""},
+	}}
+	m := callMsg{Kind: "call", ID: 5302, Method: "plan", Args: args, TimeoutS: 5}
+	reply := []byte(harnessReplies[0])
+	b.Run("encoding-json", func(b *testing.B) {
+		for b.Loop() {
+			body, _ := json.Marshal(m)
+			_ = writeBody(io.Discard, body)
+			var r replyMsg
+			if err := json.Unmarshal(reply, &r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("hand-written", func(b *testing.B) {
+		for b.Loop() {
+			frame, _ := encodeFrame(m)
+			_, _ = io.Discard.Write(frame)
+			var r replyMsg
+			if err := decodeReply(reply, &r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
