@@ -213,7 +213,8 @@ func appendValueJSON(dst []byte, v any, depth int) ([]byte, bool) {
 			return append(dst, "null"...), true
 		}
 		dst = append(dst, '{')
-		for i, k := range sortedKeys(x) {
+		var buf [16]string
+		for i, k := range sortedKeys(x, buf[:0]) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
@@ -259,7 +260,8 @@ func appendMapJSON(dst []byte, m map[string]any, depth int) ([]byte, bool) {
 		return append(dst, "null"...), true
 	}
 	dst = append(dst, '{')
-	for i, k := range sortedKeys(m) {
+	var buf [16]string
+	for i, k := range sortedKeys(m, buf[:0]) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
@@ -273,9 +275,12 @@ func appendMapJSON(dst []byte, m map[string]any, depth int) ([]byte, bool) {
 	return append(dst, '}'), true
 }
 
-// sortedKeys returns m's keys in the order json.Marshal writes them.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
+// sortedKeys returns m's keys in the order json.Marshal writes them, in keys (a caller's buffer on its stack, so
+// that a small map's keys are not allocated) or in a new slice when they do not fit.
+func sortedKeys[V any](m map[string]V, keys []string) []string {
+	if cap(keys) < len(m) {
+		keys = make([]string, 0, len(m))
+	}
 	for k := range m {
 		keys = append(keys, k)
 	}
