@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -82,6 +83,12 @@ func TestCallEncoderMatchesEncodingJSON(t *testing.T) {
 		}},
 		map[string]any{"context": map[string]any{"deadline": float64(time.Date(2026, 12, 4, 23, 0, 0, 0, time.UTC).UnixNano()) / 1e9}},
 	)
+	big, bigStrings := map[string]any{}, map[string]string{}
+	for i := 0; i < 40; i++ { // more keys than sortedKeys' buffer on the stack holds
+		k := strangeStrings[i%len(strangeStrings)] + strconv.Itoa(40-i)
+		big[k], bigStrings[k] = i, k
+	}
+	args = append(args, big, bigStrings, map[string]any{"nested": []any{big, bigStrings}})
 	for _, timeout := range []float64{0, 5, 0.05, 1e-9, 3600, 10.000001} {
 		for _, method := range []string{"plan", "prepare_turn", "é\x00<"} {
 			for _, a := range args {
