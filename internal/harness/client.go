@@ -16,14 +16,17 @@ import (
 
 // send writes one frame to the harness, bounded by d.
 func (p *Process) send(v any, d time.Duration) error {
-	body, err := json.Marshal(v)
+	frame, err := encodeFrame(v) // header and body in one buffer, a call's by the hand-written encoder
 	if err != nil {
 		return err
 	}
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
 	_ = p.reqW.SetWriteDeadline(time.Now().Add(d))
-	return writeBody(p.reqW, body) // marshalled once: WriteFrame would copy and compact a RawMessage again
+	if _, err := p.reqW.Write(frame); err != nil {
+		return fmt.Errorf("write frame: %w", err)
+	}
+	return nil
 }
 
 func (p *Process) drain(f *os.File, s *stream, done chan struct{}) {
@@ -57,7 +60,7 @@ func (p *Process) readLoop() {
 		var env envelope
 		if bytes.HasPrefix(body, replyPrefix) {
 			// The harness writes kind first: skip a decoding pass on the hot path, and the check that the body
-			// is JSON (the reply's decoding checks it whole before it decodes anything).
+			// is JSON (decodeReply checks every byte it takes, and json.Unmarshal the whole body otherwise).
 			env.Kind = "reply"
 		} else if !isJSONObject(body) {
 			p.readFailed(fmt.Errorf("frame of %d bytes is not a JSON object: %q", len(body), preview(body)))
@@ -134,8 +137,11 @@ func (p *Process) dispatch(kind string, body json.RawMessage, first bool) error 
 		if BeforeReply != nil {
 			BeforeReply()
 		}
+		if sawReply != nil {
+			sawReply(body)
+		}
 		var r replyMsg
-		if err := json.Unmarshal(body, &r); err != nil {
+		if err := decodeReply(body, &r); err != nil {
 			return fmt.Errorf("decode reply: %w", err)
 		}
 		// A reply read before the process ended is delivered even when the exit is already known (a callback's
@@ -203,6 +209,10 @@ func (p *Process) serveSandbox(r SandboxRequest) {
 // BeforeReply, when set, runs in the reader before each reply is decoded. Tests set it to hold a reply back
 // as a loaded machine does when the kit is slow to read and decode a large material; never set outside tests.
 var BeforeReply func()
+
+// sawReply, when set, is given each reply frame's body before it is decoded (tests: the replies a real harness
+// writes take the hand-written decoder).
+var sawReply func(body []byte)
 
 // BeforeCancel, when set, runs before each cancel is sent, with a function that tells whether a reply has
 // already been read from the harness. Tests set it to hold the cancel back as a loaded machine does (Go's

@@ -10,7 +10,8 @@ import (
 )
 
 // decodeEvery decodes a frame body the way the client does (envelope, then the message of its kind), and
-// every reply value the way callers do (callback result, load info, settle result). None may panic.
+// every reply value the way callers do (callback result, load info, settle result). None may panic, and the
+// client's reply decoder (decodeReply) must decode or refuse it exactly as json.Unmarshal does.
 func decodeEvery(t *testing.T, body []byte) {
 	var env envelope
 	_ = json.Unmarshal(body, &env)
@@ -18,6 +19,7 @@ func decodeEvery(t *testing.T, body []byte) {
 	if json.Unmarshal(body, &h) == nil {
 		_ = h.PythonVersion()
 	}
+	checkReplyDecoding(t, body) // the client's hand-written decoder agrees with encoding/json
 	var r replyMsg
 	if json.Unmarshal(body, &r) == nil {
 		rep := &Reply{ID: r.ID, OK: r.OK, Value: r.Value, Error: r.Error, Observations: r.Observations, Exit: r.Exit}
