@@ -21,8 +21,9 @@ a hundred milliseconds of CPU); a fork of this process costs a few. Go talks to 
 
 The server never imports a provider, never starts a thread and installs no audit hook, so a fork copies nothing
 but the interpreter, the harness's modules and what ``preload`` prepared for every harness alike: the
-observer's class and function wrappers, quiet in the server (``prepare_observer``), and the start's and load's
-code, warm from a rehearsal (``rehearse``). End of input (Go went away), a failed send and SIGTERM (the parent-death
+observer's class and function wrappers, quiet in the server (``prepare_observer``), the start's and load's
+code and the standard library's after-fork hooks, warm from rehearsals (``rehearse``, ``rehearse_after_fork``),
+and where the token's placeholder lies in the environment block (``prepare_stamp``). End of input (Go went away), a failed send and SIGTERM (the parent-death
 signal Go gives it: the kit died) end the server after it has killed every replica's tree (``_end_all``).
 
 Ten times a second the server looks at the kit: a kit stopped by a signal it did not give itself (a provider's
