@@ -4,7 +4,9 @@ observer being measured) of each step ``runner.main`` takes before its hello, an
 a provider is given, in a child forked from an interpreter prepared as the fork server prepares itself
 (``zygote.preload``: imports, the prepared observer, the rehearsal; ``gc.freeze``). The first line is the bare
 fork (the child's share of ``os.fork``: the interpreter's at-fork work and the copy-on-write faults of touching
-anything), and the last compares it with a fork by libc's ``fork`` (no at-fork work).
+anything), the next compare it with a fork by libc's ``fork`` (no at-fork work), and the last three say
+what one page fault costs the machine (a first touch, a copy-on-write write in a forked child, and the same
+copies made by one ``madvise(MADV_POPULATE_WRITE)``).
 
     python3 scripts/fork_phases.py internal/harness/python [N [PROJECT_DIR MODULE:CLASS]]
 
@@ -120,6 +122,48 @@ def main() -> None:
             c_sum += float(c)
             f_sum += int(f)
         print("bare %-17s %7.2f ms CPU %7.1f faults" % (how + ":", c_sum / n, f_sum / n))
+    fault_cost(libc)
+
+
+#: MADV_POPULATE_WRITE (Linux 5.14+): fault a range in writable, copy-on-write included, in one system call.
+MADV_POPULATE_WRITE = 23
+
+
+def fault_cost(libc: ctypes.CDLL, pages: int = 5000) -> None:
+    """What one page fault costs this machine: a first touch of fresh memory, a copy-on-write write in a
+    forked child, and the same copies made by one ``madvise(MADV_POPULATE_WRITE)`` instead of a fault each.
+    A forked replica's CPU is mostly its page faults (docs/performance.md), so this is its unit."""
+    import mmap
+
+    size = pages * 4096
+    region = mmap.mmap(-1, size)
+    c0, f0 = cpu_ms(), faults()
+    for i in range(pages):
+        region[i * 4096] = 1
+    c1, f1 = cpu_ms(), faults()
+    print("first touch            %7.2f us CPU a fault (%d faults)" % ((c1 - c0) * 1000 / max(f1 - f0, 1), f1 - f0))
+    addr = ctypes.addressof((ctypes.c_char * size).from_buffer(region))
+    for how in ("copy-on-write", "populate-write"):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            c0, f0 = cpu_ms(), faults()
+            if how == "populate-write" and libc.madvise(ctypes.c_void_p(addr), ctypes.c_size_t(size),
+                                                        MADV_POPULATE_WRITE) != 0:
+                os.write(w, b"unsupported")
+                os._exit(0)
+            for i in range(pages):
+                region[i * 4096] = 2
+            os.write(w, ("%f %d" % ((cpu_ms() - c0) * 1000 / pages, faults() - f0)).encode())
+            os._exit(0)
+        os.close(w)
+        got = os.read(r, 100).decode().split()
+        os.close(r)
+        os.waitpid(pid, 0)
+        if len(got) == 2:
+            print("%-22s %7.2f us CPU a page (%s faults)" % (how, float(got[0]), got[1]))
+        else:
+            print("%-22s not supported here" % how)
 
 
 if __name__ == "__main__":

@@ -70,6 +70,35 @@ class Helpers(unittest.TestCase):
                                  "zygote.stamp_token('')]))")
         self.assertEqual(missing, [False, False])
 
+
+    def test_a_forked_child_stamps_its_token_where_the_server_found_the_placeholder(self):
+        # The server finds the placeholder once (prepare_stamp); each forked child copies its own token there,
+        # and /proc/self/environ of that child (and of nothing else) shows it.
+        code = ("import json, os\n"
+                "zygote.prepare_stamp()\n"
+                "found = bool(zygote._STAMP)\n"
+                "r, w = os.pipe()\n"
+                "pid = os.fork()\n"
+                "if pid == 0:\n"
+                "    res = [zygote.stamp_token('short'), zygote.stamp_token('tok-%d' % 1234),\n"
+                "           open('/proc/self/environ', 'rb').read().decode().split('\\0')]\n"
+                "    os.write(w, json.dumps(res).encode()); os._exit(0)\n"
+                "os.close(w)\n"
+                "data = b''\n"
+                "while True:\n"
+                "    chunk = os.read(r, 65536)\n"
+                "    if not chunk: break\n"
+                "    data += chunk\n"
+                "os.waitpid(pid, 0)\n"
+                "print(json.dumps([found, json.loads(data), open('/proc/self/environ', 'rb').read().decode().split('\\0')]))")
+        found, (short, stamped, child_env), server_env = self.run_child(code, env={zygote.TOKEN_VAR: "........"})
+        self.assertTrue(found)
+        self.assertFalse(short)
+        self.assertTrue(stamped)
+        self.assertIn(zygote.TOKEN_VAR + "=tok-1234", child_env)
+        self.assertIn(zygote.TOKEN_VAR + "=........", server_env)
+        none = self.run_child("import json; zygote.prepare_stamp(); print(json.dumps(zygote._STAMP))")
+        self.assertEqual(none, [])
     def test_take_environ_makes_env_the_whole_environment(self):
         code = ("import ctypes, json, os; zygote._take_environ({'KEEP': 'same', 'CHANGE': 'new', 'ADD': 'x'}); "
                 "libc = ctypes.CDLL(None); libc.getenv.restype = ctypes.c_char_p; "
@@ -136,14 +165,27 @@ class Helpers(unittest.TestCase):
         # The server rehearses a harness's start and load before its first fork (zygote.rehearse): whatever it
         # made must be gone by the fork, or every replica would inherit it.
         facts = self.run_child(r"""
-import asyncio, json, linecache, os, threading
+import asyncio, json, linecache, logging, os, threading
 from astrabox import seams
+
+main = threading.current_thread()
 
 def seen():
     policy = asyncio.get_event_loop_policy()
+    # The after-fork rehearsal (zygote.rehearse_after_fork) must leave threading's main thread and logging's
+    # lock as they were: the same main thread, alive, a thread that starts and is joined, the lock free.
+    t = threading.Thread(target=lambda: None)
+    t.start()
+    t.join(5)
+    lock = logging._lock
+    free = lock.acquire(blocking=False)
+    if free:
+        lock.release()
     return {"fds": sorted(os.listdir("/proc/self/fd")), "threads": threading.active_count(),
             "subclasses": [c.__name__ for c in seams.RuntimePreparationProvider.__subclasses__()],
-            "linecache": sorted(linecache.cache), "loop": getattr(policy._local, "_loop", None) is None}
+            "linecache": sorted(linecache.cache), "loop": getattr(policy._local, "_loop", None) is None,
+            "main": threading.main_thread() is main and main.is_alive(), "joined": not t.is_alive(),
+            "logging_lock_free": free}
 
 before = seen()
 zygote.preload()
@@ -154,6 +196,7 @@ print(json.dumps({"before": before, "after": after, "rehearsed": zygote.REHEARSA
         self.assertEqual(facts["after"], facts["before"])
         self.assertEqual(facts["after"]["subclasses"], [])
         self.assertEqual(facts["after"]["threads"], 1)
+        self.assertTrue(facts["after"]["main"] and facts["after"]["joined"] and facts["after"]["logging_lock_free"])
 
     def test_the_prepared_observer_is_quiet_in_the_server_and_listens_in_each_harness(self):
         # The server installs the observer's process-independent sources once (Observer.prepare): nothing the

@@ -21,8 +21,9 @@ a hundred milliseconds of CPU); a fork of this process costs a few. Go talks to 
 
 The server never imports a provider, never starts a thread and installs no audit hook, so a fork copies nothing
 but the interpreter, the harness's modules and what ``preload`` prepared for every harness alike: the
-observer's class and function wrappers, quiet in the server (``prepare_observer``), and the start's and load's
-code, warm from a rehearsal (``rehearse``). End of input (Go went away), a failed send and SIGTERM (the parent-death
+observer's class and function wrappers, quiet in the server (``prepare_observer``), the start's and load's
+code and the standard library's after-fork hooks, warm from rehearsals (``rehearse``, ``rehearse_after_fork``),
+and where the token's placeholder lies in the environment block (``prepare_stamp``). End of input (Go went away), a failed send and SIGTERM (the parent-death
 signal Go gives it: the kit died) end the server after it has killed every replica's tree (``_end_all``).
 
 Ten times a second the server looks at the kit: a kit stopped by a signal it did not give itself (a provider's
@@ -200,6 +201,8 @@ def stamp_token(token: str) -> bool:
     (processes it executes get ``os.environ``, which holds the token anyway). Linux only; False if the
     placeholder is not found.
     """
+    if _STAMP:  # found by the fork server (prepare_stamp): the same address in every child it forks
+        return _stamp_at(_STAMP[0], _STAMP[1], token)
     try:
         import ctypes
 
@@ -220,6 +223,52 @@ def stamp_token(token: str) -> bool:
         with open("/proc/self/environ", "rb") as fh:
             return value in fh.read()
     except (OSError, ValueError, IndexError, ImportError):
+        return False
+
+
+#: Where the token's placeholder value lies in this process's original environment block, and its length:
+#: found once by the fork server (``prepare_stamp``), so that each harness it forks stamps its token with one
+#: copy into memory instead of reading ``/proc/self/stat`` and ``/proc/self/environ`` again.
+_STAMP: List[int] = []
+
+
+def prepare_stamp() -> None:
+    """In the fork server, before its first fork: find the placeholder's address once for every child (a
+    forked child has the server's address space, so the block is at the same address in each)."""
+    try:
+        import ctypes
+
+        with open("/proc/self/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        env_start = int(fields[50 - 3])
+        with open("/proc/self/environ", "rb") as fh:
+            block = fh.read()
+        needle = (TOKEN_VAR + "=").encode()
+        at = block.find(b"\0" + needle)
+        at = at + 1 if at >= 0 else (0 if block.startswith(needle) else -1)
+        end = block.find(b"\0", at)
+        if at < 0 or end < 0:
+            return
+        addr, size = env_start + at + len(needle), end - (at + len(needle))
+        # What lies there is the placeholder as /proc/self/environ shows it, or the address is not used.
+        if size > 0 and ctypes.string_at(addr, size) == block[at + len(needle):end]:
+            _STAMP[:] = [addr, size]
+    except (OSError, ValueError, IndexError, ImportError):
+        pass
+
+
+def _stamp_at(addr: int, size: int, token: str) -> bool:
+    """Write ``token`` over the placeholder of ``size`` bytes at ``addr`` (see prepare_stamp); False when
+    their lengths differ."""
+    value = token.encode()
+    if not value or len(value) != size:
+        return False
+    try:
+        import ctypes
+
+        ctypes.memmove(addr, value, size)
+        return ctypes.string_at(addr, size) == value
+    except (ImportError, ValueError, TypeError):
         return False
 
 
@@ -488,6 +537,11 @@ def preload() -> None:
     importlib.invalidate_caches()
     prepare_observer()
     rehearse()
+    try:
+        rehearse_after_fork()
+    except Exception:  # noqa: BLE001 - a rehearsal that fails only leaves its code cold
+        pass
+    prepare_stamp()
 
 
 def prepare_observer() -> None:
@@ -570,6 +624,37 @@ def rehearse(times: int = REHEARSALS) -> None:
     import gc
 
     gc.collect()
+
+
+def rehearse_after_fork(times: int = REHEARSALS) -> None:
+    """Run, in the fork server, the standard library's after-fork hooks that every forked child runs first
+    (``threading``'s and ``logging``'s, registered with ``os.register_at_fork``), so that their code is warm
+    in the server instead of being quickened in each child's copy of its pages (about 40 page faults and 2 ms a
+    child, docs/performance.md). In a process with one thread they change nothing: ``threading``'s renews the
+    locks of the only thread and keeps it as the main thread, ``logging``'s renews the locks of handlers that
+    no thread holds. So they run only while the server has no other thread."""
+    import logging
+    import threading
+
+    after_threading = getattr(threading, "_after_fork", None)
+    after_logging = getattr(logging, "_after_at_fork_child_reinit_locks", None)
+    for _ in range(times):
+        if threading.active_count() != 1 or any(t is not threading.main_thread()
+                                                 for t in list(getattr(threading, "_dangling", ()))):
+            return
+        if after_threading is not None:
+            after_threading()
+        lock = getattr(logging, "_lock", None)
+        if after_logging is None or lock is None:
+            continue
+        lock.acquire()  # held across a fork by logging's own before-fork hook, which the child's hook releases
+        try:
+            after_logging()
+        finally:
+            try:
+                lock.release()  # up to 3.12 the hook released it; from 3.13 it renews it unlocked
+            except RuntimeError:
+                pass
 
 
 def _open_fds() -> Set[int]:
