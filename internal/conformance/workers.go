@@ -24,7 +24,9 @@ import (
 // another, so a write that lands late is judged in the scenario and against the call that made it. To keep
 // that cheap, each slot prepares its next scenario's double and processes as soon as its current scenario has
 // ended (simulate.PrepareStage), while the caller judges it, unless no scenario is left to take it (RunAll
-// knows how many are), and a finished scenario's processes are stopped in the background.
+// knows how many are), and a finished scenario's processes are stopped in the background. With egress
+// control (a provider's runs), RunAll instead opens each slot's first scenario ahead (PrepareFirst) and each
+// later scenario while the ones before it run, its processes in the idle scheduling class (aheadPlan).
 type Workers struct {
 	// progress, when set, receives RunAll's progress line (Options.Progress, for the default suite).
 	progress io.Writer
