@@ -578,7 +578,8 @@ func inOrder(n, count int, run func(k, i int)) {
 
 // aheadPlan opens the scenarios after RunAll's first wave ahead, one at a time, while the scenarios before
 // them run: scenario i is opened (simulate.PrepareAhead: its replica processes load the provider in the idle
-// scheduling class, so they take no CPU a running scenario wants) as soon as scenario i-1 took a slot, and
+// scheduling class, so they take no CPU a running scenario wants) once scenario i-1 took a slot and its own
+// platform is open (for the first of them, once every slot's first platform is open), and
 // whichever slot frees first plays it, as inOrder hands indices out in order. The platform is the one its
 // scenario would open itself (same seed, double, proxies and fresh processes), only earlier.
 //
@@ -598,7 +599,13 @@ func (w *Workers) aheadPlan(scenarios []*simulate.Scenario, slots int) *aheadPla
 		}
 	}
 	a := &aheadPlan{w: w, scenarios: scenarios, services: w.all[0].services}
-	a.open(slots)
+	var first []<-chan struct{}
+	for _, s := range w.all {
+		if s.first != nil {
+			first = append(first, s.first.Ready())
+		}
+	}
+	a.open(slots, first...)
 	return a
 }
 
@@ -613,15 +620,16 @@ type aheadPlan struct {
 	pr   *simulate.Prepared // nil once taken, or when none is left
 }
 
-// open starts opening scenario i ahead, if there is one.
-func (a *aheadPlan) open(i int) {
+// open starts opening scenario i ahead, if there is one, once the platforms still opening (after) are open:
+// one open at a time, so that no scenario's own open waits behind one made ahead.
+func (a *aheadPlan) open(i int, after ...<-chan struct{}) {
 	if i >= len(a.scenarios) {
 		a.next, a.pr = i, nil
 		return
 	}
 	o := a.w.options(a.w.all[0])
 	o.Hosts, o.Services = a.w.hosts, a.services
-	a.next, a.pr = i, simulate.PrepareAhead(a.w.ctx, a.scenarios[i], o)
+	a.next, a.pr = i, simulate.PrepareAhead(a.w.ctx, a.scenarios[i], o, after...)
 	if a.w.trace != nil {
 		go func(pr *simulate.Prepared, name string) {
 			<-pr.Ready()
@@ -642,7 +650,11 @@ func (a *aheadPlan) take(i int) *simulate.Prepared {
 		return nil // one of the first wave, played on its slot's first platform
 	}
 	pr := a.pr
-	a.open(i + 1)
+	if pr != nil {
+		a.open(i+1, pr.Ready())
+	} else {
+		a.open(i + 1)
+	}
 	return pr
 }
 

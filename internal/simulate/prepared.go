@@ -95,13 +95,21 @@ func CanPrepareAhead() bool { return canLeaveIdle() }
 // that it takes no CPU time from a running scenario's callbacks. Run, when it takes it, moves those
 // processes back to the normal class before it waits for the open to end and plays the first step; when
 // that fails, it closes the platform and opens the scenario itself, as without one. Only where
-// CanPrepareAhead.
-func PrepareAhead(ctx context.Context, sc *Scenario, o Options) *Prepared {
+// CanPrepareAhead. The open begins once every channel in after is closed (the platforms still opening, so
+// that their forks and loads do not queue behind this one's); Run, when it takes the platform, waits for
+// them too.
+func PrepareAhead(ctx context.Context, sc *Scenario, o Options, after ...<-chan struct{}) *Prepared {
 	o.Stage, o.Closing, o.Hang = nil, nil, nil
 	pr := &Prepared{sc: sc, ready: make(chan struct{}), p: newPlatform(ctx, sc, o)}
 	pr.p.ahead.idle = true
 	go func() {
 		defer close(pr.ready)
+		for _, c := range after {
+			select {
+			case <-c:
+			case <-ctx.Done():
+			}
+		}
 		pr.err = pr.p.open()
 	}()
 	return pr
