@@ -24,7 +24,9 @@ import (
 // another, so a write that lands late is judged in the scenario and against the call that made it. To keep
 // that cheap, each slot prepares its next scenario's double and processes as soon as its current scenario has
 // ended (simulate.PrepareStage), while the caller judges it, unless no scenario is left to take it (RunAll
-// knows how many are), and a finished scenario's processes are stopped in the background.
+// knows how many are), and a finished scenario's processes are stopped in the background. With egress
+// control (a provider's runs), RunAll instead opens each slot's first scenario ahead (PrepareFirst) and each
+// later scenario while the ones before it run, its processes in the idle scheduling class (aheadPlan).
 type Workers struct {
 	// progress, when set, receives RunAll's progress line (Options.Progress, for the default suite).
 	progress io.Writer
@@ -178,11 +180,22 @@ func (w *Workers) Run(ctx context.Context, sc *simulate.Scenario) (*simulate.His
 // runOn plays one scenario on slot s, which the caller holds: on the platform prepared for it on that slot
 // (PrepareFirst), else on the slot's stage, else on processes it starts itself.
 func (w *Workers) runOn(ctx context.Context, s *slot, sc *simulate.Scenario) (*simulate.History, error) {
+	return w.runPrepared(ctx, s, sc, nil)
+}
+
+// runPrepared is runOn, given the platform opened ahead for sc (RunAll's aheadPlan), if any, for a slot that
+// has no first platform of its own left.
+func (w *Workers) runPrepared(ctx context.Context, s *slot, sc *simulate.Scenario, ahead *simulate.Prepared) (*simulate.History, error) {
 	w.took(s)
 	o := w.options(s)
 	o.Stage, o.Closing = s.next, &w.closing
 	o.Services = s.services // this slot's stand-ins: a scenario at once on another slot never shares them
 	o.Prepared, s.first = s.first, nil
+	if o.Prepared == nil {
+		o.Prepared = ahead
+	} else {
+		ahead.Close()
+	}
 	w.trace.mark("scenario %s: start (staged %t, prepared %t)", sc.Name, s.next != nil, o.Prepared.For(sc))
 	h, err := simulate.Run(ctx, sc, o)
 	w.trace.mark("scenario %s: end", sc.Name)
@@ -316,8 +329,10 @@ func (w *Workers) RunAll(ctx context.Context, scenarios []*simulate.Scenario) ([
 		}
 	}
 	slices.SortFunc(held, func(a, b *slot) int { return slices.Index(w.all, a) - slices.Index(w.all, b) })
+	ahead := w.aheadPlan(scenarios, len(held))
+	defer ahead.close()
 	inOrder(len(held), len(scenarios), func(k, i int) {
-		hists[i], errs[i] = w.runOn(ctx, held[k], scenarios[i])
+		hists[i], errs[i] = w.runPrepared(ctx, held[k], scenarios[i], ahead.take(i))
 		show(scenarios[i].Name)
 	})
 	for _, s := range held {
@@ -559,4 +574,97 @@ func inOrder(n, count int, run func(k, i int)) {
 	}
 	close(next)
 	wg.Wait()
+}
+
+// aheadPlan opens the scenarios after RunAll's first wave ahead, one at a time, while the scenarios before
+// them run: scenario i is opened (simulate.PrepareAhead: its replica processes load the provider in the idle
+// scheduling class, so they take no CPU a running scenario wants) once scenario i-1 took a slot and its own
+// platform is open (for the first of them, once every slot's first platform is open), and
+// whichever slot frees first plays it, as inOrder hands indices out in order. The platform is the one its
+// scenario would open itself (same seed, double, proxies and fresh processes), only earlier.
+//
+// It is nil (take gives nothing, and every later scenario opens its own platform when it begins, as before)
+// when the system cannot move a process out of the idle class again (simulate.CanPrepareAhead), when the
+// run has no egress control (its slots prepare stages instead), when a slot has fork servers of its own, or
+// when the provider declares services: a platform opened ahead resets the stand-ins of its slot, which a
+// running scenario may be using, while with none declared every slot's platform is the same.
+func (w *Workers) aheadPlan(scenarios []*simulate.Scenario, slots int) *aheadPlan {
+	sv := w.env.Sim.Services
+	if len(scenarios) <= slots || sv == nil || len(sv.Specs) > 0 || !simulate.CanPrepareAhead() {
+		return nil
+	}
+	for _, s := range w.all {
+		if s.hosts != w.hosts {
+			return nil
+		}
+	}
+	a := &aheadPlan{w: w, scenarios: scenarios, services: w.all[0].services}
+	var first []<-chan struct{}
+	for _, s := range w.all {
+		if s.first != nil {
+			first = append(first, s.first.Ready())
+		}
+	}
+	a.open(slots, first...)
+	return a
+}
+
+// aheadPlan is the platform opened ahead for the next scenario RunAll will hand out.
+type aheadPlan struct {
+	w         *Workers
+	scenarios []*simulate.Scenario
+	services  *simulate.Services // no declared services: any slot's are the same
+
+	mu   sync.Mutex
+	next int                // the index of the scenario pr is for
+	pr   *simulate.Prepared // nil once taken, or when none is left
+}
+
+// open starts opening scenario i ahead, if there is one, once the platforms still opening (after) are open:
+// one open at a time, so that no scenario's own open waits behind one made ahead.
+func (a *aheadPlan) open(i int, after ...<-chan struct{}) {
+	if i >= len(a.scenarios) {
+		a.next, a.pr = i, nil
+		return
+	}
+	o := a.w.options(a.w.all[0])
+	o.Hosts, o.Services = a.w.hosts, a.services
+	a.next, a.pr = i, simulate.PrepareAhead(a.w.ctx, a.scenarios[i], o, after...)
+	if a.w.trace != nil {
+		go func(pr *simulate.Prepared, name string) {
+			<-pr.Ready()
+			a.w.trace.mark("scenario %s: prepared ahead", name)
+		}(a.pr, a.scenarios[i].Name)
+	}
+}
+
+// take returns the platform opened ahead for scenario i (nil when there is none) and starts opening the
+// next one.
+func (a *aheadPlan) take(i int) *simulate.Prepared {
+	if a == nil {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if i != a.next {
+		return nil // one of the first wave, played on its slot's first platform
+	}
+	pr := a.pr
+	if pr != nil {
+		a.open(i+1, pr.Ready())
+	} else {
+		a.open(i + 1)
+	}
+	return pr
+}
+
+// close stops a platform opened ahead that no scenario took (the run was interrupted).
+func (a *aheadPlan) close() {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.pr.Close()
+	a.pr = nil
 }

@@ -189,6 +189,9 @@ type platform struct {
 	// runErr is a failure of the kit's own that stops the scenario (a declared service refused a control
 	// request, so the state the suite meant to set is unknown); Run returns it.
 	runErr error
+	// ahead is the scheduling of a platform opened ahead beside running scenarios (PrepareAhead): its
+	// replica processes load in the idle class until the scenario takes it.
+	ahead idleClass
 }
 
 // fail stops the scenario after the current step with a failure of the kit's own.
@@ -340,7 +343,7 @@ func (p *platform) startReplica(r *replica) error {
 	if err != nil {
 		return err
 	}
-	proc, info, loaded, err := spawn(p.ctx, p.o, p.dbl, r.name, replicaSandbox{p: p, r: r}, p.hosts.ForkServer(r.name), append(append([]string(nil), h.env...), env...))
+	proc, info, loaded, err := spawn(p.ctx, p.o, p.dbl, r.name, replicaSandbox{p: p, r: r}, p.hosts.ForkServer(r.name), append(append([]string(nil), h.env...), env...), p.ahead.lower)
 	if err != nil {
 		return err
 	}
@@ -380,8 +383,9 @@ func (p *platform) egressEnv(name string) ([]string, error) {
 
 // spawn starts one replica process of the provider and loads it. It returns the load reply's
 // observations too: connections the provider opened while it loaded (an import, a constructor) are
-// matched to their requests like any other.
-func spawn(ctx context.Context, o Options, dbl *double.Double, name string, sb harness.SandboxServer, z *harness.Zygote, hostEnv []string) (*harness.Process, *harness.LoadInfo, harness.Observations, error) {
+// matched to their requests like any other. started, when set, is given the process once it answered the
+// handshake, before it loads the provider.
+func spawn(ctx context.Context, o Options, dbl *double.Double, name string, sb harness.SandboxServer, z *harness.Zygote, hostEnv []string, started func(*harness.Process)) (*harness.Process, *harness.LoadInfo, harness.Observations, error) {
 	url, err := dbl.URL(name)
 	if err != nil {
 		return nil, nil, harness.Observations{}, fmt.Errorf("open the double for replica %s: %w", name, err)
@@ -393,6 +397,9 @@ func spawn(ctx context.Context, o Options, dbl *double.Double, name string, sb h
 	})
 	if err != nil {
 		return nil, nil, harness.Observations{}, fmt.Errorf("start replica %s: %w", name, err)
+	}
+	if started != nil {
+		started(proc)
 	}
 	reply, err := proc.Load(ctx, harness.LoadArgs{Target: o.Target, Paths: o.Paths, ProjectRoot: o.ProjectDir, ForceDebugLogging: o.ForceDebugLogging, Coverage: o.Coverage})
 	if err != nil {

@@ -70,7 +70,7 @@ func (st *Stage) prepare(ctx context.Context, o Options, n int) error {
 				return
 			}
 			hosts[i] = h
-			r.proc, infos[i], r.loaded, errs[i] = spawn(ctx, o, d, r.name, stageSandbox{st: st, r: r}, o.Hosts.ForkServer(r.name), h.env)
+			r.proc, infos[i], r.loaded, errs[i] = spawn(ctx, o, d, r.name, stageSandbox{st: st, r: r}, o.Hosts.ForkServer(r.name), h.env, nil)
 		}(i, r)
 	}
 	wg.Wait()

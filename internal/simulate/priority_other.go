@@ -1,0 +1,13 @@
+//go:build !linux
+
+package simulate
+
+import "errors"
+
+// setIdle is not supported here: PrepareAhead is never used (CanPrepareAhead is false).
+func setIdle(pid int, idle bool) error {
+	return errors.New("scheduling classes are not supported on this system")
+}
+
+// canLeaveIdle is false: this system has no SCHED_IDLE.
+func canLeaveIdle() bool { return false }
