@@ -3,10 +3,14 @@
 package simulate
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -53,6 +57,61 @@ func TestSetIdleMovesEveryThreadAndBack(t *testing.T) {
 	cmd.Wait()
 	if err := setIdle(pid, false); err == nil {
 		t.Fatalf("setIdle of an ended process %d succeeded", pid)
+	}
+}
+
+// TestRestoreReachesWhatTheProcessStarted: a process started from an idle one is idle too (it takes its
+// creator's class), and setTreeNormal moves it back with its parent, as restore does for a replica whose
+// provider started a process while it loaded ahead.
+func TestRestoreReachesWhatTheProcessStarted(t *testing.T) {
+	if !CanPrepareAhead() {
+		t.Skip("this process may not move a thread out of SCHED_IDLE")
+	}
+	// The shell waits for a line before it starts its child, so that the child is started from an idle parent.
+	cmd := exec.Command("sh", "-c", "read _; sleep 30 & echo $!; wait")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	var child int
+	defer func() {
+		if child > 0 {
+			syscall.Kill(child, syscall.SIGKILL)
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	if err := setIdle(pid, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := in.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("read the child's pid: %v", err)
+	}
+	if child, err = strconv.Atoi(strings.TrimSpace(line)); err != nil {
+		t.Fatalf("child pid %q: %v", line, err)
+	}
+	if p := policyOf(t, child); p != unix.SCHED_IDLE {
+		t.Fatalf("a child started from an idle process has policy %d, want SCHED_IDLE (%d)", p, unix.SCHED_IDLE)
+	}
+	if err := setTreeNormal(pid); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []int{pid, child} {
+		if got := policyOf(t, p); got != unix.SCHED_NORMAL {
+			t.Fatalf("policy of %d after setTreeNormal = %d, want SCHED_NORMAL", p, got)
+		}
 	}
 }
 

@@ -137,15 +137,16 @@ func (c *idleClass) lower(proc *harness.Process) {
 	}
 }
 
-// restore moves every process lower put in the idle class back to the normal class, and keeps later ones
-// there. A process that has exited meanwhile is skipped (its load failed: the open reports it).
+// restore moves every process lower put in the idle class back to the normal class, with every process
+// it started meanwhile (setTreeNormal), and keeps later ones there. A process that has exited meanwhile is
+// skipped (its load failed: the open reports it).
 func (c *idleClass) restore() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.idle = false
 	var errs []error
 	for _, pid := range c.lowered {
-		if err := setIdle(pid, false); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := setTreeNormal(pid); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}

@@ -5,9 +5,11 @@ package simulate
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -46,6 +48,47 @@ func setIdle(pid int, idle bool) error {
 		}
 	}
 	return nil
+}
+
+// setTreeNormal moves process pid and every process below it back to the normal class (setIdle false). A
+// provider that started a process while its replica loaded in the idle class left it there (a child takes
+// its creator's class), and a sidecar kept idle would run only when the machine has nothing else to do, so
+// its timing would follow the load. The process itself is moved first, so that nothing it starts from then on
+// is idle; then each child listed in /proc/<pid>/task/<tid>/children, and theirs. A descendant that has
+// already left the tree (re-parented above it) is not found; one that ended meanwhile is skipped.
+func setTreeNormal(pid int) error {
+	if err := setIdle(pid, false); err != nil {
+		return err
+	}
+	var errs []error
+	for _, child := range childrenOf(pid) {
+		if err := setTreeNormal(child); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// childrenOf lists the children of process pid, from each of its threads' children file (empty when the
+// process has ended or the kernel keeps no such file).
+func childrenOf(pid int) []int {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, t.Name()))
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(f); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
 }
 
 // canLeaveIdle tells, once, whether this process may move a thread out of SCHED_IDLE again (CAP_SYS_NICE,
