@@ -164,7 +164,10 @@ func changeFault(rng *rand.Rand, st *simulate.Step) {
 	case simulate.OpTurn:
 		switch rng.Intn(3) {
 		case 0:
-			st.Fault = &simulate.Fault{Kind: simulate.FaultCancel, After: 0.05, On: "request"}
+			// The cancel is the request's: its fallback deadline is the generator's generous one (simulate's
+			// ops_turn.go), since at 0.05 s a loaded machine's cancel could overtake the request, and even the
+			// provider's first step, and what a broken provider is found to do would depend on the load.
+			st.Fault = &simulate.Fault{Kind: simulate.FaultCancel, After: 2, On: "request"}
 			st.Double = []simulate.DoubleFault{{Kind: simulate.DoubleDelay, Delay: 0.03}}
 		case 1:
 			st.Double = []simulate.DoubleFault{{Kind: simulate.DoubleUnavailable, Times: 1}}

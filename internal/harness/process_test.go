@@ -59,14 +59,15 @@ func startFake(t *testing.T, o Options) *Process {
 func assertGone(t *testing.T, pgid int, token string) {
 	t.Helper()
 	var left []int
-	for i := 0; i < 100; i++ {
-		left = strays(pgid, token, 0)
-		if len(left) == 0 {
+	for end := time.Now().Add(leftoverBound); ; time.Sleep(20 * time.Millisecond) {
+		if left = strays(pgid, token, 0); len(left) == 0 {
 			return
 		}
-		time.Sleep(20 * time.Millisecond)
+		if time.Now().After(end) {
+			break
+		}
 	}
-	t.Fatalf("processes left behind: %v", left)
+	t.Fatalf("processes left behind after %s: %v", leftoverBound, left)
 }
 
 func asProcessError(t *testing.T, err error, kind ErrorKind, text ...string) *ProcessError {
@@ -350,6 +351,13 @@ func TestFakeSandboxRoundTrip(t *testing.T) {
 	}
 }
 
+// leftoverBound bounds the tests' waits for what a closed process leaves to wind down (its supervisor's
+// goroutines, strays): the kit's own bounds on that end (waitLoop waits treeBound for the supervisor to report
+// the tree gone, sweeps for at most goneBound, and waits treeBound again), not a guess of how fast a quiet
+// machine is. The supervisor's goroutines end when it is reaped, which Close waits for only that long: a
+// fixed two seconds was shorter than the kit's own bound, so a loaded machine could fail a test with no leak.
+const leftoverBound = 2*treeBound + goneBound
+
 // noLeaks checks, when t ends (after the cleanups registered later, which
 // run first), that the goroutine count is back to where it was.
 func noLeaks(t *testing.T) {
@@ -357,14 +365,16 @@ func noLeaks(t *testing.T) {
 	base := runtime.NumGoroutine()
 	t.Cleanup(func() {
 		var n int
-		for i := 0; i < 100; i++ {
+		for end := time.Now().Add(leftoverBound); ; time.Sleep(20 * time.Millisecond) {
 			if n = runtime.NumGoroutine(); n <= base {
 				return
 			}
-			time.Sleep(20 * time.Millisecond)
+			if time.Now().After(end) {
+				break
+			}
 		}
 		buf := make([]byte, 1<<16)
-		t.Errorf("goroutine leak: %d before, %d after:\n%s", base, n, buf[:runtime.Stack(buf, true)])
+		t.Errorf("goroutine leak: %d before, %d after %s:\n%s", base, n, leftoverBound, buf[:runtime.Stack(buf, true)])
 	})
 }
 

@@ -26,11 +26,12 @@ type callSpec struct {
 }
 
 // BeforeApplyMark, when set, runs once a callback's reply (or failure) is in, before the platform counts the
-// double's applied writes for it (CallRecord.ApplyMark), with a function that tells whether every request the
-// double has received so far has been answered. Tests set it to let the writes of work a callback left
-// running land before the mark, as they do on a loaded machine when the reply is slow to come, without a
-// timed wait; it is never set outside tests.
-var BeforeApplyMark func(requestsDone func() bool)
+// double's applied writes for it (CallRecord.ApplyMark), with a function that returns the requests the double
+// has received so far (each says whether it has been answered). Tests set it to let the writes of work a
+// callback left running land before the mark, as they do on a loaded machine when the reply is slow to come,
+// without a timed wait: they wait until the write they expect has arrived and been answered (a write its
+// worker has not sent yet is not among the requests received); it is never set outside tests.
+var BeforeApplyMark func(requests func() []double.Request)
 
 // call runs a callback on a replica, enforcing its deadline and faults, and records it in the history.
 // It never fails: what went wrong is in the record's Outcome.
@@ -101,7 +102,7 @@ func (p *platform) call(r *replica, cs callSpec) *CallRecord {
 	rec.DurationNS = int64(time.Since(start))
 	p.dbl.ClearInFlight(r.name)
 	if BeforeApplyMark != nil {
-		BeforeApplyMark(p.requestsDone)
+		BeforeApplyMark(p.dbl.Requests)
 	}
 	rec.ApplyMark = p.dbl.AppliedCount()
 	if releaseHeld {
