@@ -63,6 +63,7 @@ FUZZTIME ?= 10s
 FUZZ_TARGETS ?= \
 	./internal/simulate:FuzzParseScenario ./internal/simulate:FuzzScenarioDeep ./internal/simulate:FuzzDecodeContext \
 	./internal/harness:FuzzReadFrame ./internal/harness:FuzzFrameDeep ./internal/harness:FuzzDecodeTurnValidity \
+	./internal/harness:FuzzCallEncoder ./internal/harness:FuzzReplyDecoder \
 	./internal/conformance:FuzzParseSettings ./internal/clauses:FuzzParse \
 	./internal/report:FuzzMergeRender ./internal/report:FuzzReportDeep \
 	./internal/secrets:FuzzHuntAndMask \
@@ -71,7 +72,8 @@ FUZZ_TARGETS ?= \
 	./internal/egress:FuzzProxyRequest ./internal/stubs:FuzzMapping ./internal/stubs:FuzzJSONPath \
 	./internal/services:FuzzClassify ./internal/services:FuzzParseConsent \
 	./internal/discovery:FuzzPyproject ./internal/discovery:FuzzSetupCfg ./internal/discovery:FuzzObjectRef \
-	./internal/discovery:FuzzINI ./internal/discovery:FuzzTOMLDeep
+	./internal/discovery:FuzzINI ./internal/discovery:FuzzTOMLDeep \
+	./internal/conformance:FuzzDecodeRecording ./internal/release:FuzzParseChecksums ./internal/deepjson:FuzzUnmarshal
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

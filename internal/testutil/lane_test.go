@@ -192,3 +192,63 @@ func TestLongTargetRunsEveryLongTest(t *testing.T) {
 		}
 	}
 }
+
+// TestFuzzTargetRunsEveryFuzzFunction holds the Makefile's FUZZ_TARGETS (what `make fuzz` runs) to the fuzz
+// functions of the repository: every `func FuzzX(f *testing.F)` of a test file is listed as
+// ./DIR:FuzzX (else no target fuzzes it; `make test` only replays its seed corpus), and every entry names
+// one that exists.
+func TestFuzzTargetRunsEveryFuzzFunction(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(repoRoot, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^FUZZ_TARGETS \?=((?:[^\n]*\\\n)*[^\n]*)$`).FindSubmatch(data)
+	if m == nil {
+		t.Fatal("the Makefile has no FUZZ_TARGETS ?= list")
+	}
+	listed := map[string]bool{}
+	for _, f := range strings.Fields(strings.ReplaceAll(string(m[1]), "\\", " ")) {
+		listed[f] = true
+	}
+	fuzzFunc := regexp.MustCompile(`(?m)^func (Fuzz\w+)\(\w+ \*testing\.F\)`)
+	found := map[string]bool{}
+	err = filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".")) && path != repoRoot {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(repoRoot, filepath.Dir(path))
+		if err != nil {
+			return err
+		}
+		for _, fm := range fuzzFunc.FindAllStringSubmatch(string(src), -1) {
+			found["./"+filepath.ToSlash(rel)+":"+fm[1]] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) == 0 {
+		t.Fatal("no fuzz function found: the walk found nothing")
+	}
+	for f := range found {
+		if !listed[f] {
+			t.Errorf("%s is a fuzz function that the Makefile's FUZZ_TARGETS does not list: add it", f)
+		}
+	}
+	for f := range listed {
+		if !found[f] {
+			t.Errorf("FUZZ_TARGETS lists %s, which is no fuzz function of a test file: remove it", f)
+		}
+	}
+}
