@@ -75,8 +75,10 @@ func startOnSpawner(cmd *exec.Cmd) error {
 
 // The spawner starts with the package (not with the first process), so that it is no goroutine that a
 // process start leaves behind; so does the job-control guard, which lets the wardens and the fork server tell
-// the user's Ctrl-Z from a provider's SIGSTOP (see warden.GuardJobControl).
+// the user's Ctrl-Z from a provider's SIGSTOP (see warden.GuardJobControl). Before either, the descriptors the
+// kit inherited are kept from every process it starts (closeInheritedOnExec).
 func init() {
+	closeInheritedOnExec()
 	warden.GuardJobControl()
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread lives as long as the kit
