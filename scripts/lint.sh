@@ -33,7 +33,7 @@ pids=()
 # An interrupt from the terminal reaches every tool (they share the foreground process group); a script
 # stopped otherwise stops the tools it started in the background, and their children (go run's tool).
 cleanup() {
-	for p in "${pids[@]}"; do
+	for p in ${pids[@]+"${pids[@]}"}; do # (bash 3.2, macOS: an empty array is unbound under set -u)
 		pkill -TERM -P "$p" 2>/dev/null
 		kill "$p" 2>/dev/null
 	done
