@@ -5,17 +5,12 @@ package simulate
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
-	"github.com/astrabox-dev/astrabox/internal/egress"
-	"github.com/astrabox-dev/astrabox/internal/harness"
 	"golang.org/x/sys/unix"
 )
 
@@ -125,23 +120,7 @@ func TestAScenarioOpenedAheadPlaysAsRunOpensIt(t *testing.T) {
 	if !CanPrepareAhead() {
 		t.Skip("this process may not move a thread out of SCHED_IDLE")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	sc, err := ParseScenario("lifecycle.yaml", []byte(lifecycleYAML))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, _ := filepath.Abs(filepath.Join("testdata", "providers", "probe"))
-	o := Options{Python: "python3", ProjectDir: dir, Target: "probe_provider:Probe", Paths: []string{dir}, Config: testConfig(), Limits: harness.DefaultLimits()}
-	svcs, err := StartServices(ctx, nil, egress.PolicyRefuse)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svcs.Close()
-	o.Services = svcs
-	hosts := NewHosts(ctx, o.Python, o.ProjectDir, sc.Seed, nil)
-	defer hosts.Close()
-	o.Hosts = hosts
+	ctx, sc, o := probeLifecycle(t)
 
 	opened, err := Run(ctx, sc, o)
 	if err != nil {

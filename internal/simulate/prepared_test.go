@@ -20,23 +20,7 @@ func TestAPreparedScenarioPlaysAsRunOpensIt(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Python")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	sc, err := ParseScenario("lifecycle.yaml", []byte(lifecycleYAML))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, _ := filepath.Abs(filepath.Join("testdata", "providers", "probe"))
-	o := Options{Python: "python3", ProjectDir: dir, Target: "probe_provider:Probe", Paths: []string{dir}, Config: testConfig(), Limits: harness.DefaultLimits()}
-	svcs, err := StartServices(ctx, nil, egress.PolicyRefuse)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svcs.Close()
-	o.Services = svcs
-	hosts := NewHosts(ctx, o.Python, o.ProjectDir, sc.Seed, nil)
-	defer hosts.Close()
-	o.Hosts = hosts
+	ctx, sc, o := probeLifecycle(t)
 
 	opened, err := Run(ctx, sc, o)
 	if err != nil {
@@ -87,4 +71,29 @@ func TestAPreparedScenarioPlaysAsRunOpensIt(t *testing.T) {
 			t.Errorf("replica %s of the unplayed Prepared still runs", r.name)
 		}
 	}
+}
+
+// probeLifecycle opens what the prepared-platform tests play the lifecycle scenario of the probe provider
+// with: its options with egress control (declared services started, refusing) and the run's fork servers,
+// all closed when the test ends.
+func probeLifecycle(t *testing.T) (context.Context, *Scenario, Options) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	t.Cleanup(cancel)
+	sc, err := ParseScenario("lifecycle.yaml", []byte(lifecycleYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, _ := filepath.Abs(filepath.Join("testdata", "providers", "probe"))
+	o := Options{Python: "python3", ProjectDir: dir, Target: "probe_provider:Probe", Paths: []string{dir}, Config: testConfig(), Limits: harness.DefaultLimits()}
+	svcs, err := StartServices(ctx, nil, egress.PolicyRefuse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svcs.Close() })
+	o.Services = svcs
+	hosts := NewHosts(ctx, o.Python, o.ProjectDir, sc.Seed, nil)
+	t.Cleanup(func() { hosts.Close() })
+	o.Hosts = hosts
+	return ctx, sc, o
 }
