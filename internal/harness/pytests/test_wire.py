@@ -18,11 +18,19 @@ from unittest import mock
 PYTHON_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python")
 sys.path.insert(0, PYTHON_DIR)
 
-from astrabox._harness import wire  # noqa: E402
+from astrabox._harness import runner, wire  # noqa: E402
+from astrabox._harness.records import LeftoverTimer, Observations  # noqa: E402
 
 WAIT = 60  # seconds: a bound on a child interpreter, never a pause
 BASE_ENV = {k: v for k, v in os.environ.items() if not k.startswith(("ASTRABOX_", "PYTHON"))}
 LINUX = sys.platform.startswith("linux")
+
+
+class _IntLike(int):
+    """An int subclass: json writes it with int's repr, whatever its own says."""
+
+    def __repr__(self):
+        return "not this"
 
 
 def frame(msg):
@@ -84,6 +92,44 @@ class EncodeFrame(unittest.TestCase):
             wire.encode_frame(cyc)
         self.assertEqual(wire.encode_frame(msgs[0])[1], json.dumps(
             msgs[0], ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii"))
+
+    def test_the_top_level_writer_writes_what_json_dumps_writes(self):
+        # encode_frame writes a message's top level itself (constants, small integers, plain strings, empty lists,
+        # Verbatim text) and each nested value through the encoder: the bytes must stay json.dumps's.
+        def dumps(msg):
+            return json.dumps(msg, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
+        odd = {"kind": "reply", "id": 2 ** 70, "n": -7, "f": 1.5, "e": 1e-7, "t": True, "u": False, "z": None,
+               "s": "\u00e9<>&\u2028\ud800\x00\"\\", "l": [], "full": [1, "a"], "tuple": (1, 2), "d": {},
+               "nested": {"x": [{"y": None}]}, "\u00e9 key": 1, "flag": _IntLike(3)}
+        for msg in (odd, {}, {"kind": "returned", "id": 4}, {1: "int key"}, {"a": None, 2: "mixed keys"}, ["a list"]):
+            self.assertEqual(wire.encode_frame(msg)[1], dumps(msg), msg)
+        for bad in ({"kind": "reply", "f": float("nan")}, {"kind": "reply", "v": [float("inf")]}):
+            with self.assertRaises(ValueError):
+                wire.encode_frame(bad)
+        with self.assertRaises(TypeError):
+            wire.encode_frame({"kind": "reply", "v": object()})
+        with self.assertRaises(TypeError):
+            wire.encode_frame({"kind": "reply", ("tuple", "key"): 1})
+        cyc = {"kind": "reply"}
+        cyc["self"] = cyc
+        with self.assertRaises(ValueError):
+            wire.encode_frame(cyc)
+
+    def test_empty_observations_are_written_as_their_constant_text(self):
+        # A reply with no observations carries wire.EMPTY_OBSERVATIONS, Verbatim: the same bytes as the record's
+        # own wire form, so Go's decoder (which recognises them by their bytes) sees nothing new.
+        empty = Observations().wire()
+        self.assertEqual(wire.EMPTY_OBSERVATIONS, json.dumps(empty, ensure_ascii=True, separators=(",", ":")))
+        reply = {"kind": "reply", "id": 7, "ok": True, "value": {"type": "bool", "value": True}, "error": None,
+                 "observations": empty, "markers": False, "waited_units": [], "coverage": None}
+        fast = dict(reply, observations=wire.EMPTY_OBSERVATIONS)
+        self.assertEqual(wire.encode_frame(fast), wire.encode_frame(reply))
+        self.assertIs(runner._observations_wire(Observations()), wire.EMPTY_OBSERVATIONS)
+        logged = Observations(dropped=1)
+        self.assertEqual(runner._observations_wire(logged), logged.wire())
+        left = Observations()
+        left.leftovers.timers.append(LeftoverTimer(callback="t", when_s=1.0))
+        self.assertEqual(runner._observations_wire(left), left.wire())
 
     def test_a_message_above_the_limit_is_frame_too_large(self):
         small = {"kind": "reply", "value": "x" * 20}

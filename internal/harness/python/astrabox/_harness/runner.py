@@ -38,6 +38,13 @@ FOLD_WAIT_NS = 100_000_000
 FOLD_BYTES = 65536
 
 
+def _observations_wire(obs: Observations) -> Any:
+    """A reply's observations: the constant text when there are none (most calls), else their wire form."""
+    if obs.empty() and obs.leftovers.empty():
+        return wire.EMPTY_OBSERVATIONS
+    return obs.wire()
+
+
 def safe_encode_value(result: Any, method: str) -> Dict[str, Any]:
     """encode_value that cannot fail: a provider object whose attributes raise is still reported."""
     try:
@@ -348,7 +355,7 @@ class Runner:
         obs.leftovers = leftovers
         obs.dropped += cut
         reply = {"kind": "reply", "id": call_id, "ok": ok, "value": value, "error": error,
-                 "duration_ns": duration, "observations": obs.wire(), "markers": marked,
+                 "duration_ns": duration, "observations": _observations_wire(obs), "markers": marked,
                  "cancel_received": self.cancel_requested, "held_past_deadline": held,
                  "waited_units": self.observer.units.end_call(call_id)}
         if method != "load":
