@@ -58,6 +58,7 @@ func judgedWith(t *testing.T, dir, python string) (*report.Report, []*simulate.H
 // GEN-SETTLES.
 func TestClientLibrariesTrustTheRunCA(t *testing.T) {
 	needSystemClients(t, "requests", "hvac", "httpx", "aiohttp", "boto3", "certifi")
+	t.Parallel() // beside TestAHungProviderWaitsOutOneDeadline, whose run mostly waits
 	rep, hists := judgedWith(t, "../../testdata/clients/tls_clients", systemPython)
 	for _, id := range []string{"GEN-SETTLES", KitTLSTrust} {
 		if r := resultOf(t, rep.Results, id); r.Status != report.StatusPassed {
@@ -90,6 +91,7 @@ func TestClientLibrariesTrustTheRunCA(t *testing.T) {
 // KIT-TLS-TRUST, naming botocore and the file it read, and GEN-SETTLES is not failed for it.
 func TestBoto3RejectingTheRunCAIsReportedAsTrust(t *testing.T) {
 	needSystemClients(t, "boto3")
+	t.Parallel() // beside TestAHungProviderWaitsOutOneDeadline, whose run mostly waits
 	rep, _ := judgedWith(t, "../../testdata/clients/boto3_pinned", systemPython)
 	tls := resultOf(t, rep.Results, KitTLSTrust)
 	if tls.Status != report.StatusFailed {
@@ -132,6 +134,7 @@ func TestPythonSettingPinsTheInterpreter(t *testing.T) {
 // logger and the line that quiets it, instead of failing a provider whose own logging is clean.
 func TestBotocoreDebugBodiesAreWarningsAtInfo(t *testing.T) {
 	needSystemClients(t, "boto3")
+	t.Parallel() // beside TestAHungProviderWaitsOutOneDeadline, whose run mostly waits
 	rep, _ := judgedWith(t, "../../testdata/clients/boto3_secrets", systemPython)
 	r := resultOf(t, rep.Results, "LEAK-LOG")
 	if r.Status != report.StatusWarning {
@@ -150,6 +153,7 @@ func TestBotocoreDebugBodiesAreWarningsAtInfo(t *testing.T) {
 // through the proxy: never a silent pass and never a connection out.
 func TestGrpcChannelIsRefusedAndNamed(t *testing.T) {
 	needSystemClients(t, "grpc")
+	t.Parallel() // beside TestAHungProviderWaitsOutOneDeadline, whose run mostly waits
 	rep, hists := judgedWith(t, "../../testdata/clients/grpc_telemetry", systemPython)
 	r := resultOf(t, rep.Results, KitEgressUndeclared)
 	if r.Status != report.StatusFailed {

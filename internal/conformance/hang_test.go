@@ -16,6 +16,9 @@ func TestAHungProviderWaitsOutOneDeadline(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Python")
 	}
+	// Most of it is the hung call's deadline and grace, waited out: it runs beside the other parallel tests
+	// (after every sequential one, so never beside a test that counts processes or sets the environment).
+	t.Parallel()
 	c := collectSuite(t, "../../testdata/providers/broken/gen-settles")
 	hung, stopped := 0, 0
 	for _, h := range c.ev.Histories {
