@@ -22,7 +22,6 @@ type model struct {
 	consent   map[string]string
 	pending   map[string]bool // operations with a held write
 	recovered map[string]bool // pending operations a recover step asked about
-	after     map[string]bool // pending operations recovered on a process that had recovered another before
 	writer    string
 	stale     bool // a configuration change came after the last write
 	ops       int
@@ -30,7 +29,7 @@ type model struct {
 
 func newModel(replicas int, principals map[string]simulate.Principal) *model {
 	m := &model{replicas: max(1, replicas), owner: map[string]string{}, mem: map[string]*replicaMemory{}, consent: map[string]string{},
-		pending: map[string]bool{}, recovered: map[string]bool{}, after: map[string]bool{}}
+		pending: map[string]bool{}, recovered: map[string]bool{}}
 	for p, pr := range principals {
 		m.consent[p] = pr.Consent
 	}
@@ -61,9 +60,7 @@ var sessionOps = ops.sessionOps
 // keys are the situations step st puts the platform in, given the state before it. A step about a Session
 // says what its replica served before (other principals, whether the last was another's, this Session) and
 // whether its callback is refused, so that a reattachment refused while its owner's consent is pending is not
-// the same situation as one that hands out material. A recover says, besides whether its operation is held
-// and what the replica knows, how many other operations the replica was asked to recover before; a release,
-// how many held operations were recovered on a replica that had recovered another first.
+// the same situation as one that hands out material.
 func (m *model) keys(st simulate.Step) []string {
 	fault := ""
 	if st.Fault != nil {
@@ -90,10 +87,9 @@ func (m *model) keys(st simulate.Step) []string {
 		return []string{fmt.Sprintf("prewarm %s %d %d", fault, capped(len(m.pending)), m.wrote(""))}
 	case simulate.OpRecover:
 		rm := m.memory(m.replica(st))
-		return []string{fmt.Sprintf("recover %d %d %d %d %d", bit(m.pending[st.Operation]), bit(m.recovered[st.Operation]), m.wrote(st.Operation),
-			capped(len(rm.ops)-bit(rm.ops[st.Operation])), capped(rm.recoveredBefore(st.Operation)))}
+		return []string{fmt.Sprintf("recover %d %d %d %d", bit(m.pending[st.Operation]), bit(m.recovered[st.Operation]), m.wrote(st.Operation), capped(len(rm.ops)-bit(rm.ops[st.Operation])))}
 	case simulate.OpRelease:
-		return []string{fmt.Sprintf("release %d %d %d", capped(len(m.pending)), capped(len(m.recovered)), capped(len(m.after)))}
+		return []string{fmt.Sprintf("release %d %d", capped(len(m.pending)), capped(len(m.recovered)))}
 	case simulate.OpSetConsent:
 		stale := 0
 		for _, rm := range m.mem {
@@ -175,14 +171,10 @@ func (m *model) apply(st simulate.Step) {
 			}
 		}
 	case simulate.OpRecover:
-		rm := m.memory(r)
+		m.memory(r).ops[st.Operation] = true
 		if m.pending[st.Operation] {
 			m.recovered[st.Operation] = true
-			if rm.recoveredBefore(st.Operation) > 0 {
-				m.after[st.Operation] = true
-			}
 		}
-		rm.ops[st.Operation], rm.recovered[st.Operation] = true, true
 	case simulate.OpRelease:
 		// an unfenced held write lands; which one lands last is taken in name order (the steps do not say)
 		for _, op := range slices.Sorted(maps.Keys(m.pending)) {
@@ -190,7 +182,7 @@ func (m *model) apply(st simulate.Step) {
 				m.writer, m.stale = op, false
 			}
 		}
-		m.pending, m.recovered, m.after = map[string]bool{}, map[string]bool{}, map[string]bool{}
+		m.pending, m.recovered = map[string]bool{}, map[string]bool{}
 	case simulate.OpSetConsent:
 		m.consent[st.Principal] = st.Consent
 	case simulate.OpConfigChange:

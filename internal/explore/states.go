@@ -45,12 +45,11 @@ type replicaMemory struct {
 	principals []string // principals served, most recent last, each once
 	sessions   map[string]bool
 	ops        map[string]bool
-	recovered  map[string]bool // operations a recover step asked this process about
-	read       map[string]int  // by principal: readGranted or readPending
+	read       map[string]int // by principal: readGranted or readPending
 }
 
 func newMemory() *replicaMemory {
-	return &replicaMemory{sessions: map[string]bool{}, ops: map[string]bool{}, recovered: map[string]bool{}, read: map[string]int{}}
+	return &replicaMemory{sessions: map[string]bool{}, ops: map[string]bool{}, read: map[string]int{}}
 }
 
 // serve records a Session of principal p, moving p to the most recent.
@@ -60,13 +59,6 @@ func (m *replicaMemory) serve(session, p string) {
 		m.principals = slices.Delete(m.principals, i, i+1)
 	}
 	m.principals = append(m.principals, p)
-}
-
-// recoveredBefore is how many operations other than op a recover step asked the process about: a provider
-// that remembers what it fenced answers a later recover from that memory (a second held operation recovered on
-// the process of the first is a situation of its own, which `recover-truth-fenced-agent` breaks on).
-func (m *replicaMemory) recoveredBefore(op string) int {
-	return len(m.recovered) - bit(m.recovered[op])
 }
 
 // before is what the process served before a callback about a Session of principal p: how many other

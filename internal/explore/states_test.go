@@ -276,35 +276,3 @@ func TestModelReadsConsentOnlyOnStateReads(t *testing.T) {
 		t.Errorf("a performed user action counted as a reading of consent: %q, want no reading", k)
 	}
 }
-
-// TestModelCountsRecoversOnTheReplica checks that a recover of a held operation on a replica that was asked to
-// recover another operation before is a situation of its own (a provider that remembers its fences answers
-// it from memory, as `recover-truth-fenced-agent` does), and that so is the release after it: with the
-// replica's known operations alone, both were the situations of the common orders.
-func TestModelCountsRecoversOnTheReplica(t *testing.T) {
-	lost := func(r string) simulate.Step {
-		return simulate.Step{Op: simulate.OpPrewarm, Agent: "agent-1", Boxes: 1, Replica: r, Fault: &simulate.Fault{Kind: simulate.FaultHostLoss},
-			Double: []simulate.DoubleFault{{Kind: simulate.DoubleHold, Method: "PUT", Times: 1}}}
-	}
-	play := func(steps ...simulate.Step) (recoverKey, releaseKey string) {
-		m := newModel(3, nil)
-		for _, st := range append([]simulate.Step{lost("r1"), lost("r1")}, steps...) {
-			m.apply(st)
-		}
-		second := simulate.Step{Op: simulate.OpRecover, Operation: "op-2", Replica: "r2"}
-		recoverKey = m.keys(second)[0]
-		m.apply(second)
-		return recoverKey, m.keys(simulate.Step{Op: simulate.OpRelease})[0]
-	}
-	prewarmed := simulate.Step{Op: simulate.OpPrewarm, Agent: "agent-1", Boxes: 1, Replica: "r2"}
-	elsewhere := simulate.Step{Op: simulate.OpPrewarm, Agent: "agent-1", Boxes: 1, Replica: "r3"}
-	knows, _ := play(prewarmed)
-	recovered, releaseSame := play(elsewhere, simulate.Step{Op: simulate.OpRecover, Operation: "op-1", Replica: "r2"})
-	_, releaseApart := play(elsewhere, simulate.Step{Op: simulate.OpRecover, Operation: "op-1", Replica: "r3"})
-	if knows == recovered {
-		t.Errorf("a held operation's recover on a replica that recovered another first is %q, as on one that only prepared another", recovered)
-	}
-	if releaseSame == releaseApart {
-		t.Errorf("the release after two held operations recovered on one replica is %q, as after each on its own", releaseSame)
-	}
-}
