@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/astrabox-dev/astrabox/internal/testutil"
+
 	"github.com/astrabox-dev/astrabox/internal/conformance"
 	"github.com/astrabox-dev/astrabox/internal/explore"
 	"github.com/astrabox-dev/astrabox/internal/harness"
@@ -170,22 +172,9 @@ while True:
 // pipeEcho is the median round trip of the same call message through a bare Python echo process over two
 // pipes: the machine's floor for any design that runs the provider in its own process.
 func pipeEcho(b *testing.B, args any) time.Duration {
-	reqR, reqW, err := os.Pipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	repR, repW, err := os.Pipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd := exec.Command("python3", "-c", echoScript)
-	cmd.ExtraFiles = []*os.File{reqR, repW}
-	if err := cmd.Start(); err != nil {
-		b.Fatalf("echo: %v", err)
-	}
-	reqR.Close()
-	repW.Close()
-	defer func() { reqW.Close(); cmd.Wait(); repR.Close() }()
+	echo := testutil.StartPipeEcho(b, echoScript)
+	defer echo.Stop()
+	reqW, repR := echo.Req, echo.Rep
 	durs := make([]time.Duration, 0, 2000)
 	for i := 0; i < 2200; i++ {
 		start := time.Now()

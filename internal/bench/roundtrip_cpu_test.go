@@ -2,13 +2,13 @@ package bench
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/astrabox-dev/astrabox/internal/testutil"
 
 	"github.com/astrabox-dev/astrabox/internal/harness"
 )
@@ -88,23 +88,10 @@ func BenchmarkCallbackCPU(b *testing.B) {
 
 // echoCPU is measureCalls over the bare pipe echo of pipeEcho.
 func echoCPU(b *testing.B, args any, n int) cpuPerCall {
-	reqR, reqW, err := os.Pipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	repR, repW, err := os.Pipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd := exec.Command("python3", "-c", echoScript)
-	cmd.ExtraFiles = []*os.File{reqR, repW}
-	if err := cmd.Start(); err != nil {
-		b.Fatalf("echo: %v", err)
-	}
-	reqR.Close()
-	repW.Close()
-	defer func() { reqW.Close(); cmd.Wait(); repR.Close() }()
-	return measureCalls(b, cmd.Process.Pid, 200, n, func(i int) {
+	echo := testutil.StartPipeEcho(b, echoScript)
+	defer echo.Stop()
+	reqW, repR := echo.Req, echo.Rep
+	return measureCalls(b, echo.Pid, 200, n, func(i int) {
 		if err := harness.WriteFrame(reqW, map[string]any{"kind": "call", "id": i, "method": "plan", "args": args}); err != nil {
 			b.Fatalf("echo: %v", err)
 		}

@@ -2,12 +2,12 @@ package harness
 
 import (
 	"bufio"
-	"os"
-	"os/exec"
 	"sort"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/astrabox-dev/astrabox/internal/testutil"
 )
 
 // handOffEcho answers each frame on descriptor 3 with a small reply frame on descriptor 4: a Python process
@@ -38,22 +38,9 @@ while True:
 // for docs/performance.md ("Callback round trip, third round"), the figure a design in which the caller reads
 // its own reply would save.
 func BenchmarkReplyHandOff(b *testing.B) {
-	reqR, reqW, err := os.Pipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	repR, repW, err := os.Pipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd := exec.Command("python3", "-c", handOffEcho)
-	cmd.ExtraFiles = []*os.File{reqR, repW}
-	if err := cmd.Start(); err != nil {
-		b.Fatalf("echo: %v", err)
-	}
-	reqR.Close()
-	repW.Close()
-	defer func() { reqW.Close(); cmd.Wait(); repR.Close() }()
+	echo := testutil.StartPipeEcho(b, handOffEcho)
+	defer echo.Stop()
+	reqW, repR := echo.Req, echo.Rep
 
 	frame, err := encodeFrame(callMsg{Kind: "call", ID: 1, Method: "plan", Args: map[string]any{"config": map[string]any{}}, TimeoutS: 5})
 	if err != nil {

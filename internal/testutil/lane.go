@@ -1,5 +1,6 @@
-// Package testutil holds test support shared by the kit's packages: today the test lanes. It is test support
-// only: it imports testing, and no package of the kit imports it outside its tests.
+// Package testutil holds test support shared by the kit's packages: the test lanes, and the bare pipe echo the
+// round-trip benchmarks measure against (PipeEcho). It is test support only: it imports testing, and no package
+// of the kit imports it outside its tests.
 //
 // The kit's tests run in three lanes (docs/architecture.md, "Test lanes"):
 //
