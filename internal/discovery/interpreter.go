@@ -230,11 +230,20 @@ func (s *search) find() (*Interpreter, error) {
 }
 
 // probeScript prints the interpreter's version as JSON; it runs on Python 2 too, so that an old interpreter
-// gets a clear message rather than a syntax error.
+// gets a clear message rather than a syntax error. It runs without site (-S) and reads the implementation from
+// sys.implementation rather than importing platform: those two were most of its start (site processes every
+// .pth file of the environment), and the probe is the first thing every run waits for. The names are
+// platform.python_implementation()'s; an interpreter without sys.implementation (Python 2) still asks
+// platform.
 const probeScript = `import sys
 sys.path[:] = [p for p in sys.path if p not in ("", ".")]
-import json, platform
-sys.stdout.write("\nASTRABOX-PROBE:" + json.dumps({"version": list(sys.version_info[:3]), "implementation": platform.python_implementation(), "executable": sys.executable}) + "\n")
+import json
+names = {"cpython": "CPython", "pypy": "PyPy", "graalpy": "GraalVM", "ironpython": "IronPython"}
+impl = names.get(getattr(getattr(sys, "implementation", None), "name", None))
+if impl is None:
+    import platform
+    impl = platform.python_implementation()
+sys.stdout.write("\nASTRABOX-PROBE:" + json.dumps({"version": list(sys.version_info[:3]), "implementation": impl, "executable": sys.executable}) + "\n")
 `
 
 // probe runs the interpreter from a temporary directory to read its version.
@@ -264,7 +273,7 @@ func probeIn(path, reason, dir string) (*Interpreter, error) {
 			run, target = t, t
 		}
 	}
-	cmd := exec.CommandContext(ctx, run, "-E", "-s", "-c", probeScript)
+	cmd := exec.CommandContext(ctx, run, "-E", "-s", "-S", "-c", probeScript)
 	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
