@@ -51,15 +51,12 @@ func runProject(t *testing.T, dir string) (*report.Report, error) {
 }
 
 // runProjectWith runs a fixture as runProject does, with the options changed by edit first (nil: none).
-// The kit looks python3 up on PATH as the test binary found it (testutil.LookPathAsFound: pyenv's shim, which
-// honours a fixture's .python-version), while the fakes it starts by name find the interpreter first
-// (TestMain's testutil.PreferRealPython).
 func runProjectWith(t *testing.T, dir string, edit func(*Options)) (*report.Report, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	abs, _ := filepath.Abs(dir)
-	o := Options{Project: abs, Python: "python3", Jobs: 2, Getenv: pathOnly, LookPath: testutil.LookPathAsFound}
+	o := Options{Project: abs, Python: "python3", Jobs: 2, Getenv: pathOnly}
 	if edit != nil {
 		edit(&o)
 	}
@@ -82,7 +79,7 @@ func collectSuite(t *testing.T, dir string) collected {
 	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
 	defer cancel()
 	abs, _ := filepath.Abs(dir)
-	o := Options{Project: abs, Python: "python3", Jobs: 2, Getenv: pathOnly, LookPath: testutil.LookPathAsFound}
+	o := Options{Project: abs, Python: "python3", Jobs: 2, Getenv: pathOnly}
 	tg, info := resolveInspect(ctx, t, o)
 	ev, err := Collect(ctx, tg, info, 1, o)
 	if err != nil {

@@ -12,13 +12,6 @@ import (
 	"github.com/astrabox-dev/astrabox/internal/discovery"
 )
 
-// pathAsFound is PATH as the test binary found it, before PreferRealPython changed it ("" until then).
-var pathAsFound struct {
-	sync.Mutex
-	path string
-	set  bool
-}
-
 // realPython is the interpreter behind `python3` on PATH, resolved once per test binary.
 var realPython struct {
 	once sync.Once
@@ -62,7 +55,10 @@ func Python(tb testing.TB) string {
 // one the kit starts from PATH on its behalf (declared services' fake commands, the harness's default
 // interpreter, `--python python3`), is the interpreter itself. It is for a package's TestMain, before m.Run;
 // it leaves PATH alone when python3 is already the interpreter or cannot be resolved (the tests then meet
-// the same python3 as before). Tests whose point is a shim or the PATH lookup lay out their own PATH.
+// the same python3 as before). Tests whose point is a shim or the PATH lookup lay out their own PATH. A
+// package whose tests run a project pinned to pyenv's "system" version must not call it: pyenv's system
+// interpreter is the first python3 on PATH after the shims, which would then be this one (internal/conformance's
+// real-client fixtures pin "system", Debian's interpreter with their libraries).
 func PreferRealPython() {
 	py, err := RealPython()
 	if err != nil {
@@ -77,37 +73,8 @@ func PreferRealPython() {
 		return
 	}
 	path := os.Getenv("PATH")
-	pathAsFound.Lock()
-	if !pathAsFound.set {
-		pathAsFound.path, pathAsFound.set = path, true
-	}
-	pathAsFound.Unlock()
 	if path == dir || strings.HasPrefix(path, dir+string(os.PathListSeparator)) {
 		return
 	}
 	_ = os.Setenv("PATH", dir+string(os.PathListSeparator)+path)
-}
-
-// LookPathAsFound looks a command up on PATH as the test binary found it, before PreferRealPython put the
-// interpreter's directory first (on the current PATH when PreferRealPython has not changed it): for a test
-// whose kit must find `python3` as a user's shell would, a pyenv shim that honours a project's
-// .python-version (the real-client fixtures pin "system", Debian's interpreter with their libraries), while
-// the processes the kit starts by name still find the interpreter first.
-func LookPathAsFound(file string) (string, error) {
-	pathAsFound.Lock()
-	path, set := pathAsFound.path, pathAsFound.set
-	pathAsFound.Unlock()
-	if !set || strings.ContainsRune(file, filepath.Separator) {
-		return exec.LookPath(file)
-	}
-	for _, dir := range filepath.SplitList(path) {
-		if dir == "" {
-			dir = "."
-		}
-		p := filepath.Join(dir, file)
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%s on PATH as found: %w", file, exec.ErrNotFound)
 }
