@@ -12,6 +12,13 @@ import (
 	"github.com/astrabox-dev/astrabox/internal/discovery"
 )
 
+// pathAsFound is PATH as the test binary found it, kept by PreferRealPython when it changes PATH.
+var pathAsFound struct {
+	sync.Mutex
+	path string
+	set  bool
+}
+
 // realPython is the interpreter behind `python3` on PATH, resolved once per test binary.
 var realPython struct {
 	once sync.Once
@@ -55,10 +62,10 @@ func Python(tb testing.TB) string {
 // one the kit starts from PATH on its behalf (declared services' fake commands, the harness's default
 // interpreter, `--python python3`), is the interpreter itself. It is for a package's TestMain, before m.Run;
 // it leaves PATH alone when python3 is already the interpreter or cannot be resolved (the tests then meet
-// the same python3 as before). Tests whose point is a shim or the PATH lookup lay out their own PATH. A
-// package whose tests run a project pinned to pyenv's "system" version must not call it: pyenv's system
-// interpreter is the first python3 on PATH after the shims, which would then be this one (internal/conformance's
-// real-client fixtures pin "system", Debian's interpreter with their libraries).
+// the same python3 as before). Tests whose point is a shim or the PATH lookup lay out their own PATH. A test
+// that runs a project pinned to pyenv's "system" version must run with PathAsFound: pyenv's system
+// interpreter is the first python3 on PATH after the shims, which would otherwise be this one
+// (internal/conformance's real-client fixtures pin "system", Debian's interpreter with their libraries).
 func PreferRealPython() {
 	py, err := RealPython()
 	if err != nil {
@@ -73,8 +80,25 @@ func PreferRealPython() {
 		return
 	}
 	path := os.Getenv("PATH")
+	pathAsFound.Lock()
+	if !pathAsFound.set {
+		pathAsFound.path, pathAsFound.set = path, true
+	}
+	pathAsFound.Unlock()
 	if path == dir || strings.HasPrefix(path, dir+string(os.PathListSeparator)) {
 		return
 	}
 	_ = os.Setenv("PATH", dir+string(os.PathListSeparator)+path)
+}
+
+// PathAsFound returns PATH as the test binary found it, before PreferRealPython put the interpreter's
+// directory first (the current PATH when it did not), for a test that must meet pyenv's shim as a user
+// would, such as one whose project pins pyenv's "system" version.
+func PathAsFound() string {
+	pathAsFound.Lock()
+	defer pathAsFound.Unlock()
+	if pathAsFound.set {
+		return pathAsFound.path
+	}
+	return os.Getenv("PATH")
 }

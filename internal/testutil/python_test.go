@@ -27,3 +27,18 @@ func TestRealPythonIsTheInterpreter(t *testing.T) {
 		t.Errorf("python3 on PATH after PreferRealPython is %q (%v), want %s", found, err, py)
 	}
 }
+
+// TestPathAsFoundKeepsTheShim checks that, after PreferRealPython, PathAsFound is the PATH from before, on
+// which python3 is what it was (the shim where there is one).
+func TestPathAsFoundKeepsTheShim(t *testing.T) {
+	before, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3 on PATH")
+	}
+	t.Setenv("PATH", os.Getenv("PATH"))
+	PreferRealPython()
+	t.Setenv("PATH", PathAsFound())
+	if got, err := exec.LookPath("python3"); err != nil || got != before {
+		t.Errorf("python3 on PathAsFound is %q (%v), want %s", got, err, before)
+	}
+}
