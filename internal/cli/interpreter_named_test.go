@@ -20,6 +20,9 @@ func TestMissingLibraryNamesTheInterpreterInEveryFormat(t *testing.T) {
 	if _, err := os.Stat("/root/.pyenv/shims/python3"); err != nil {
 		t.Skip("no pyenv shim")
 	}
+	// The kit looks python3 up on the process's PATH: the shim first again, as a user's shell has it (TestMain
+	// put the interpreter behind it first).
+	t.Setenv("PATH", "/root/.pyenv/shims"+string(os.PathListSeparator)+os.Getenv("PATH"))
 	dir := t.TempDir()
 	write := func(p, body string) {
 		t.Helper()

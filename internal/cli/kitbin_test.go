@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/astrabox-dev/astrabox/internal/testutil"
 )
 
 // kit is the kit's binary built for this package's tests that run it as a user would (the bash completion,
@@ -38,7 +40,11 @@ func kitBinary(t *testing.T) string {
 	return bin
 }
 
+// TestMain runs the package's tests with the interpreter behind pyenv's shim first on PATH (so that each
+// `python3` they, the kit's binary or the kit in process start by name is the interpreter, not the shim's
+// bash and pyenv's scripts: testutil.PreferRealPython), and removes the kit's binary at the end.
 func TestMain(m *testing.M) {
+	testutil.PreferRealPython()
 	code := m.Run()
 	if kit.dir != "" {
 		_ = os.RemoveAll(kit.dir)

@@ -50,12 +50,25 @@ func runProject(t *testing.T, dir string) (*report.Report, error) {
 	return runProjectWith(t, dir, nil)
 }
 
+// pathAsFoundIfPinned runs the rest of t with PATH as the test binary found it when the project pins a
+// Python version (.python-version): TestMain put the interpreter behind pyenv's shim first on PATH, and pyenv's
+// "system" version, which the real-client fixtures pin (Debian's interpreter, with the client libraries), is
+// the first python3 on PATH after the shims. Such a project then meets the shim as before; others start their
+// fakes' `python3` without it.
+func pathAsFoundIfPinned(t *testing.T, project string) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(project, ".python-version")); err == nil {
+		t.Setenv("PATH", testutil.PathAsFound())
+	}
+}
+
 // runProjectWith runs a fixture as runProject does, with the options changed by edit first (nil: none).
 func runProjectWith(t *testing.T, dir string, edit func(*Options)) (*report.Report, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	abs, _ := filepath.Abs(dir)
+	pathAsFoundIfPinned(t, abs)
 	o := Options{Project: abs, Python: "python3", Jobs: 2, Getenv: pathOnly}
 	if edit != nil {
 		edit(&o)
@@ -79,6 +92,7 @@ func collectSuite(t *testing.T, dir string) collected {
 	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
 	defer cancel()
 	abs, _ := filepath.Abs(dir)
+	pathAsFoundIfPinned(t, abs)
 	o := Options{Project: abs, Python: "python3", Jobs: 2, Getenv: pathOnly}
 	tg, info := resolveInspect(ctx, t, o)
 	ev, err := Collect(ctx, tg, info, 1, o)

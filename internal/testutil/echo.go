@@ -19,7 +19,7 @@ type PipeEcho struct {
 	once sync.Once
 }
 
-// StartPipeEcho starts `python3 -c script` with the two pipes, failing tb if it cannot. Stop ends it; a
+// StartPipeEcho starts `python3 -c script` (the interpreter behind it, RealPython) with the two pipes, failing tb if it cannot. Stop ends it; a
 // cleanup of tb stops it too if the caller did not.
 func StartPipeEcho(tb testing.TB, script string) *PipeEcho {
 	tb.Helper()
@@ -33,7 +33,7 @@ func StartPipeEcho(tb testing.TB, script string) *PipeEcho {
 		reqW.Close()
 		tb.Fatal(err)
 	}
-	cmd := exec.Command("python3", "-c", script)
+	cmd := exec.Command(Python(tb), "-c", script)
 	cmd.ExtraFiles = []*os.File{reqR, repW}
 	err = cmd.Start()
 	// The child holds its own copies of its ends now (or never will): the kit's are closed either way, so the

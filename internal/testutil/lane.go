@@ -1,5 +1,7 @@
-// Package testutil holds test support shared by the kit's packages: the test lanes, and the bare pipe echo the
-// round-trip benchmarks measure against (PipeEcho). It is test support only: it imports testing, and no package
+// Package testutil holds test support shared by the kit's packages: the test lanes, the bare pipe echo the
+// round-trip benchmarks measure against (PipeEcho), and the interpreter behind `python3` (RealPython, and
+// PreferRealPython for a package's TestMain), so that tests do not pay pyenv's shim on every start. It is test
+// support only: it imports testing, and no package
 // of the kit imports it outside its tests.
 //
 // The kit's tests run in three lanes (docs/architecture.md, "Test lanes"):
