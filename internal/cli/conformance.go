@@ -133,7 +133,7 @@ scenario exercised).`,
 	cmd.Flags().StringVar(&o.SARIF, "sarif", "", "also write a SARIF 2.1.0 report to this file")
 	cmd.Flags().StringVar(&o.GitHub, "github", "", "also write GitHub workflow annotations to this file")
 	cmd.Flags().StringVar(&o.GitLab, "gitlab", "", "also write a GitLab Code Quality report to this file")
-	cmd.Flags().IntVarP(&o.Jobs, "jobs", "j", 0, "scenarios run at once, each on its own replica processes and its own instance of every declared service (default: one more than the number of cores, whose scenarios partly wait on timed answers; with --explore, the number of cores)")
+	cmd.Flags().IntVarP(&o.Jobs, "jobs", "j", 0, "scenarios run at once, each on its own replica processes and its own instance of every declared service (default: twice the number of cores, since the suite's scenarios partly wait on timed answers; the number of cores when the provider declares services or with --explore)")
 	cmd.Flags().StringVar(&o.ConfigFile, "config", "", "read the settings from this file instead of the project's [tool.astrabox] or astrabox.toml (a pyproject.toml gives its [tool.astrabox] table)")
 	cmd.Flags().StringArrayVar(&o.Set, "set", nil, "override one setting, KEY=VALUE with VALUE in TOML (--set seed=7 --set 'deadlines={turn=5}'); repeatable")
 	cmd.Flags().StringVar(&o.failOn, "fail-on", string(FailOnFailed), "results that fail the run (exit 1): failed (failed or flaky checks) or warning (also warnings)")

@@ -86,8 +86,8 @@ type Options struct {
 	Checks, Skip []string
 	// Scenarios replaces the default suite when non-empty.
 	Scenarios []*simulate.Scenario
-	// Jobs is how many scenarios run at once (0 = the default: one more than the cores for the suite,
-	// the cores for exploration; see suiteJobs).
+	// Jobs is how many scenarios run at once (0 = the default: for the suite two per core, or one per core
+	// when the provider declares services; one per core for exploration; see suiteJobs).
 	Jobs int
 	// Getenv and LookPath are injectable for tests (nil = the process's own).
 	Getenv   func(string) string
@@ -516,7 +516,7 @@ func (l *Live) prepareScenarios(ctx context.Context, t *Target, w **Workers) (*E
 	if l.scenarios, err = env.suite(o); err != nil {
 		return nil, err
 	}
-	jobs := o.suiteJobs(len(l.scenarios))
+	jobs := o.suiteJobs(len(l.scenarios), len(t.Settings.Services))
 	if o.Explore {
 		jobs = o.jobs(1 << 20)
 	}
@@ -804,18 +804,20 @@ func (o Options) jobs(n int) int {
 	return max(1, min(jobs, n))
 }
 
-// suiteJobs is how many of the suite's n scenarios run at once: --jobs when given, else one more than the
-// cores (never more than there are scenarios). The suite's scenarios spend part of their wall time waiting,
-// not computing (deadlines' turns on the double's timed answers, every scenario on its replicas' starts and
-// handshakes), so with a slot per core one core idles while the slowest chain runs: on two cores a third
-// slot shortened the default suite by about a seventh at the same CPU (docs/performance.md, "The default
-// suite: a slot more than the cores"). Exploration keeps a slot per core (jobs): its scenarios are fresh
-// replicas end to end, bound by CPU.
-func (o Options) suiteJobs(n int) int {
-	if o.Jobs > 0 {
+// suiteJobs is how many of the suite's n scenarios run at once: --jobs when given; else, for a provider that
+// declares no services, two per core; else one per core (never more than there are scenarios). The suite's
+// scenarios spend part of their wall time waiting rather than computing (deadlines' turns on the double's
+// timed answers, every scenario on its replicas' starts and handshakes), and without declared services a slot
+// costs only forks, so on two cores the default suite ran in 1.75 s with four slots against 2.04 s with two,
+// at the same CPU. Each slot runs its own instance of every declared service, an interpreter start each, so
+// a provider with services keeps a slot per core: with four slots its suite ran 9 to 25 % longer
+// (docs/performance.md, "The default suite: two slots per core without declared services"). Exploration keeps
+// a slot per core (jobs): its scenarios are fresh replicas end to end, bound by CPU.
+func (o Options) suiteJobs(n, services int) int {
+	if o.Jobs > 0 || services > 0 {
 		return o.jobs(n)
 	}
-	return max(1, min(runtime.NumCPU()+1, n))
+	return max(1, min(2*runtime.NumCPU(), n))
 }
 
 // slotServices says, for the verbose log, what stand-ins the slots run: one instance of each declared

@@ -379,7 +379,7 @@ func Collect(ctx context.Context, t *Target, info *harness.LoadInfo, seed int64,
 	if err != nil {
 		return nil, err
 	}
-	w, err := env.NewWorkers(ctx, o.suiteJobs(len(scenarios)), maxReplicas(scenarios, 1))
+	w, err := env.NewWorkers(ctx, o.suiteJobs(len(scenarios), len(t.Settings.Services)), maxReplicas(scenarios, 1))
 	if err != nil {
 		return nil, err
 	}
