@@ -69,7 +69,9 @@ func runProjectWith(t *testing.T, dir string, edit func(*Options)) (*report.Repo
 	defer cancel()
 	abs, _ := filepath.Abs(dir)
 	pathAsFoundIfPinned(t, abs)
-	o := Options{Project: abs, Python: "python3", Jobs: 2, Getenv: pathOnly}
+	// The default slots (Options.suiteJobs), as a user's run has them: every live verdict and every comparison
+	// with a recording is then made on the suite as the kit plays it by default.
+	o := Options{Project: abs, Python: "python3", Getenv: pathOnly}
 	if edit != nil {
 		edit(&o)
 	}
@@ -85,7 +87,7 @@ type collected struct {
 	ev     *Evidence
 }
 
-// collectSuite plays the default suite (seed 1, two slots) on a fixture project and returns its evidence
+// collectSuite plays the default suite (seed 1, the default slots) on a fixture project and returns its evidence
 // without judging it, for tests that look into the histories.
 func collectSuite(t *testing.T, dir string) collected {
 	t.Helper()
@@ -93,7 +95,7 @@ func collectSuite(t *testing.T, dir string) collected {
 	defer cancel()
 	abs, _ := filepath.Abs(dir)
 	pathAsFoundIfPinned(t, abs)
-	o := Options{Project: abs, Python: "python3", Jobs: 2, Getenv: pathOnly}
+	o := Options{Project: abs, Python: "python3", Getenv: pathOnly}
 	tg, info := resolveInspect(ctx, t, o)
 	ev, err := Collect(ctx, tg, info, 1, o)
 	if err != nil {
