@@ -150,29 +150,10 @@ func BenchmarkReplicaStart(b *testing.B) {
 	}
 }
 
-// echoScript answers every frame on descriptor 3 with a small reply frame on descriptor 4: the least any
-// process boundary costs, with the harness's framing and JSON but none of its work.
-const echoScript = `
-import json, os, struct
-def read(n):
-    b = b""
-    while len(b) < n:
-        c = os.read(3, n - len(b))
-        if not c:
-            os._exit(0)
-        b += c
-    return b
-while True:
-    (n,) = struct.unpack(">I", read(4))
-    msg = json.loads(read(n))
-    body = json.dumps({"kind": "reply", "id": msg["id"], "ok": True}).encode()
-    os.write(4, struct.pack(">I", len(body)) + body)
-`
-
 // pipeEcho is the median round trip of the same call message through a bare Python echo process over two
 // pipes: the machine's floor for any design that runs the provider in its own process.
 func pipeEcho(b *testing.B, args any) time.Duration {
-	echo := testutil.StartPipeEcho(b, echoScript)
+	echo := testutil.StartPipeEcho(b)
 	defer echo.Stop()
 	reqW, repR := echo.Req, echo.Rep
 	durs := make([]time.Duration, 0, 2000)

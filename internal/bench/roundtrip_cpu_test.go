@@ -88,7 +88,7 @@ func BenchmarkCallbackCPU(b *testing.B) {
 
 // echoCPU is measureCalls over the bare pipe echo of pipeEcho.
 func echoCPU(b *testing.B, args any, n int) cpuPerCall {
-	echo := testutil.StartPipeEcho(b, echoScript)
+	echo := testutil.StartPipeEcho(b)
 	defer echo.Stop()
 	reqW, repR := echo.Req, echo.Rep
 	return measureCalls(b, echo.Pid, 200, n, func(i int) {

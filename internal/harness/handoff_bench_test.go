@@ -10,27 +10,9 @@ import (
 	"github.com/astrabox-dev/astrabox/internal/testutil"
 )
 
-// handOffEcho answers each frame on descriptor 3 with a small reply frame on descriptor 4: a Python process
-// with no work of its own, so that what differs between the two ways of waiting below is the kit's alone.
-const handOffEcho = `
-import os, struct
-def read(n):
-    b = b""
-    while len(b) < n:
-        c = os.read(3, n - len(b))
-        if not c:
-            os._exit(0)
-        b += c
-    return b
-while True:
-    (n,) = struct.unpack(">I", read(4))
-    read(n)
-    body = b'{"kind":"reply","id":1,"ok":true}'
-    os.write(4, struct.pack(">I", len(body)) + body)
-`
-
 // BenchmarkReplyHandOff measures what the kit's way of waiting for a reply costs, against the same echo
-// process: "direct" is the calling goroutine reading the reply pipe itself (the bare echo of
+// process (testutil.EchoScript, the round-trip benchmarks' floor; it answers with JSON, which both ways below
+// pay alike): "direct" is the calling goroutine reading the reply pipe itself (the bare echo of
 // BenchmarkCallbackOverhead); "handoff" is a reader goroutine reading it and handing each frame to the waiting
 // caller over a channel, as Process.readLoop and awaitReply do. The two alternate in blocks of 500 calls, so that
 // the load of a shared machine falls on both; reported are the median round trip of each and the kit's CPU per
@@ -38,7 +20,7 @@ while True:
 // for docs/performance.md ("Callback round trip, third round"), the figure a design in which the caller reads
 // its own reply would save.
 func BenchmarkReplyHandOff(b *testing.B) {
-	echo := testutil.StartPipeEcho(b, handOffEcho)
+	echo := testutil.StartPipeEcho(b)
 	defer echo.Stop()
 	reqW, repR := echo.Req, echo.Rep
 

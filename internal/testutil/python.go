@@ -57,6 +57,14 @@ func Python(tb testing.TB) string {
 	return py
 }
 
+// MainWithRealPython is the TestMain of a package whose tests start python3 by name: PreferRealPython, then
+// the package's tests, then exit with their code. A package that needs more around its tests calls
+// PreferRealPython in its own TestMain instead.
+func MainWithRealPython(m *testing.M) {
+	PreferRealPython()
+	os.Exit(m.Run())
+}
+
 // PreferRealPython puts the directory of RealPython's interpreter first on this process's PATH when
 // `python3` on PATH is a launcher (a pyenv shim), so that every `python3` a test starts by name, and every
 // one the kit starts from PATH on its behalf (declared services' fake commands, the harness's default
