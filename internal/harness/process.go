@@ -319,10 +319,9 @@ func (p *Process) goroutines() {
 func (p *Process) environ() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if isHarnessVar(kv) {
-			continue
+		if inherited(kv) {
+			env = append(env, kv)
 		}
-		env = append(env, kv)
 	}
 	env = append(env, p.o.Env...)
 	return append(env,
@@ -336,6 +335,28 @@ func (p *Process) environ() []string {
 		"PYTHONDONTWRITEBYTECODE=1",
 	)
 }
+
+// inherited reports whether an entry of the kit's own environment passes to a harness process or fork server:
+// every one but those the kit sets per harness (isHarnessVar) and CPython's switches for the perf profiler
+// (perfVars).
+func inherited(kv string) bool {
+	if isHarnessVar(kv) {
+		return false
+	}
+	for _, v := range perfVars {
+		if strings.HasPrefix(kv, v) {
+			return false
+		}
+	}
+	return true
+}
+
+// perfVars are CPython's switches for the Linux perf profiler: a perf map (3.12+) or jitdump files (3.13+),
+// written through a descriptor the interpreter opens as it starts. A harness then takes over its descriptors
+// for the protocol, so the interpreter's writes landed in the protocol and killed the harness ("harness
+// protocol corrupted"). A kit started with either set, to profile some other program, keeps it from its
+// harnesses; ASTRABOX_PROFILE_DIR profiles them instead (docs/performance.md).
+var perfVars = []string{"PYTHONPERFSUPPORT=", "PYTHON_PERF_JIT_SUPPORT="}
 
 // isHarnessVar reports whether an environment entry is one the kit sets per harness process (and so must not
 // be inherited from the kit's own environment).

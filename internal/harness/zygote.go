@@ -143,15 +143,14 @@ func StartZygote(ctx context.Context, python, dir string, env ...string) (*Zygot
 	}
 }
 
-// zygoteEnviron is the environment shared by every replica: ours minus the per-process harness variables,
-// which each forked child receives in its spawn request.
+// zygoteEnviron is the environment shared by every replica: ours minus what no harness inherits (inherited),
+// such as the per-process harness variables, which each forked child receives in its spawn request.
 func zygoteEnviron() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if isHarnessVar(kv) {
-			continue
+		if inherited(kv) {
+			env = append(env, kv)
 		}
-		env = append(env, kv)
 	}
 	return env
 }

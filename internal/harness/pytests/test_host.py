@@ -132,6 +132,21 @@ class Profile(unittest.TestCase):
             names = {func[2] for func in stats.stats}
         self.assertIn("provider_work_to_see_in_the_profile", names)
 
+    def test_the_cpu_clock_counts_no_time_spent_asleep(self):
+        sleeper = PROFILE.replace("provider_work_to_see_in_the_profile()\n", "import time; time.sleep(0.3)\n", 1)
+        slept = {}
+        for clock in ("wall", "cpu"):
+            with tempfile.TemporaryDirectory() as d:
+                env = {"ASTRABOX_PROFILE_DIR": d}
+                if clock == "cpu":
+                    env["ASTRABOX_PROFILE_CLOCK"] = "cpu"
+                proc = child(sleeper, env)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                stats = pstats.Stats(os.path.join(d, "harness-%d.prof" % int(proc.stdout)))
+                slept[clock] = sum(v[2] for k, v in stats.stats.items() if k[2] == "<built-in method time.sleep>")
+        self.assertGreaterEqual(slept["wall"], 0.25)
+        self.assertLess(slept["cpu"], 0.1)
+
     def test_without_the_knob_nothing_is_profiled(self):
         proc = child(PROFILE + "print('cProfile' in sys.modules, sys.getprofile())\n")
         self.assertEqual(proc.returncode, 0, proc.stderr)
