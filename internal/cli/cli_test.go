@@ -192,3 +192,16 @@ func TestNearMissGroupOnlyFailsEPGroup(t *testing.T) {
 		}
 	}
 }
+
+// TestRunWithNoArgumentsReadsNoneFromTheProcess: cobra falls back to os.Args when given nil arguments; Run must
+// not, or a test binary's own flags (-test.timeout 30m) become the command line.
+func TestRunWithNoArgumentsReadsNoneFromTheProcess(t *testing.T) {
+	saved := os.Args
+	os.Args = []string{"astrabox", "version"}
+	t.Cleanup(func() { os.Args = saved })
+	code, stdout, stderr := run(t) // nil
+	empty, emptyOut, emptyErr := run(t, []string{}...)
+	if code != empty || stdout != emptyOut || stderr != emptyErr {
+		t.Errorf("nil arguments: exit %d, stdout %q, stderr %q; empty: exit %d, stdout %q, stderr %q", code, stdout, stderr, empty, emptyOut, emptyErr)
+	}
+}

@@ -141,7 +141,8 @@ func Execute(args []string) int {
 // Run executes args with a factory and returns the exit code; errors are printed on the factory's stderr.
 func Run(f *Factory, args []string) int {
 	root := NewRootCmd(f)
-	root.SetArgs(args)
+	// Never nil: cobra reads os.Args when given nil, and a caller that passes no arguments means none.
+	root.SetArgs(append([]string{}, args...))
 	err := root.Execute()
 	if err == nil {
 		return ExitOK

@@ -24,7 +24,8 @@ func execute(t *testing.T, build func(*Factory) *cobra.Command, args ...string) 
 	io, out, errb := term.Test()
 	f := &Factory{IO: io, Getenv: func(string) string { return "" }, Version: "test"}
 	cmd := build(f)
-	cmd.SetArgs(args)
+	// Never nil: cobra reads os.Args when given nil, which are the test binary's own flags.
+	cmd.SetArgs(append([]string{}, args...))
 	cmd.SetOut(io.Out)
 	cmd.SetErr(io.Err)
 	cmd.SilenceUsage, cmd.SilenceErrors = true, true
