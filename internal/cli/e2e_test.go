@@ -149,7 +149,8 @@ func noSecretIn(t *testing.T, outputs map[string]string, set *secrets.Set) {
 func TestReportFormatsAgree(t *testing.T) {
 	out := t.TempDir()
 	jsonFile, junitFile, sarifFile := filepath.Join(out, "r.json"), filepath.Join(out, "r.xml"), filepath.Join(out, "r.sarif")
-	code, stdout, stderr := run(t, "conformance", "run", "--project", repoPath("testdata/providers/broken/plan-no-io"),
+	// As on GitHub Actions, whether or not this tree is a git repository (a source tarball is not).
+	code, stdout, stderr := runWithEnv(t, map[string]string{"GITHUB_WORKSPACE": repoPath(".")}, "conformance", "run", "--project", repoPath("testdata/providers/broken/plan-no-io"),
 		"--format", "github", "--json", jsonFile, "--junit", junitFile, "--sarif", sarifFile)
 	if code != ExitFailed {
 		t.Fatalf("exit %d: %s", code, stderr)
