@@ -6,7 +6,9 @@ a provider is given, in a child forked from an interpreter prepared as the fork 
 fork (the child's share of ``os.fork``: the interpreter's at-fork work and the copy-on-write faults of touching
 anything), the next compare it with a fork by libc's ``fork`` (no at-fork work), and the last three say
 what one page fault costs the machine (a first touch, a copy-on-write write in a forked child, and the same
-copies made by one ``madvise(MADV_POPULATE_WRITE)``).
+copies made by one ``madvise(MADV_POPULATE_WRITE)``). With ``FORK_PHASES_PREFAULT=text`` (or ``all``) each child
+first populates the page tables of its file-backed code mappings (or of every read-only file mapping) with
+one ``madvise(MADV_POPULATE_READ)`` each, as a phase of its own: Linux does not copy those entries at a fork.
 
     python3 scripts/fork_phases.py internal/harness/python [N [PROJECT_DIR MODULE:CLASS]]
 
@@ -58,6 +60,10 @@ def main() -> None:
                 marks.append((name, cpu_ms(), faults()))
 
             try:
+                prefault = os.environ.get("FORK_PHASES_PREFAULT", "")
+                if prefault:
+                    populate_file_mappings(prefault == "text")
+                    mark("prefault (%s)" % prefault)
                 runner.apply_limits()
                 mark("apply_limits")
                 runner.become_host()
@@ -123,6 +129,27 @@ def main() -> None:
             f_sum += int(f)
         print("bare %-17s %7.2f ms CPU %7.1f faults" % (how + ":", c_sum / n, f_sum / n))
     fault_cost(libc)
+
+
+#: MADV_POPULATE_READ (Linux 5.14+): fault a range in readable, in one system call.
+MADV_POPULATE_READ = 22
+
+
+def populate_file_mappings(code_only: bool) -> None:
+    """Populate the page tables of this process's read-only file mappings (only the executable ones when
+    code_only), one madvise each."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    with open("/proc/self/maps") as fh:
+        maps = fh.read().splitlines()
+    for line in maps:
+        parts = line.split()
+        if len(parts) < 6 or not parts[5].startswith("/") or "w" in parts[1]:
+            continue
+        if code_only and "x" not in parts[1]:
+            continue
+        lo, hi = (int(x, 16) for x in parts[0].split("-"))
+        libc.madvise(lo, hi - lo, MADV_POPULATE_READ)
 
 
 #: MADV_POPULATE_WRITE (Linux 5.14+): fault a range in writable, copy-on-write included, in one system call.
