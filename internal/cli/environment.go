@@ -43,6 +43,7 @@ var Environment = []EnvVar{
 	{"SSL_CERT_FILE", "the system's trusted roots: added after the run's certificate authority in the bundle replicas trust (default: the distribution's bundle)"},
 	{"TMPDIR", "where scratch directories for the interpreter and the harness are made"},
 	{"ASTRABOX_PROFILE_DIR", "a developer knob: harness processes write a cProfile of themselves there (docs/performance.md)"},
+	{"ASTRABOX_PROFILE_CLOCK", "a developer knob: cpu makes ASTRABOX_PROFILE_DIR's profiles count CPU time instead of wall time (docs/performance.md)"},
 	{"ASTRABOX_TRACE", "a developer knob: 1 prints the run's timeline (resolution, fork servers, inspection, each scenario, judging) to standard error (docs/performance.md)"},
 }
 
